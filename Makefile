@@ -1,0 +1,50 @@
+# Thin targets: each one is a command a user or CI runs as it is.
+GO      ?= go
+BIN     := bin
+DATA    ?= lockd-data
+PKGS    := ./...
+
+.PHONY: all build run test deps lint unit compat e2e bench chaos cluster clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/lockd ./cmd/lockd
+
+## run: a single-node lockd, RESP on 127.0.0.1:6379, data in ./$(DATA)
+run: build
+	./$(BIN)/lockd -data-dir $(DATA)
+
+## test: the whole suite (installs redis-server / redis-tools when missing)
+test: deps lint
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+## deps: what the suite needs that Go does not bring: a real redis-server as the
+## reference of the compat suite, and redis-cli / redis-benchmark.
+deps:
+	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \
+		echo "installing redis-server and redis-tools"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	fi
+	@redis-server --version
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+## bench: redis-benchmark against lockd and a durable redis-server, side by side
+bench: build deps
+	./scripts/bench.sh
+
+## chaos: the fault-injection suite (kill -9 under load and restart)
+chaos: build
+	$(GO) test -count=1 -run 'Test.*Crash|Test.*Kill' -v ./test/
+
+## cluster: three local nodes (multi-node support arrives with issue 4)
+cluster: build
+	@echo "make cluster: multi-node clusters are not implemented yet (issue 4); use make run" >&2; exit 1
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,54 @@
+//go:build !compat_redis
+
+package compat
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/server"
+)
+
+// startOther starts the server under test: an in-process single-node lockd,
+// closed in t.Cleanup. COMPAT_TARGET=redis compares redis-server with a
+// second redis-server instead, which proves the harness and its cases.
+func startOther(t testing.TB) (name, addr string) {
+	t.Helper()
+	if os.Getenv("COMPAT_TARGET") == "redis" {
+		return "redis2", startRedis(t)
+	}
+	type started struct {
+		s   *server.Server
+		err error
+	}
+	ch := make(chan started, 1)
+	dir := t.TempDir()
+	go func() {
+		s, err := server.New(server.Config{
+			RESPAddr: "127.0.0.1:0",
+			PeerAddr: "127.0.0.1:0",
+			DataDir:  dir,
+		})
+		ch <- started{s, err}
+	}()
+	select {
+	case st := <-ch:
+		if st.err != nil {
+			t.Fatalf("start lockd: %v", st.err)
+		}
+		t.Cleanup(func() {
+			if err := st.s.Close(); err != nil {
+				t.Errorf("close lockd: %v", err)
+			}
+		})
+		addr := st.s.RESPAddr()
+		if err := waitPing(addr, nil); err != nil {
+			t.Fatalf("lockd at %s: %v", addr, err)
+		}
+		return "lockd", addr
+	case <-time.After(startTimeout):
+		t.Fatalf("lockd: server.New did not return within %v", startTimeout)
+		return "", ""
+	}
+}

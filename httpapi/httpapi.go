@@ -1,0 +1,30 @@
+// Package httpapi is lockd's HTTP door: health and readiness today; the seed's
+// /v1 lock API and /metrics are added on the same mux.
+package httpapi
+
+import (
+	"net/http"
+)
+
+// Store is what the HTTP door needs from the replicated store.
+type Store interface {
+	// IsLeader reports whether this node leads and serves writes.
+	IsLeader() bool
+}
+
+// Handler returns the HTTP handler: GET /healthz (the process is up) and
+// GET /readyz (this node can serve: 200, or 503 while no leader is ready).
+func Handler(store Store) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !store.IsLeader() {
+			http.Error(w, "not ready: no leader\n", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}

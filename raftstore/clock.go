@@ -1,0 +1,48 @@
+package raftstore
+
+import (
+	"sync"
+	"time"
+)
+
+// logClock is the leader's source of log time: milliseconds that continue from the
+// highest time in the log when the node took office and then advance with the
+// node's monotonic clock. It never goes backwards and ignores wall-clock jumps.
+type logClock struct {
+	mu    sync.Mutex
+	base  int64     // log time at start
+	start time.Time // monotonic reading when base was taken
+	last  int64
+	now   func() time.Time // injectable for tests
+}
+
+func newLogClock(now func() time.Time) *logClock {
+	if now == nil {
+		now = time.Now
+	}
+	return &logClock{now: now, start: now()}
+}
+
+// reset starts counting from base (the highest log time applied so far).
+func (c *logClock) reset(base int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if base < c.last {
+		base = c.last
+	}
+	c.base = base
+	c.start = c.now()
+}
+
+// read returns the current log time (ms) and wall time (Unix ms).
+func (c *logClock) read() (logMs, wallMs int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.now()
+	v := c.base + t.Sub(c.start).Milliseconds()
+	if v < c.last {
+		v = c.last
+	}
+	c.last = v
+	return v, t.UnixMilli()
+}

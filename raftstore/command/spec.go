@@ -1,0 +1,445 @@
+package command
+
+import (
+	"bytes"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Error is a command error whose text is exactly what Redis replies, prefix
+// included ("ERR syntax error", "WRONGTYPE ...").
+type Error string
+
+func (e Error) Error() string { return string(e) }
+
+// The error texts shared by many commands, byte for byte as Redis 7 words them.
+const (
+	ErrSyntax    Error = "ERR syntax error"
+	ErrNotInt    Error = "ERR value is not an integer or out of range"
+	ErrWrongType Error = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrOverflow  Error = "ERR increment or decrement would overflow"
+)
+
+// ErrArity is the wrong-number-of-arguments error for the named command.
+func ErrArity(name string) Error {
+	return Error("ERR wrong number of arguments for '" + strings.ToLower(name) + "' command")
+}
+
+func errExpire(name string) Error {
+	return Error("ERR invalid expire time in '" + name + "' command")
+}
+
+// Spec describes one keyspace command.
+type Spec struct {
+	Name       string // lower case, as COMMAND reports it
+	Arity      int    // Redis convention: negative = at least -Arity arguments
+	Flags      []string
+	FirstKey   int
+	LastKey    int
+	Step       int
+	Categories []string
+	// Write is true when the command may change the keyspace and so goes through
+	// the log; read-only commands are served by a leader after a quorum check.
+	Write bool
+	parse func(name string, args [][]byte) (Op, error)
+}
+
+// CheckArity reports whether n arguments (the name included) fit the spec.
+func (s *Spec) CheckArity(n int) bool {
+	if s.Arity >= 0 {
+		return n == s.Arity
+	}
+	return n >= -s.Arity
+}
+
+// Parse turns args (args[0] is the command name) into an Op, or returns an Error
+// worded as Redis words it. It is pure: the same args give the same result.
+func (s *Spec) Parse(args [][]byte) (Op, error) {
+	if !s.CheckArity(len(args)) {
+		return nil, ErrArity(s.Name)
+	}
+	return s.parse(s.Name, args)
+}
+
+var table = map[string]*Spec{}
+
+// Lookup finds the keyspace command named name (any case).
+func Lookup(name []byte) (*Spec, bool) {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil, false
+	}
+	lower := buf[:len(name)]
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	s, ok := table[string(lower)]
+	return s, ok
+}
+
+// Specs returns every keyspace command, sorted by name.
+func Specs() []*Spec {
+	out := make([]*Spec, 0, len(table))
+	for _, s := range table {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Parse looks up args[0] and parses the rest. ok is false for a name that is not
+// a keyspace command.
+func Parse(args [][]byte) (op Op, spec *Spec, err error) {
+	if len(args) == 0 {
+		return nil, nil, ErrSyntax
+	}
+	spec, ok := Lookup(args[0])
+	if !ok {
+		return nil, nil, nil
+	}
+	op, err = spec.Parse(args)
+	return op, spec, err
+}
+
+const (
+	wr   = "write"
+	ro   = "readonly"
+	deny = "denyoom"
+	fast = "fast"
+)
+
+func def(name string, arity int, write bool, flags []string, first, last, step int, cats []string, p func(string, [][]byte) (Op, error)) {
+	table[name] = &Spec{Name: name, Arity: arity, Flags: flags, FirstKey: first, LastKey: last, Step: step,
+		Categories: cats, Write: write, parse: p}
+}
+
+func init() {
+	str := []string{"@write", "@string", "@slow"}
+	strFast := []string{"@write", "@string", "@fast"}
+	rstr := []string{"@read", "@string", "@fast"}
+	ks := []string{"@write", "@keyspace", "@fast"}
+	ksSlow := []string{"@write", "@keyspace", "@slow"}
+	rks := []string{"@read", "@keyspace", "@fast"}
+
+	def("set", -3, true, []string{wr, deny}, 1, 1, 1, str, parseSet)
+	def("setnx", 3, true, []string{wr, deny, fast}, 1, 1, 1, strFast, func(_ string, a [][]byte) (Op, error) {
+		return Set{Cmd: "setnx", Key: a[1], Value: a[2], NX: true, Reply: ReplyInt}, nil
+	})
+	def("setex", 4, true, []string{wr, deny}, 1, 1, 1, str, parseSetEx)
+	def("psetex", 4, true, []string{wr, deny}, 1, 1, 1, str, parseSetEx)
+	def("get", 2, false, []string{ro, fast}, 1, 1, 1, rstr, func(_ string, a [][]byte) (Op, error) { return Get{Key: a[1]}, nil })
+	def("getdel", 2, true, []string{wr, fast}, 1, 1, 1, strFast, func(_ string, a [][]byte) (Op, error) { return GetDel{Key: a[1]}, nil })
+	def("getex", -2, true, []string{wr, fast}, 1, 1, 1, strFast, parseGetEx)
+	def("del", -2, true, []string{wr}, 1, -1, 1, ksSlow, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil })
+	def("unlink", -2, true, []string{wr, fast}, 1, -1, 1, ks, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil })
+	def("exists", -2, false, []string{ro, fast}, 1, -1, 1, rks, func(_ string, a [][]byte) (Op, error) { return Exists{Keys: a[1:]}, nil })
+	for _, n := range []string{"expire", "pexpire", "expireat", "pexpireat"} {
+		def(n, -3, true, []string{wr, fast}, 1, 1, 1, ks, parseExpire)
+	}
+	for _, n := range []string{"ttl", "pttl", "expiretime", "pexpiretime"} {
+		def(n, 2, false, []string{ro, fast}, 1, 1, 1, rks, func(name string, a [][]byte) (Op, error) {
+			return TTL{Key: a[1], Millis: name[0] == 'p', Abs: strings.HasSuffix(name, "time")}, nil
+		})
+	}
+	def("persist", 2, true, []string{wr, fast}, 1, 1, 1, ks, func(_ string, a [][]byte) (Op, error) { return Persist{Key: a[1]}, nil })
+	def("type", 2, false, []string{ro, fast}, 1, 1, 1, rks, func(_ string, a [][]byte) (Op, error) { return Type{Key: a[1]}, nil })
+	def("delex", -2, true, []string{wr, fast}, 1, 1, 1, ks, parseDelEx)
+	def("digest", 2, false, []string{ro, fast}, 1, 1, 1, rstr, func(_ string, a [][]byte) (Op, error) { return Digest{Key: a[1]}, nil })
+	def("incr", 2, true, []string{wr, deny, fast}, 1, 1, 1, strFast, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: 1}, nil })
+	def("decr", 2, true, []string{wr, deny, fast}, 1, 1, 1, strFast, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: -1}, nil })
+	def("incrby", 3, true, []string{wr, deny, fast}, 1, 1, 1, strFast, parseIncrBy)
+	def("decrby", 3, true, []string{wr, deny, fast}, 1, 1, 1, strFast, parseIncrBy)
+	def("mget", -2, false, []string{ro, fast}, 1, -1, 1, rstr, func(_ string, a [][]byte) (Op, error) { return MGet{Keys: a[1:]}, nil })
+	def("mset", -3, true, []string{wr, deny}, 1, -1, 2, str, parseMSet)
+	def("msetnx", -3, true, []string{wr, deny}, 1, -1, 2, str, parseMSet)
+	def("getrange", 4, false, []string{ro}, 1, 1, 1, []string{"@read", "@string", "@slow"}, parseGetRange)
+	def("dbsize", 1, false, []string{ro, fast}, 0, 0, 0, rks, func(string, [][]byte) (Op, error) { return DBSize{}, nil })
+	def("keys", 2, false, []string{ro}, 0, 0, 0, []string{"@keyspace", "@read", "@slow", "@dangerous"}, func(_ string, a [][]byte) (Op, error) { return Keys{Pattern: a[1]}, nil })
+	def("scan", -2, false, []string{ro}, 0, 0, 0, []string{"@keyspace", "@read", "@slow"}, parseScan)
+	def("flushall", -1, true, []string{wr}, 0, 0, 0, []string{"@keyspace", "@write", "@slow", "@dangerous"}, parseFlushAll)
+	def("fence", -2, false, []string{ro, fast}, 1, 1, 1, rks, parseFence)
+}
+
+func eq(a []byte, s string) bool { return len(a) == len(s) && strings.EqualFold(string(a), s) }
+
+// parseExpiryArg reads the integer operand of EX/PX/EXAT/PXAT and checks it as
+// Redis 7 does (positive; seconds that fit in milliseconds).
+func parseExpiryArg(name string, opt string, arg []byte) (Expiry, error) {
+	v, ok := ParseInt(arg)
+	if !ok {
+		return Expiry{}, ErrNotInt
+	}
+	secs := opt == "ex" || opt == "exat"
+	if v <= 0 || (secs && v > math.MaxInt64/1000) {
+		return Expiry{}, errExpire(name)
+	}
+	if secs {
+		v *= 1000
+	}
+	if opt == "ex" || opt == "px" {
+		return Expiry{Kind: ExpireRel, Ms: v}, nil
+	}
+	return Expiry{Kind: ExpireAbs, Ms: v}, nil
+}
+
+// SET key value [NX|XX|IFEQ v|IFNE v|IFDEQ d|IFDNE d] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL] [FENCE]
+func parseSet(name string, a [][]byte) (Op, error) {
+	op := Set{Cmd: name, Key: a[1], Value: a[2]}
+	var exOpt string
+	var exArg []byte
+	get, fence := false, false
+	for i := 3; i < len(a); i++ {
+		opt := strings.ToLower(string(a[i]))
+		hasNext := i+1 < len(a)
+		switch {
+		case opt == "nx" && !op.XX && op.Cond.Kind == CondNone:
+			op.NX = true
+		case opt == "xx" && !op.NX && op.Cond.Kind == CondNone:
+			op.XX = true
+		case opt == "get":
+			get = true
+		case opt == "fence":
+			fence = true
+		case opt == "keepttl" && exOpt == "":
+			exOpt = opt
+		case (opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && exOpt == "" && hasNext:
+			exOpt = opt
+			i++
+			exArg = a[i]
+		case (opt == "ifeq" || opt == "ifne" || opt == "ifdeq" || opt == "ifdne") && !op.NX && !op.XX && op.Cond.Kind == CondNone && hasNext:
+			op.Cond = Cond{Kind: condKind(opt), Arg: a[i+1]}
+			i++
+		default:
+			return nil, ErrSyntax
+		}
+	}
+	if get && fence {
+		return nil, ErrSyntax
+	}
+	switch exOpt {
+	case "keepttl":
+		op.Expire.Kind = ExpireKeep
+	case "":
+	default:
+		e, err := parseExpiryArg(name, exOpt, exArg)
+		if err != nil {
+			return nil, err
+		}
+		op.Expire = e
+	}
+	switch {
+	case get:
+		op.Reply = ReplyOld
+	case fence:
+		op.Reply = ReplyToken
+	}
+	return op, nil
+}
+
+func condKind(opt string) CondKind {
+	switch opt {
+	case "ifeq":
+		return CondEq
+	case "ifne":
+		return CondNe
+	case "ifdeq":
+		return CondDigestEq
+	}
+	return CondDigestNe
+}
+
+// SETEX key seconds value / PSETEX key milliseconds value
+func parseSetEx(name string, a [][]byte) (Op, error) {
+	opt := "ex"
+	if name == "psetex" {
+		opt = "px"
+	}
+	e, err := parseExpiryArg(name, opt, a[2])
+	if err != nil {
+		return nil, err
+	}
+	return Set{Cmd: name, Key: a[1], Value: a[3], Expire: e}, nil
+}
+
+// GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]
+func parseGetEx(name string, a [][]byte) (Op, error) {
+	op := GetEx{Cmd: name, Key: a[1]}
+	var exOpt string
+	var exArg []byte
+	for i := 2; i < len(a); i++ {
+		opt := strings.ToLower(string(a[i]))
+		switch {
+		case opt == "persist" && exOpt == "":
+			exOpt = opt
+		case (opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && exOpt == "" && i+1 < len(a):
+			exOpt = opt
+			i++
+			exArg = a[i]
+		default:
+			return nil, ErrSyntax
+		}
+	}
+	switch exOpt {
+	case "persist":
+		op.Expire.Kind = ExpirePersist
+	case "":
+	default:
+		e, err := parseExpiryArg(name, exOpt, exArg)
+		if err != nil {
+			return nil, err
+		}
+		op.Expire = e
+	}
+	return op, nil
+}
+
+// EXPIRE key seconds [NX|XX|GT|LT] (and PEXPIRE, EXPIREAT, PEXPIREAT)
+func parseExpire(name string, a [][]byte) (Op, error) {
+	op := Expire{Cmd: name, Key: a[1], Abs: strings.HasSuffix(name, "at")}
+	for _, o := range a[3:] {
+		switch strings.ToLower(string(o)) {
+		case "nx":
+			op.NX = true
+		case "xx":
+			op.XX = true
+		case "gt":
+			op.GT = true
+		case "lt":
+			op.LT = true
+		default:
+			return nil, Error("ERR Unsupported option " + string(o))
+		}
+	}
+	if op.NX && (op.XX || op.GT || op.LT) {
+		return nil, Error("ERR NX and XX, GT or LT options at the same time are not compatible")
+	}
+	if op.GT && op.LT {
+		return nil, Error("ERR GT and LT options at the same time are not compatible")
+	}
+	v, ok := ParseInt(a[2])
+	if !ok {
+		return nil, ErrNotInt
+	}
+	if name[0] != 'p' {
+		if v > math.MaxInt64/1000 || v < math.MinInt64/1000 {
+			return nil, errExpire(name)
+		}
+		v *= 1000
+	}
+	op.Ms = v
+	return op, nil
+}
+
+// DELEX key [IFEQ v|IFNE v|IFDEQ d|IFDNE d]
+func parseDelEx(_ string, a [][]byte) (Op, error) {
+	op := DelEx{Key: a[1]}
+	switch len(a) {
+	case 2:
+	case 4:
+		opt := strings.ToLower(string(a[2]))
+		switch opt {
+		case "ifeq", "ifne", "ifdeq", "ifdne":
+			op.Cond = Cond{Kind: condKind(opt), Arg: a[3]}
+		default:
+			return nil, ErrSyntax
+		}
+	default:
+		return nil, ErrSyntax
+	}
+	return op, nil
+}
+
+// INCRBY key increment / DECRBY key decrement
+func parseIncrBy(name string, a [][]byte) (Op, error) {
+	v, ok := ParseInt(a[2])
+	if !ok {
+		return nil, ErrNotInt
+	}
+	if name == "decrby" {
+		if v == math.MinInt64 {
+			return nil, Error("ERR decrement would overflow")
+		}
+		v = -v
+	}
+	return Incr{Key: a[1], By: v}, nil
+}
+
+// MSET key value [key value ...] / MSETNX
+func parseMSet(name string, a [][]byte) (Op, error) {
+	if len(a)%2 != 1 {
+		return nil, ErrArity(name)
+	}
+	return MSet{Pairs: a[1:], NX: name == "msetnx"}, nil
+}
+
+// GETRANGE key start end
+func parseGetRange(_ string, a [][]byte) (Op, error) {
+	s, ok1 := ParseInt(a[2])
+	e, ok2 := ParseInt(a[3])
+	if !ok1 || !ok2 {
+		return nil, ErrNotInt
+	}
+	return GetRange{Key: a[1], Start: s, End: e}, nil
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+func parseScan(_ string, a [][]byte) (Op, error) {
+	c, ok := ParseUint(a[1])
+	if !ok {
+		return nil, Error("ERR invalid cursor")
+	}
+	op := Scan{Cursor: c, Count: 10}
+	for i := 2; i < len(a); i++ {
+		if i+1 >= len(a) {
+			return nil, ErrSyntax
+		}
+		switch strings.ToLower(string(a[i])) {
+		case "match":
+			op.Match = a[i+1]
+		case "count":
+			n, ok := ParseInt(a[i+1])
+			if !ok {
+				return nil, ErrNotInt
+			}
+			if n < 1 {
+				return nil, ErrSyntax
+			}
+			op.Count = n
+		case "type":
+			op.Type = a[i+1]
+		default:
+			return nil, ErrSyntax
+		}
+		i++
+	}
+	if op.Match != nil && bytes.Equal(op.Match, []byte("*")) {
+		op.Match = nil
+	}
+	return op, nil
+}
+
+// FLUSHALL [ASYNC|SYNC]
+func parseFlushAll(_ string, a [][]byte) (Op, error) {
+	if len(a) > 2 || (len(a) == 2 && !eq(a[1], "async") && !eq(a[1], "sync")) {
+		return nil, ErrSyntax
+	}
+	return FlushAll{}, nil
+}
+
+// FENCE key [IFEQ value]
+func parseFence(_ string, a [][]byte) (Op, error) {
+	switch {
+	case len(a) == 2:
+		return Fence{Key: a[1]}, nil
+	case len(a) == 4 && eq(a[2], "ifeq"):
+		return Fence{Key: a[1], IfEq: a[3]}, nil
+	}
+	return nil, ErrSyntax
+}
+
+// EqualFold reports whether a equals s, ignoring ASCII case.
+func EqualFold(a []byte, s string) bool { return eq(a, s) }

@@ -1,0 +1,150 @@
+package raftstore
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/raftstore/fsm"
+	"github.com/lockd/lockd/resp"
+)
+
+// machine adapts the pure keyspace to hashicorp/raft. It is the one place where
+// entries are applied. Raft calls Apply/ApplyBatch/Snapshot/Restore from its FSM
+// goroutine, one at a time; readers take mu for reading.
+type machine struct {
+	mu sync.RWMutex
+	ks *fsm.Keyspace
+
+	wmu     sync.Mutex
+	applied uint64
+	waiters []applyWaiter
+	kick    chan struct{} // poked after every apply: a deadline may have changed
+}
+
+type applyWaiter struct {
+	index uint64
+	ch    chan struct{}
+}
+
+func newMachine() *machine {
+	return &machine{ks: fsm.New(), kick: make(chan struct{}, 1)}
+}
+
+var _ raft.BatchingFSM = (*machine)(nil)
+
+// Apply applies one committed log record.
+func (m *machine) Apply(l *raft.Log) interface{} {
+	return m.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed records in order. An undecodable entry panics: a
+// replica must stop rather than diverge from the others.
+func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	m.mu.Lock()
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		e, err := command.Decode(l.Data)
+		if err != nil {
+			m.mu.Unlock()
+			panic(fmt.Sprintf("raftstore: log index %d: %v", l.Index, err))
+		}
+		out[i] = m.ks.Apply(l.Index, e)
+	}
+	m.mu.Unlock()
+	if n := len(logs); n > 0 {
+		m.setApplied(logs[n-1].Index)
+	}
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+	return out
+}
+
+func (m *machine) setApplied(idx uint64) {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if idx > m.applied {
+		m.applied = idx
+	}
+	kept := m.waiters[:0]
+	for _, w := range m.waiters {
+		if w.index <= m.applied {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	m.waiters = kept
+}
+
+// appliedCh returns a channel closed once index has been applied.
+func (m *machine) appliedCh(index uint64) <-chan struct{} {
+	ch := make(chan struct{})
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if index <= m.applied {
+		close(ch)
+		return ch
+	}
+	m.waiters = append(m.waiters, applyWaiter{index, ch})
+	return ch
+}
+
+// read runs a read-only op against the current state.
+func (m *machine) read(op command.Op, now, wall int64) resp.Value {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.ks.Read(op, now, wall)
+}
+
+func (m *machine) now() int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.ks.Now()
+}
+
+func (m *machine) nextDeadline() (int64, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.ks.NextDeadline()
+}
+
+// Snapshot captures the state in O(1); Persist writes it out concurrently.
+func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return &snapshot{s: m.ks.Snapshot()}, nil
+}
+
+// Restore replaces the state with a snapshot.
+func (m *machine) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	ks := fsm.New()
+	if err := ks.Restore(rc); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.ks = ks
+	m.mu.Unlock()
+	m.setApplied(ks.Index())
+	return nil
+}
+
+type snapshot struct{ s *fsm.Snapshot }
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := s.s.WriteTo(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() {}

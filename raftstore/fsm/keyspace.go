@@ -1,0 +1,235 @@
+// Package fsm is lockd's replicated state machine: an in-memory keyspace that
+// applies committed log entries. It is pure: no I/O, no clock, no randomness and no
+// dependence on map order, so every replica that applies the same entries reaches
+// the same state and returns the same replies. Time is the log time carried by the
+// entries; tokens are the Raft indexes of the entries that wrote the values.
+//
+// A Keyspace is not safe for concurrent use; raftstore serialises Apply and guards
+// reads with a read lock.
+package fsm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+	"github.com/tidwall/btree"
+	"github.com/zeebo/xxh3"
+)
+
+// Kind is the type of value a key holds.
+type Kind uint8
+
+// Value kinds. Part of the snapshot format: never renumber.
+const (
+	KindString Kind = 1
+)
+
+// item is one key. An item whose deadline has passed is absent for every command,
+// even before a tick entry removes it.
+type item struct {
+	hash     uint64 // scan order; stable across replicas and restarts
+	key      string
+	kind     Kind
+	val      []byte
+	deadline int64  // log time in ms; 0 = no TTL
+	token    uint64 // Raft index of the entry that wrote val
+}
+
+func byHash(a, b *item) bool {
+	if a.hash != b.hash {
+		return a.hash < b.hash
+	}
+	return a.key < b.key
+}
+
+func byDeadline(a, b *item) bool {
+	if a.deadline != b.deadline {
+		return a.deadline < b.deadline
+	}
+	return a.key < b.key
+}
+
+// Keyspace is the FSM state of one Raft group.
+type Keyspace struct {
+	items     *btree.BTreeG[*item] // every key, ordered by (hash, key)
+	deadlines *btree.BTreeG[*item] // keys with a TTL, ordered by (deadline, key)
+	now       int64                // log time of the last applied entry
+	index     uint64               // Raft index of the last applied entry
+}
+
+// New returns an empty keyspace.
+func New() *Keyspace {
+	return &Keyspace{
+		items:     btree.NewBTreeGOptions(byHash, btree.Options{NoLocks: true}),
+		deadlines: btree.NewBTreeGOptions(byDeadline, btree.Options{NoLocks: true}),
+	}
+}
+
+// Now is the log time of the last applied entry.
+func (k *Keyspace) Now() int64 { return k.now }
+
+// Index is the Raft index of the last applied entry.
+func (k *Keyspace) Index() uint64 { return k.index }
+
+// NextDeadline returns the earliest TTL deadline in the keyspace, if any.
+func (k *Keyspace) NextDeadline() (int64, bool) {
+	it, ok := k.deadlines.Min()
+	if !ok {
+		return 0, false
+	}
+	return it.deadline, true
+}
+
+// hashKey is the scan order of a key. Cursors are hash values, so the top bit is
+// cleared and 0 is avoided: cursor 0 means "start" and "done".
+func hashKey(key []byte) uint64 {
+	h := xxh3.Hash(key) >> 1
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// Ctx is the context of one command: where it runs in the log and what time it is.
+type Ctx struct {
+	Index uint64 // the entry's Raft index (0 for reads)
+	Now   int64  // log time, ms
+	Wall  int64  // the stamping leader's wall clock, Unix ms
+	Write bool   // false for a read served outside the log: nothing may change
+}
+
+// Apply executes one committed log entry at Raft index index. It is deterministic.
+func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
+	if e.Time > k.now {
+		k.now = e.Time
+	}
+	k.index = index
+	switch e.Kind {
+	case command.KindTick:
+		k.expireDue()
+		return resp.OK
+	case command.KindNoop:
+		return resp.OK
+	}
+	op, spec, err := command.Parse(e.Args)
+	if err != nil {
+		return errReply(err)
+	}
+	if spec == nil {
+		return resp.Error(fmt.Sprintf("ERR unknown command '%s'", e.Args[0]))
+	}
+	return k.Exec(op, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
+}
+
+// Read executes a read-only op at log time now (which must not be earlier than
+// Now()). It changes nothing.
+func (k *Keyspace) Read(op command.Op, now, wall int64) resp.Value {
+	if now < k.now {
+		now = k.now
+	}
+	return k.Exec(op, Ctx{Now: now, Wall: wall})
+}
+
+func errReply(err error) resp.Value {
+	if e, ok := err.(command.Error); ok {
+		return resp.Error(string(e))
+	}
+	return resp.Error("ERR " + err.Error())
+}
+
+// lookup returns the live item for key, or nil.
+func (k *Keyspace) lookup(key []byte, now int64) *item {
+	it, ok := k.items.Get(&item{hash: hashKey(key), key: string(key)})
+	if !ok || (it.deadline != 0 && it.deadline <= now) {
+		return nil
+	}
+	return it
+}
+
+// remove deletes it from both indexes.
+func (k *Keyspace) remove(it *item) {
+	k.items.Delete(it)
+	if it.deadline != 0 {
+		k.deadlines.Delete(it)
+	}
+}
+
+// setDeadline changes it's TTL. Items in the trees are never mutated (a snapshot
+// may be reading them), so the item is replaced by a copy with the new deadline.
+func (k *Keyspace) setDeadline(it *item, d int64) {
+	if it.deadline == d {
+		return
+	}
+	if it.deadline != 0 {
+		k.deadlines.Delete(it)
+	}
+	cp := *it
+	cp.deadline = d
+	k.items.Set(&cp)
+	if d != 0 {
+		k.deadlines.Set(&cp)
+	}
+}
+
+// put stores a string value under key, replacing any earlier item (live or not).
+func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
+	it := &item{hash: hashKey(key), key: string(key), kind: KindString, val: clone(val), token: token}
+	if old, ok := k.items.Set(it); ok && old.deadline != 0 {
+		k.deadlines.Delete(old)
+	}
+	if deadline != 0 {
+		it.deadline = deadline
+		k.deadlines.Set(it)
+	}
+	return it
+}
+
+// expireDue removes every item whose deadline has passed.
+func (k *Keyspace) expireDue() {
+	for {
+		it, ok := k.deadlines.Min()
+		if !ok || it.deadline > k.now {
+			return
+		}
+		k.remove(it)
+	}
+}
+
+// liveCount is the number of keys that have not expired at now.
+func (k *Keyspace) liveCount(now int64) int {
+	n := k.items.Len()
+	k.deadlines.Scan(func(it *item) bool {
+		if it.deadline > now {
+			return false
+		}
+		n--
+		return true
+	})
+	return n
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return append([]byte(nil), b...)
+}
+
+// addSat adds without overflow, saturating at the int64 range.
+func addSat(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
+}
+
+// absToLog turns a client's absolute Unix time in ms into log time.
+func absToLog(c Ctx, unixMs int64) int64 { return addSat(c.Now, addSat(unixMs, -c.Wall)) }
+
+// logToAbs turns a log-time deadline into a Unix time in ms.
+func logToAbs(c Ctx, d int64) int64 { return addSat(c.Wall, d-c.Now) }

@@ -1,0 +1,600 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/hashicorp/raft"
+)
+
+// Sentinel errors. Compare with errors.Is.
+var (
+	// ErrKeyNotFound is returned, unwrapped, by Get and GetUint64 when the
+	// key has never been set. Its text is exactly "not found" because
+	// hashicorp/raft recognises a missing stable-store key by comparing
+	// err.Error() with that string.
+	ErrKeyNotFound = errors.New("not found")
+
+	// ErrLogNotFound is returned, unwrapped, by GetLog when no entry with the
+	// requested index is stored. It is raft.ErrLogNotFound itself.
+	ErrLogNotFound = raft.ErrLogNotFound
+
+	// ErrClosed is returned by every method of a Store that has been closed.
+	ErrClosed = errors.New("logstore: store is closed")
+
+	// ErrLocked is wrapped in the error returned by Open when the directory
+	// is already held by another Store or another process.
+	ErrLocked = errors.New("directory is locked by another process")
+
+	// ErrEntryTooLarge is wrapped in the error returned by StoreLogs for an
+	// entry whose encoding exceeds the largest value badger accepts: 64 MiB
+	// on disk, 1 MiB in InMemory mode. Nothing of the batch is written.
+	ErrEntryTooLarge = errors.New("logstore: log entry too large")
+
+	// ErrCorrupt is wrapped in errors reporting a stored entry or value that
+	// cannot be decoded.
+	ErrCorrupt = errors.New("logstore: corrupt data")
+)
+
+// Compile-time checks that *Store satisfies the hashicorp/raft interfaces.
+var (
+	_ raft.LogStore    = (*Store)(nil)
+	_ raft.StableStore = (*Store)(nil)
+)
+
+// Badger tuning. One process may host many Raft groups, each with its own
+// badger DB, so the footprint per DB is kept small.
+const (
+	memTableSize     = 16 << 20 // bytes per memtable
+	numMemtables     = 2        // memtables kept in memory (active + flushing)
+	valueLogFileSize = 64 << 20 // bytes per value-log file
+	blockCacheSize   = 4 << 20  // only used with compression/encryption; kept small
+	indexCacheSize   = 2 << 20  // bounds memory held by table indexes and blooms
+	numCompactors    = 2        // badger requires 0 or >= 2
+
+	// deleteChunk is how many log keys DeleteRange collects before writing
+	// their deletions; each chunk is committed in as few transactions as
+	// badger's per-transaction limits allow.
+	deleteChunk = 8192
+)
+
+// Options configures Open.
+type Options struct {
+	// Logger receives the store's own messages and badger's. Badger's
+	// info and debug output is logged at slog debug level, its warnings at
+	// warn and its errors at error. Nil discards everything.
+	Logger *slog.Logger
+
+	// InMemory runs badger without any files (for tests). The directory
+	// passed to Open is then only used in messages, and nothing survives
+	// Close. Writes are not synced in this mode.
+	InMemory bool
+}
+
+// Store is a raft.LogStore and raft.StableStore backed by one badger DB.
+//
+// It is meant to be handed to raft.NewRaft as both the log store and the
+// stable store of a single Raft group. hashicorp/raft calls it from several
+// of its own goroutines; all methods are safe for concurrent use. Writes
+// (StoreLog, StoreLogs, DeleteRange, Set, SetUint64) are durable when they
+// return: badger runs with synchronous writes, so they block until the data
+// has been fsynced. Log mutations are serialised among themselves.
+//
+// Log entries with index 0 are rejected: raft never uses index 0, and the
+// store reports an empty log as first = last = 0.
+type Store struct {
+	db     *badger.DB
+	dir    string
+	logger *slog.Logger
+
+	// maxValue is the largest value badger accepts in one entry.
+	maxValue int
+
+	// closeMu is held shared by every operation that touches badger and
+	// exclusively by Close, so Close waits for in-flight calls.
+	closeMu sync.RWMutex
+	closed  atomic.Bool
+
+	// writeMu serialises log mutations so the cached bounds stay in step
+	// with what is on disk.
+	writeMu sync.Mutex
+
+	// first and last cache the lowest and highest stored log index (both 0
+	// when the log is empty). They are written only with writeMu held and
+	// after the corresponding badger commit.
+	first atomic.Uint64
+	last  atomic.Uint64
+}
+
+// Open opens, creating it if needed, the log store kept in directory dir.
+//
+// The directory is created with mode 0700 if it does not exist. It must be
+// writable and must not be in use by another Store (in this or another
+// process); otherwise Open fails with an error of the form
+// "logstore: open <dir>: ..." (wrapping ErrLocked in the latter case, and
+// the underlying *fs.PathError where there is one). Open loads the first and
+// last log index into memory before returning.
+func Open(dir string, opts Options) (*Store, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	var bopts badger.Options
+	if opts.InMemory {
+		bopts = badger.DefaultOptions("").WithInMemory(true)
+	} else {
+		if dir == "" {
+			return nil, errors.New("logstore: open: empty directory name")
+		}
+		if err := prepareDir(dir); err != nil {
+			return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
+		}
+		bopts = badger.DefaultOptions(dir)
+	}
+	bopts = bopts.
+		WithSyncWrites(true).
+		WithLogger(badgerLogger{l: logger}).
+		WithMemTableSize(memTableSize).
+		WithNumMemtables(numMemtables).
+		WithValueLogFileSize(valueLogFileSize).
+		WithBlockCacheSize(blockCacheSize).
+		WithIndexCacheSize(indexCacheSize).
+		WithCompression(options.None).
+		WithNumCompactors(numCompactors).
+		WithDetectConflicts(false).
+		WithMetricsEnabled(false)
+
+	db, err := badger.Open(bopts)
+	if err != nil {
+		return nil, fmt.Errorf("logstore: open %s: %w", dir, explainOpenError(dir, err))
+	}
+
+	s := &Store{db: db, dir: dir, logger: logger, maxValue: int(bopts.ValueLogFileSize)}
+	if opts.InMemory {
+		// In-memory badger caps values at the (default, 1 MiB) value threshold.
+		s.maxValue = int(bopts.ValueThreshold)
+	}
+	first, err := s.seekLog(0, false)
+	if err == nil {
+		var last uint64
+		last, err = s.seekLog(math.MaxUint64, true)
+		s.first.Store(first)
+		s.last.Store(last)
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", dir, err)
+	}
+	logger.Debug("logstore: opened", "dir", dir, "in_memory", opts.InMemory,
+		"first_index", s.first.Load(), "last_index", s.last.Load())
+	return s, nil
+}
+
+// prepareDir creates dir if needed and checks that it is a directory, so
+// that the common failures are reported with the OS error intact (badger
+// flattens the errors it returns into text).
+func prepareDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &os.PathError{Op: "open", Path: dir, Err: errors.New("not a directory")}
+	}
+	return nil
+}
+
+// explainOpenError turns badger's textual open error into something more
+// specific where the cause can be established.
+func explainOpenError(dir string, err error) error {
+	if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+		return fmt.Errorf("%w: %v", ErrLocked, err)
+	}
+	if dir == "" {
+		return err
+	}
+	// Probe writability to surface a permission problem as *fs.PathError.
+	f, perr := os.CreateTemp(dir, ".logstore-probe-*")
+	if perr != nil {
+		return fmt.Errorf("%w (badger: %v)", perr, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	_ = os.Remove(name)
+	return err
+}
+
+// acquire takes the shared close lock and fails if the store is closed. On
+// success the caller must call s.closeMu.RUnlock.
+func (s *Store) acquire() error {
+	s.closeMu.RLock()
+	if s.closed.Load() {
+		s.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close waits for in-flight calls, then closes the badger DB, flushing its
+// memtables. Calls after the first return nil and do nothing; every other
+// method returns ErrClosed afterwards.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed.Load() {
+		return nil
+	}
+	s.closed.Store(true)
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("logstore: close %s: %w", s.dir, err)
+	}
+	s.logger.Debug("logstore: closed", "dir", s.dir)
+	return nil
+}
+
+// FirstIndex returns the lowest stored log index, or 0 if the log is empty.
+// It reads an in-memory cache and never touches disk.
+func (s *Store) FirstIndex() (uint64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	return s.first.Load(), nil
+}
+
+// LastIndex returns the highest stored log index, or 0 if the log is empty.
+// It reads an in-memory cache and never touches disk.
+func (s *Store) LastIndex() (uint64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	return s.last.Load(), nil
+}
+
+// GetLog reads the entry with the given index into log, overwriting all of
+// its fields. It returns ErrLogNotFound (raft.ErrLogNotFound) if there is no
+// such entry. The returned Data and Extensions are not shared with the store.
+func (s *Store) GetLog(index uint64, log *raft.Log) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.closeMu.RUnlock()
+
+	var buf []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(logKey(index))
+		if err != nil {
+			return err
+		}
+		buf, err = item.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return ErrLogNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("logstore: get log %d: %w", index, err)
+	}
+	if err := decodeLog(buf, log); err != nil {
+		return fmt.Errorf("logstore: get log %d: %w", index, err)
+	}
+	if log.Index != index {
+		return fmt.Errorf("logstore: get log %d: %w: entry records index %d", index, ErrCorrupt, log.Index)
+	}
+	return nil
+}
+
+// StoreLog stores one entry; see StoreLogs.
+func (s *Store) StoreLog(log *raft.Log) error {
+	return s.StoreLogs([]*raft.Log{log})
+}
+
+// StoreLogs stores a batch of entries, replacing any entries with the same
+// indexes, and blocks until they are fsynced. The batch is written in one
+// badger transaction, i.e. one fsync, unless it exceeds badger's
+// per-transaction size limit (about 2.4 MiB of entries with the settings used
+// here; values over 1 MiB count only as a pointer), in which case it is split
+// into as few transactions as needed, committed in order. If an error is
+// returned, a prefix of the batch may have been stored; FirstIndex and
+// LastIndex reflect what was. Entries need not be contiguous with the ones
+// already stored, but index 0 is rejected.
+func (s *Store) StoreLogs(logs []*raft.Log) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.closeMu.RUnlock()
+
+	// Encode the whole batch into two slabs before taking the write lock.
+	keySlab := make([]byte, len(logs)*logKeyLen)
+	size := 0
+	for _, l := range logs {
+		if l.Index == 0 {
+			return errors.New("logstore: store logs: log index 0 is reserved")
+		}
+		size += encodedLogSize(l)
+	}
+	valSlab := make([]byte, 0, size)
+	keys := make([][]byte, len(logs))
+	vals := make([][]byte, len(logs))
+	for i, l := range logs {
+		keys[i] = putLogKey(keySlab[i*logKeyLen:], l.Index)
+		start := len(valSlab)
+		valSlab = appendLog(valSlab, l)
+		if n := len(valSlab) - start; n > s.maxValue {
+			return fmt.Errorf("logstore: store logs: entry %d: %w: %d bytes encoded, limit %d",
+				l.Index, ErrEntryTooLarge, n, s.maxValue)
+		}
+		vals[i] = valSlab[start:len(valSlab):len(valSlab)]
+	}
+
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	txns := 0
+	err := s.writeSplit(len(logs),
+		func(txn *badger.Txn, i int) error { return txn.Set(keys[i], vals[i]) },
+		func(from, to int) {
+			txns++
+			lo, hi := logs[from].Index, logs[from].Index
+			for _, l := range logs[from+1 : to] {
+				lo, hi = min(lo, l.Index), max(hi, l.Index)
+			}
+			if first := s.first.Load(); first == 0 || lo < first {
+				s.first.Store(lo)
+			}
+			if hi > s.last.Load() {
+				s.last.Store(hi)
+			}
+		})
+	if txns > 1 {
+		s.logger.Debug("logstore: StoreLogs batch split across transactions",
+			"dir", s.dir, "logs", len(logs), "bytes", len(valSlab), "txns", txns)
+	}
+	if err != nil {
+		return fmt.Errorf("logstore: store logs [%d..%d]: %w",
+			logs[0].Index, logs[len(logs)-1].Index, err)
+	}
+	return nil
+}
+
+// DeleteRange deletes the entries with indexes in [min, max], inclusive, and
+// blocks until the deletion is fsynced. Indexes with no entry are ignored.
+// Large ranges are deleted in several transactions; if an error is returned
+// part of the range may have been deleted, and FirstIndex and LastIndex
+// reflect what remains. Deleting every entry makes both 0.
+func (s *Store) DeleteRange(min, max uint64) error {
+	if min > max {
+		return nil
+	}
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.closeMu.RUnlock()
+
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+
+	first, last := s.first.Load(), s.last.Load()
+	if last == 0 || max < first || min > last {
+		return nil
+	}
+	lo, hi := maxU64(min, first), minU64(max, last)
+	err := s.deleteLogs(lo, hi)
+
+	// Re-establish the bounds, even after an error since part of the range
+	// may be gone. After a clean deletion, seek outward from the deleted
+	// range rather than from its ends so as not to walk over the fresh
+	// tombstones; after a failed one, entries in [lo, hi] may remain.
+	var berr error
+	if err == nil && lo == first && hi == last {
+		s.first.Store(0)
+		s.last.Store(0)
+	} else {
+		if lo == first { // hi < last unless err != nil
+			from := lo
+			if err == nil {
+				from = hi + 1
+			}
+			var f uint64
+			if f, berr = s.seekLog(from, false); berr == nil {
+				s.first.Store(f)
+			}
+		}
+		if hi == last && berr == nil { // lo > first >= 1 unless err != nil
+			from := hi
+			if err == nil {
+				from = lo - 1
+			}
+			var l uint64
+			if l, berr = s.seekLog(from, true); berr == nil {
+				s.last.Store(l)
+			}
+		}
+	}
+	if err == nil {
+		err = berr
+	}
+	if err != nil {
+		return fmt.Errorf("logstore: delete range [%d..%d]: %w", min, max, err)
+	}
+	return nil
+}
+
+// deleteLogs deletes the stored entries with indexes in [lo, hi], collecting
+// keys in chunks of deleteChunk.
+func (s *Store) deleteLogs(lo, hi uint64) error {
+	keys := make([][]byte, 0, deleteChunk)
+	flush := func() error {
+		err := s.writeSplit(len(keys),
+			func(txn *badger.Txn, i int) error { return txn.Delete(keys[i]) },
+			func(int, int) {})
+		keys = keys[:0]
+		return err
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(logIteratorOptions(false))
+		defer it.Close()
+		for it.Seek(logKey(lo)); it.Valid(); it.Next() {
+			key := it.Item().Key()
+			idx, ok := parseLogKey(key)
+			if !ok {
+				return fmt.Errorf("%w: malformed log key %x", ErrCorrupt, key)
+			}
+			if idx > hi {
+				break
+			}
+			keys = append(keys, it.Item().KeyCopy(nil))
+			if len(keys) == deleteChunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err == nil && len(keys) > 0 {
+		err = flush()
+	}
+	return err
+}
+
+// writeSplit applies op(txn, i) for i in [0, n) using as few write
+// transactions as badger's size limits allow, committing them in order.
+// committed(from, to) runs after ops [from, to) have been committed.
+func (s *Store) writeSplit(n int, op func(txn *badger.Txn, i int) error, committed func(from, to int)) error {
+	if n == 0 {
+		return nil
+	}
+	txn := s.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	start := 0
+	for i := 0; i < n; i++ {
+		err := op(txn, i)
+		if errors.Is(err, badger.ErrTxnTooBig) && i > start {
+			if err := txn.Commit(); err != nil {
+				return err
+			}
+			committed(start, i)
+			start = i
+			txn = s.db.NewTransaction(true)
+			err = op(txn, i)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return err
+	}
+	committed(start, n)
+	return nil
+}
+
+func logIteratorOptions(reverse bool) badger.IteratorOptions {
+	return badger.IteratorOptions{
+		PrefetchValues: false,
+		Reverse:        reverse,
+		Prefix:         []byte{prefixLog},
+	}
+}
+
+// seekLog returns the index of the first stored entry at or after from
+// (reverse false) or at or before from (reverse true), or 0 if there is none.
+func (s *Store) seekLog(from uint64, reverse bool) (uint64, error) {
+	var idx uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(logIteratorOptions(reverse))
+		defer it.Close()
+		it.Seek(logKey(from))
+		if !it.Valid() {
+			return nil
+		}
+		key := it.Item().Key()
+		var ok bool
+		if idx, ok = parseLogKey(key); !ok {
+			return fmt.Errorf("%w: malformed log key %x", ErrCorrupt, key)
+		}
+		return nil
+	})
+	return idx, err
+}
+
+// Set stores val under key, blocking until it is fsynced.
+func (s *Store) Set(key, val []byte) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.closeMu.RUnlock()
+
+	err := s.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(stableKey(key), val)
+	})
+	if err != nil {
+		return fmt.Errorf("logstore: set %q: %w", key, err)
+	}
+	return nil
+}
+
+// Get returns a copy of the value stored under key, or ErrKeyNotFound
+// (unwrapped, text "not found") if the key has never been set.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.closeMu.RUnlock()
+
+	var val []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(stableKey(key))
+		if err != nil {
+			return err
+		}
+		val, err = item.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ErrKeyNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("logstore: get %q: %w", key, err)
+	}
+	return val, nil
+}
+
+// SetUint64 stores val under key as 8 big-endian bytes, blocking until it is
+// fsynced.
+func (s *Store) SetUint64(key []byte, val uint64) error {
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], val)
+	return s.Set(key, buf[:])
+}
+
+// GetUint64 returns the value stored under key by SetUint64, or
+// ErrKeyNotFound (unwrapped, text "not found") if the key has never been set.
+func (s *Store) GetUint64(key []byte) (uint64, error) {
+	val, err := s.Get(key)
+	if err != nil {
+		return 0, err
+	}
+	if len(val) != 8 {
+		return 0, fmt.Errorf("logstore: get uint64 %q: %w: value is %d bytes, want 8", key, ErrCorrupt, len(val))
+	}
+	return binary.BigEndian.Uint64(val), nil
+}
+
+func minU64(a, b uint64) uint64 { return min(a, b) }
+func maxU64(a, b uint64) uint64 { return max(a, b) }

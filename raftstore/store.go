@@ -1,0 +1,461 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/raftstore/logstore"
+	"github.com/lockd/lockd/resp"
+)
+
+// Config configures a Store.
+type Config struct {
+	// NodeID names this node in the Raft configuration.
+	NodeID string
+	// DataDir holds the Raft log (badger) and snapshots.
+	DataDir string
+	// PeerAddr is the address the peer (Raft) port binds, e.g. "127.0.0.1:7379".
+	PeerAddr string
+	// Logger receives the store's structured logs; nil discards them.
+	Logger *slog.Logger
+	// RaftLogOutput receives hashicorp/raft's own log lines (nil: discarded).
+	RaftLogOutput io.Writer
+	// ApplyTimeout bounds how long a write waits to be enqueued and committed.
+	ApplyTimeout time.Duration
+	// SnapshotThreshold is the number of log entries between snapshots (0: 8192).
+	SnapshotThreshold uint64
+	// Now is the monotonic clock (tests inject one); nil means time.Now.
+	Now func() time.Time
+}
+
+// Store is one node's replicated keyspace: a single Raft group for now. Its
+// methods are safe for concurrent use.
+type Store struct {
+	cfg   Config
+	log   *slog.Logger
+	raft  *raft.Raft
+	logs  *logstore.Store
+	trans *raft.NetworkTransport
+	m     *machine
+	clock *logClock
+	ready atomic.Bool // leader, and log time has caught up with the log
+
+	rmu      sync.Mutex
+	inflight *verifyRound
+	next     *verifyRound
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	wg        sync.WaitGroup
+}
+
+// Open opens (or creates) the store in cfg.DataDir, binds the peer port and
+// starts Raft. A fresh data directory bootstraps a single-node cluster.
+func Open(cfg Config) (*Store, error) {
+	if cfg.NodeID == "" {
+		cfg.NodeID = "node1"
+	}
+	if cfg.ApplyTimeout == 0 {
+		cfg.ApplyTimeout = 10 * time.Second
+	}
+	if cfg.SnapshotThreshold == 0 {
+		cfg.SnapshotThreshold = 8192
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	out := cfg.RaftLogOutput
+	if out == nil {
+		out = io.Discard
+	}
+	groupDir := filepath.Join(cfg.DataDir, "group-0")
+	if err := os.MkdirAll(groupDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory %s is unusable: %w", cfg.DataDir, err)
+	}
+	logs, err := logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg})
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(groupDir, 2, hclog.New(&hclog.LoggerOptions{Name: "snapshot", Output: out}))
+	if err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("snapshot store in %s: %w", groupDir, err)
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.PeerAddr, nil, 3, 10*time.Second,
+		hclog.New(&hclog.LoggerOptions{Name: "transport", Output: out}))
+	if err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("peer port %s: %w", cfg.PeerAddr, err)
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Output: out, Level: hclog.Info})
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 512
+	rc.NoLegacyTelemetry = true
+	// A single voter elects itself after one heartbeat timeout: keep it short so
+	// that a restart serves again quickly.
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+
+	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, m: newMachine(), clock: newLogClock(cfg.Now), closed: make(chan struct{})}
+
+	has, err := raft.HasExistingState(logs, logs, snaps)
+	if err != nil {
+		trans.Close()
+		logs.Close()
+		return nil, fmt.Errorf("reading raft state: %w", err)
+	}
+	r, err := raft.NewRaft(rc, s.m, logs, logs, snaps, trans)
+	if err != nil {
+		trans.Close()
+		logs.Close()
+		return nil, fmt.Errorf("starting raft: %w", err)
+	}
+	s.raft = r
+	if !has {
+		f := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
+		}}})
+		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			s.Close()
+			return nil, fmt.Errorf("bootstrapping: %w", err)
+		}
+		lg.Info("bootstrapped a new single-node cluster", "data_dir", cfg.DataDir, "node_id", cfg.NodeID)
+	} else {
+		lg.Info("recovered existing raft state", "data_dir", cfg.DataDir, "last_index", logsLast(logs))
+	}
+	s.wg.Add(2)
+	go s.watchLeadership()
+	go s.expiryLoop()
+	return s, nil
+}
+
+func logsLast(l *logstore.Store) uint64 {
+	i, _ := l.LastIndex()
+	return i
+}
+
+// WaitReady blocks until this node leads and serves, or ctx ends.
+func (s *Store) WaitReady(ctx context.Context) error {
+	for {
+		if s.ready.Load() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closed:
+			return ErrClosed
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// PeerAddr is the bound peer address.
+func (s *Store) PeerAddr() string { return string(s.trans.LocalAddr()) }
+
+// watchLeadership brings log time up to date when this node takes office: it
+// waits until every earlier entry is applied (a barrier), then continues the
+// clock from the highest applied log time. Until then nothing is served.
+func (s *Store) watchLeadership() {
+	defer s.wg.Done()
+	ch := s.raft.LeaderCh()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case isLeader := <-ch:
+			s.ready.Store(false)
+			if !isLeader {
+				s.log.Info("lost leadership")
+				continue
+			}
+			if err := s.raft.Barrier(s.cfg.ApplyTimeout).Error(); err != nil {
+				s.log.Warn("leader barrier failed", "err", err)
+				continue
+			}
+			s.clock.reset(s.m.now())
+			s.ready.Store(true)
+			s.log.Info("leading", "log_time_ms", s.m.now(), "applied_index", s.raft.AppliedIndex())
+			select {
+			case s.m.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// expiryLoop is the leader's active expiry: when the earliest TTL deadline is
+// reached in log time it proposes a tick entry, which removes every expired key
+// on every replica at the same log position.
+func (s *Store) expiryLoop() {
+	defer s.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := time.Second
+		if s.ready.Load() {
+			if d, ok := s.m.nextDeadline(); ok {
+				now, wall := s.clock.read()
+				if d <= now {
+					e := command.Entry{Kind: command.KindTick, Time: now, Wall: wall}
+					if err := s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error(); err != nil {
+						s.log.Debug("expiry tick failed", "err", err)
+						wait = 50 * time.Millisecond
+					} else {
+						continue
+					}
+				} else if w := time.Duration(d-now) * time.Millisecond; w < wait {
+					wait = w
+				}
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-s.closed:
+			return
+		case <-s.m.kick:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+// Do executes a batch of commands (one client's pipeline) in order and returns one
+// reply per command. Writes are proposed back to back so that Raft commits them
+// with one fsync; a read waits for the writes before it, so it sees them.
+func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
+	out := make([]resp.Value, len(reqs))
+	type pending struct {
+		i int
+		f raft.ApplyFuture
+	}
+	var inflight []pending
+	flush := func() {
+		for _, p := range inflight {
+			out[p.i] = s.result(p.f)
+		}
+		inflight = inflight[:0]
+	}
+	for i, r := range reqs {
+		if !r.Spec.Write {
+			flush()
+			out[i] = s.read(ctx, r.Op)
+			continue
+		}
+		f, err := s.propose(ctx, r.Args)
+		if err != nil {
+			out[i] = resp.Error(err.Error())
+			continue
+		}
+		inflight = append(inflight, pending{i, f})
+	}
+	flush()
+	return out
+}
+
+// propose stamps a command with log time and hands it to Raft.
+func (s *Store) propose(ctx context.Context, args [][]byte) (raft.ApplyFuture, error) {
+	if !s.ready.Load() {
+		if err := s.waitReady(ctx); err != nil {
+			return nil, err
+		}
+	}
+	now, wall := s.clock.read()
+	e := command.Entry{Kind: command.KindCommand, Time: now, Wall: wall, Args: args}
+	return s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout), nil
+}
+
+// waitReady waits a little for a leader that is catching up; a node that is not
+// the leader rejects at once.
+func (s *Store) waitReady(ctx context.Context) error {
+	if s.raft.State() != raft.Leader {
+		return ErrNotApplied
+	}
+	c, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+	defer cancel()
+	if err := s.WaitReady(c); err != nil {
+		return ErrNotApplied
+	}
+	return nil
+}
+
+// result maps a future's outcome to a reply.
+func (s *Store) result(f raft.ApplyFuture) resp.Value {
+	if err := f.Error(); err != nil {
+		return resp.Error(mapApplyErr(err).Error())
+	}
+	if v, ok := f.Response().(resp.Value); ok {
+		return v
+	}
+	return resp.Error("ERR internal: no reply from the state machine")
+}
+
+// mapApplyErr sorts hashicorp/raft's errors into rejected and unknown outcomes.
+func mapApplyErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
+		return ErrNotApplied
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress),
+		errors.Is(err, raft.ErrRaftShutdown), errors.Is(err, raft.ErrAbortedByRestore):
+		return ErrUnknownOutcome
+	}
+	return ErrUnknownOutcome
+}
+
+// read serves a read-only op linearizably: after it arrived, this node confirmed
+// with a quorum that it still leads, and applied everything committed by then.
+func (s *Store) read(ctx context.Context, op command.Op) resp.Value {
+	if !s.ready.Load() {
+		if err := s.waitReady(ctx); err != nil {
+			return resp.Error(ErrNotReadable.Error())
+		}
+	}
+	if err := s.verify(ctx); err != nil {
+		return resp.Error(err.Error())
+	}
+	now, wall := s.clock.read()
+	return s.m.read(op, now, wall)
+}
+
+// verifyRound is one leadership confirmation shared by every read that arrived
+// before it started.
+type verifyRound struct {
+	done chan struct{}
+	err  error
+}
+
+func (s *Store) verify(ctx context.Context) error {
+	s.rmu.Lock()
+	if s.next == nil {
+		s.next = &verifyRound{done: make(chan struct{})}
+	}
+	r := s.next
+	if s.inflight == nil {
+		s.startRoundLocked()
+	}
+	s.rmu.Unlock()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ErrNotReadable
+	case <-s.closed:
+		return ErrClosed
+	}
+}
+
+func (s *Store) startRoundLocked() {
+	r := s.next
+	s.next = nil
+	s.inflight = r
+	go func() {
+		commit := s.raft.CommitIndex()
+		if err := s.raft.VerifyLeader().Error(); err != nil {
+			r.err = ErrNotReadable
+		} else {
+			r.err = s.waitApplied(commit)
+		}
+		close(r.done)
+		s.rmu.Lock()
+		s.inflight = nil
+		if s.next != nil {
+			s.startRoundLocked()
+		}
+		s.rmu.Unlock()
+	}()
+}
+
+// waitApplied waits until the FSM has applied index (barriers and no-ops are not
+// seen by the FSM, so raft's own applied index is consulted too).
+func (s *Store) waitApplied(index uint64) error {
+	ch := s.m.appliedCh(index)
+	deadline := time.NewTimer(s.cfg.ApplyTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.raft.AppliedIndex() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+			return nil
+		case <-tick.C:
+		case <-deadline.C:
+			return ErrNotReadable
+		case <-s.closed:
+			return ErrClosed
+		}
+	}
+}
+
+// Replicas is what WAIT answers: the number of other voters that are guaranteed
+// to hold every acknowledged write (a majority less this node).
+func (s *Store) Replicas() int {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	voters := 0
+	for _, srv := range f.Configuration().Servers {
+		if srv.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	return voters/2 + 1 - 1
+}
+
+// Stats returns Raft's state for INFO, as name/value pairs in a stable order.
+func (s *Store) Stats() [][2]string {
+	st := s.raft.Stats()
+	keys := []string{"state", "term", "last_log_index", "last_log_term", "commit_index", "applied_index",
+		"fsm_pending", "last_snapshot_index", "last_snapshot_term", "num_peers", "last_contact"}
+	out := make([][2]string, 0, len(keys)+3)
+	out = append(out, [2]string{"node_id", s.cfg.NodeID}, [2]string{"groups", "1"})
+	for _, k := range keys {
+		out = append(out, [2]string{k, st[k]})
+	}
+	out = append(out, [2]string{"log_time_ms", strconv.FormatInt(s.m.now(), 10)})
+	return out
+}
+
+// IsLeader reports whether this node currently leads and serves.
+func (s *Store) IsLeader() bool { return s.ready.Load() }
+
+// Close stops Raft and closes the log. Pending writes end with ErrUnknownOutcome
+// or ErrNotApplied.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		if s.raft != nil {
+			err = s.raft.Shutdown().Error()
+		}
+		s.wg.Wait()
+		s.trans.Close()
+		if cerr := s.logs.Close(); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}

@@ -1,0 +1,388 @@
+package redisproto
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// localSpec is a command the front door answers itself (no keyspace access).
+type localSpec struct {
+	command.Spec
+	run func(c *conn, args [][]byte) resp.Value
+	sub map[string]*localSpec // subcommands (CLIENT, CONFIG, COMMAND)
+}
+
+var locals = map[string]*localSpec{}
+
+func local(name string, arity int, flags, cats []string, run func(*conn, [][]byte) resp.Value) *localSpec {
+	s := &localSpec{Spec: command.Spec{Name: name, Arity: arity, Flags: flags, Categories: cats}, run: run}
+	locals[name] = s
+	return s
+}
+
+func subcmd(parent *localSpec, name string, arity int, flags, cats []string, run func(*conn, [][]byte) resp.Value) {
+	if parent.sub == nil {
+		parent.sub = map[string]*localSpec{}
+	}
+	parent.sub[name] = &localSpec{Spec: command.Spec{Name: parent.Name + "|" + name, Arity: arity, Flags: flags, Categories: cats}, run: run}
+}
+
+var (
+	conn_     = []string{"@connection", "@fast"}
+	slowConn  = []string{"@slow", "@connection"}
+	adminSlow = []string{"@admin", "@slow", "@dangerous"}
+)
+
+func init() {
+	local("ping", -1, []string{"fast"}, conn_, cmdPing)
+	local("echo", 2, []string{"fast"}, conn_, func(_ *conn, a [][]byte) resp.Value { return resp.Bulk(a[1]) })
+	local("quit", -1, []string{"allow_busy", "noscript", "loading", "stale", "fast", "no_auth"}, conn_, func(c *conn, _ [][]byte) resp.Value {
+		c.quit = true
+		return resp.OK
+	})
+	local("select", 2, []string{"loading", "stale", "fast"}, conn_, cmdSelect)
+	local("auth", -2, []string{"noscript", "loading", "stale", "fast", "no_auth"}, conn_, cmdAuth)
+	local("hello", -1, []string{"noscript", "loading", "stale", "fast", "no_auth"}, conn_, cmdHello)
+	local("time", 1, []string{"loading", "stale", "fast"}, []string{"@fast"}, cmdTime)
+	local("wait", 3, []string{"noscript"}, []string{"@slow", "@connection"}, cmdWait)
+	local("info", -1, []string{"loading", "stale"}, []string{"@slow", "@dangerous"}, cmdInfo)
+
+	client := local("client", -2, nil, []string{"@slow"}, nil)
+	subcmd(client, "id", 2, []string{"noscript", "loading", "stale"}, slowConn, func(c *conn, _ [][]byte) resp.Value { return resp.Int(c.id) })
+	subcmd(client, "getname", 2, []string{"noscript", "loading", "stale"}, slowConn, func(c *conn, _ [][]byte) resp.Value {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.name == "" {
+			return resp.Nil
+		}
+		return resp.BulkString(c.name)
+	})
+	subcmd(client, "setname", 3, []string{"noscript", "loading", "stale"}, slowConn, func(c *conn, a [][]byte) resp.Value {
+		if !validName(a[2]) {
+			return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+		}
+		c.mu.Lock()
+		c.name = string(a[2])
+		c.mu.Unlock()
+		return resp.OK
+	})
+	subcmd(client, "setinfo", 4, []string{"noscript", "loading", "stale"}, slowConn, cmdClientSetInfo)
+	subcmd(client, "info", 2, []string{"noscript", "loading", "stale"}, slowConn, func(c *conn, _ [][]byte) resp.Value {
+		return resp.Verbatim(c.infoLine())
+	})
+	subcmd(client, "list", -2, []string{"admin", "noscript", "loading", "stale"}, append([]string{"@admin"}, adminSlow[1:]...), cmdClientList)
+	for _, n := range []string{"no-evict", "no-touch"} {
+		subcmd(client, n, 3, []string{"admin", "noscript", "loading", "stale"}, adminSlow, func(_ *conn, a [][]byte) resp.Value {
+			if !command.EqualFold(a[2], "on") && !command.EqualFold(a[2], "off") {
+				return resp.Error(string(command.ErrSyntax))
+			}
+			return resp.OK
+		})
+	}
+	subcmd(client, "help", 2, []string{"loading", "stale"}, slowConn, func(*conn, [][]byte) resp.Value {
+		return help("CLIENT", "GETNAME", "    Return the name of the current connection.", "ID",
+			"    Return the ID of the current connection.", "INFO", "    Return information about the current client connection.",
+			"LIST [options ...]", "    Return information about client connections.", "SETNAME <name>",
+			"    Assign the name <name> to the current connection.", "SETINFO <option> <value>",
+			"    Set client meta attr. Options are:", "    * LIB-NAME: the client lib name.", "    * LIB-VER: the client lib version.",
+			"NO-EVICT (ON|OFF)", "    Accepted for compatibility; lockd never evicts.", "NO-TOUCH (ON|OFF)", "    Accepted for compatibility.")
+	})
+
+	config := local("config", -2, nil, []string{"@slow"}, nil)
+	subcmd(config, "get", -3, []string{"admin", "noscript", "loading", "stale"}, adminSlow, cmdConfigGet)
+	subcmd(config, "set", -4, []string{"admin", "noscript", "loading", "stale"}, adminSlow, func(_ *conn, a [][]byte) resp.Value {
+		return resp.Error("ERR CONFIG SET is not supported by lockd; use its flags")
+	})
+	subcmd(config, "resetstat", 2, []string{"admin", "noscript", "loading", "stale"}, adminSlow, func(*conn, [][]byte) resp.Value { return resp.OK })
+	subcmd(config, "help", 2, []string{"loading", "stale"}, []string{"@slow"}, func(*conn, [][]byte) resp.Value {
+		return help("CONFIG", "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+			"RESETSTAT", "    Reset statistics reported by the INFO command.")
+	})
+
+	cmd := local("command", -1, []string{"loading", "stale"}, []string{"@slow", "@connection"}, cmdCommand)
+	subcmd(cmd, "count", 2, []string{"loading", "stale"}, slowConn, func(*conn, [][]byte) resp.Value { return resp.Int(int64(len(allSpecs()))) })
+	subcmd(cmd, "info", -2, []string{"loading", "stale"}, slowConn, cmdCommandInfo)
+	subcmd(cmd, "docs", -2, []string{"loading", "stale"}, slowConn, cmdCommandDocs)
+	subcmd(cmd, "list", -2, []string{"loading", "stale"}, slowConn, func(*conn, [][]byte) resp.Value {
+		var out []resp.Value
+		for _, s := range allSpecs() {
+			out = append(out, resp.BulkString(s.Name))
+		}
+		return resp.Array(out...)
+	})
+	subcmd(cmd, "help", 2, []string{"loading", "stale"}, slowConn, func(*conn, [][]byte) resp.Value {
+		return help("COMMAND", "(no subcommand)", "    Return details about all Redis commands.", "COUNT",
+			"    Return the total number of commands in this Redis server.", "LIST", "    Return a list of all commands in this Redis server.",
+			"INFO [<command-name> ...]", "    Return details about multiple Redis commands.", "DOCS [<command-name> ...]",
+			"    Return documentation details about multiple Redis commands.")
+	})
+}
+
+// local runs a command the front door answers itself, or the unknown-command and
+// arity errors.
+func (c *conn) local(args [][]byte) resp.Value {
+	name := strings.ToLower(string(args[0]))
+	s, ok := locals[name]
+	if !ok {
+		return errUnknownCommand(args)
+	}
+	if s.sub != nil && len(args) >= 2 {
+		sub, ok := s.sub[strings.ToLower(string(args[1]))]
+		if !ok {
+			return resp.Error("ERR unknown subcommand '" + trunc(string(args[1]), 128) + "'. Try " + strings.ToUpper(name) + " HELP.")
+		}
+		s = sub
+	}
+	c.touch(s.Name)
+	if !s.CheckArity(len(args)) || s.run == nil {
+		return resp.Error(string(command.ErrArity(s.Name)))
+	}
+	return s.run(c, args)
+}
+
+func trunc(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func help(name string, lines ...string) resp.Value {
+	out := []resp.Value{resp.Simple(name + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")}
+	for _, l := range lines {
+		out = append(out, resp.Simple(l))
+	}
+	out = append(out, resp.Simple("HELP"), resp.Simple("    Print this help."))
+	return resp.Array(out...)
+}
+
+// PING [message]
+func cmdPing(_ *conn, a [][]byte) resp.Value {
+	switch len(a) {
+	case 1:
+		return resp.Simple("PONG")
+	case 2:
+		return resp.Bulk(a[1])
+	}
+	return resp.Error(string(command.ErrArity("ping")))
+}
+
+// SELECT index — lockd has one database, 0.
+func cmdSelect(_ *conn, a [][]byte) resp.Value {
+	n, ok := command.ParseInt(a[1])
+	if !ok || n > 1<<31-1 || n < -(1<<31) {
+		return resp.Error(string(command.ErrNotInt))
+	}
+	if n != 0 {
+		return resp.Error("ERR DB index is out of range")
+	}
+	return resp.OK
+}
+
+// AUTH [username] password — no passwords are configured yet: the default user
+// accepts any password, as Redis's nopass default user does.
+func cmdAuth(_ *conn, a [][]byte) resp.Value {
+	switch len(a) {
+	case 2:
+		return resp.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	case 3:
+		if string(a[1]) == "default" {
+			return resp.OK
+		}
+		return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
+	}
+	return resp.Error(string(command.ErrSyntax))
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+func cmdHello(c *conn, a [][]byte) resp.Value {
+	proto := 0
+	if len(a) >= 2 {
+		v, ok := command.ParseInt(a[1])
+		if !ok {
+			return resp.Error("ERR Protocol version is not an integer or out of range")
+		}
+		if v < 2 || v > 3 {
+			return resp.Error("NOPROTO unsupported protocol version")
+		}
+		proto = int(v)
+	}
+	var setName []byte
+	for i := 2; i < len(a); i++ {
+		more := len(a) - i - 1
+		switch {
+		case command.EqualFold(a[i], "auth") && more >= 2:
+			if string(a[i+1]) != "default" {
+				return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
+			}
+			i += 2
+		case command.EqualFold(a[i], "setname") && more >= 1:
+			setName = a[i+1]
+			if !validName(setName) {
+				return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+			}
+			i++
+		default:
+			return resp.Error("ERR Syntax error in HELLO option '" + string(a[i]) + "'")
+		}
+	}
+	c.mu.Lock()
+	if setName != nil {
+		c.name = string(setName)
+	}
+	if proto != 0 {
+		c.proto = proto
+	}
+	proto = c.proto
+	c.mu.Unlock()
+	return resp.Map(
+		resp.BulkString("server"), resp.BulkString("redis"),
+		resp.BulkString("version"), resp.BulkString(RedisVersion),
+		resp.BulkString("proto"), resp.Int(int64(proto)),
+		resp.BulkString("id"), resp.Int(c.id),
+		resp.BulkString("mode"), resp.BulkString("standalone"),
+		resp.BulkString("role"), resp.BulkString("master"),
+		resp.BulkString("modules"), resp.EmptyList,
+	)
+}
+
+// RedisVersion is the Redis version lockd reports to clients (HELLO, INFO): the
+// Redis whose replies it reproduces.
+const RedisVersion = "7.0.15"
+
+func validName(b []byte) bool {
+	for _, c := range b {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// CLIENT SETINFO LIB-NAME|LIB-VER value
+func cmdClientSetInfo(c *conn, a [][]byte) resp.Value {
+	if !validName(a[3]) {
+		return resp.Error("ERR " + string(a[2]) + " cannot contain spaces, newlines or special characters.")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case command.EqualFold(a[2], "lib-name"):
+		c.libName = string(a[3])
+	case command.EqualFold(a[2], "lib-ver"):
+		c.libVer = string(a[3])
+	default:
+		return resp.Error("ERR Unrecognized option '" + string(a[2]) + "'")
+	}
+	return resp.OK
+}
+
+// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...]
+func cmdClientList(c *conn, a [][]byte) resp.Value {
+	var ids map[int64]bool
+	typeFilter := ""
+	for i := 2; i < len(a); i++ {
+		switch {
+		case command.EqualFold(a[i], "type") && i+1 < len(a):
+			typeFilter = strings.ToLower(string(a[i+1]))
+			switch typeFilter {
+			case "normal", "master", "replica", "slave", "pubsub":
+			default:
+				return resp.Error("ERR Unknown client type '" + string(a[i+1]) + "'")
+			}
+			i++
+		case command.EqualFold(a[i], "id") && i+1 < len(a):
+			ids = map[int64]bool{}
+			for i++; i < len(a); i++ {
+				n, ok := command.ParseInt(a[i])
+				if !ok || n <= 0 {
+					return resp.Error("ERR Invalid client ID")
+				}
+				ids[n] = true
+			}
+		default:
+			return resp.Error(string(command.ErrSyntax))
+		}
+	}
+	var b strings.Builder
+	for _, o := range c.srv.clients() {
+		if ids != nil && !ids[o.id] {
+			continue
+		}
+		if typeFilter != "" && typeFilter != "normal" {
+			continue
+		}
+		b.WriteString(o.infoLine())
+	}
+	return resp.BulkString(b.String())
+}
+
+// infoLine is this connection's line in CLIENT LIST / CLIENT INFO.
+func (c *conn) infoLine() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.addr + " laddr=" + c.laddr + " fd=0 name=" + c.name +
+		" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10) +
+		" idle=" + strconv.FormatInt(int64(now.Sub(c.lastAt)/time.Second), 10) +
+		" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
+		c.lastCmd + " user=default redir=-1 resp=" + strconv.Itoa(c.proto) + " lib-name=" + c.libName + " lib-ver=" + c.libVer + "\n"
+}
+
+// TIME — the server's wall clock (not log time).
+func cmdTime(*conn, [][]byte) resp.Value {
+	now := time.Now()
+	return resp.Array(resp.BulkString(strconv.FormatInt(now.Unix(), 10)),
+		resp.BulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10)))
+}
+
+// WAIT numreplicas timeout — every acknowledged write is already on a majority,
+// so WAIT answers at once with the number of replicas guaranteed to hold it.
+func cmdWait(c *conn, a [][]byte) resp.Value {
+	if _, ok := command.ParseInt(a[1]); !ok {
+		return resp.Error(string(command.ErrNotInt))
+	}
+	t, ok := command.ParseInt(a[2])
+	if !ok {
+		return resp.Error("ERR timeout is not an integer or out of range")
+	}
+	if t < 0 {
+		return resp.Error("ERR timeout is negative")
+	}
+	return resp.Int(int64(c.srv.store.Replicas()))
+}
+
+// configValues are the parameters CONFIG GET reports, for tools and clients
+// (redis-benchmark asks for "save" and "appendonly").
+var configValues = [][2]string{
+	{"appendonly", "yes"},
+	{"appendfsync", "always"},
+	{"databases", "1"},
+	{"maxclients", "10000"},
+	{"maxmemory", "0"},
+	{"maxmemory-policy", "noeviction"},
+	{"proto-max-bulk-len", "536870912"},
+	{"save", ""},
+	{"timeout", "0"},
+	{"cluster-enabled", "no"},
+}
+
+// CONFIG GET parameter [parameter ...]
+func cmdConfigGet(c *conn, a [][]byte) resp.Value {
+	var out []resp.Value
+	seen := map[string]bool{}
+	for _, pat := range a[2:] {
+		lp := []byte(strings.ToLower(string(pat)))
+		for _, kv := range configValues {
+			if !seen[kv[0]] && command.Match(lp, []byte(kv[0])) {
+				seen[kv[0]] = true
+				out = append(out, resp.BulkString(kv[0]), resp.BulkString(kv[1]))
+			}
+		}
+	}
+	return resp.Map(out...)
+}

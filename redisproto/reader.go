@@ -1,0 +1,299 @@
+package redisproto
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+
+	"github.com/lockd/lockd/raftstore/command"
+)
+
+// Limits on what one request may hold. The zero value of a field means Redis's
+// default.
+type Limits struct {
+	MaxBulkLen      int64 // proto-max-bulk-len: 512 MiB
+	MaxMultibulkLen int64 // argument count per command: INT_MAX, as Redis 7
+}
+
+const (
+	defaultMaxBulk      = 512 << 20
+	defaultMaxMultibulk = math.MaxInt32
+	maxInlineSize       = 64 << 10 // PROTO_INLINE_MAX_SIZE
+	readChunk           = 16 << 10
+)
+
+// protocolError is a malformed request. Redis answers "-ERR Protocol error: ..."
+// and closes the connection; so do we.
+type protocolError string
+
+func (e protocolError) Error() string { return "Protocol error: " + string(e) }
+
+// reader parses client requests (RESP multibulk or inline) from a connection,
+// exactly as Redis 7's networking.c accepts them.
+type reader struct {
+	rd         io.Reader
+	buf        []byte
+	start, end int
+	lim        Limits
+}
+
+func newReader(rd io.Reader, lim Limits) *reader {
+	if lim.MaxBulkLen <= 0 {
+		lim.MaxBulkLen = defaultMaxBulk
+	}
+	if lim.MaxMultibulkLen <= 0 {
+		lim.MaxMultibulkLen = defaultMaxMultibulk
+	}
+	return &reader{rd: rd, buf: make([]byte, readChunk), lim: lim}
+}
+
+// errIncomplete means more bytes are needed; need is how many bytes from the
+// start of the request the parse needs, or 0 if unknown.
+type errIncomplete struct{ need int }
+
+func (errIncomplete) Error() string { return "incomplete" }
+
+// next returns the next command. With block false it returns (nil, nil) instead of
+// waiting for bytes that are not yet buffered. Empty requests (blank inline lines,
+// *0, *-1) are skipped as Redis skips them.
+func (r *reader) next(block bool) ([][]byte, error) {
+	for {
+		args, n, err := r.parse(r.buf[r.start:r.end])
+		if err == nil {
+			r.start += n
+			if len(args) == 0 {
+				continue
+			}
+			return args, nil
+		}
+		var inc errIncomplete
+		if !errors.As(err, &inc) {
+			return nil, err
+		}
+		if !block {
+			return nil, nil
+		}
+		if err := r.fill(inc.need); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fill reads at least one more chunk, growing the buffer so that need bytes fit.
+func (r *reader) fill(need int) error {
+	if r.start > 0 && (r.start == r.end || r.end == len(r.buf) || need > len(r.buf)-r.start) {
+		r.end = copy(r.buf, r.buf[r.start:r.end])
+		r.start = 0
+	}
+	// Grow towards need by doubling, so that a client that announces a huge bulk
+	// but sends little gets little memory.
+	want := r.end + readChunk
+	if need := r.start + need; need > want {
+		want = min(need, max(want, 2*len(r.buf)))
+	}
+	if want > len(r.buf) {
+		nb := make([]byte, want)
+		copy(nb, r.buf[:r.end])
+		r.buf = nb
+	}
+	n, err := r.rd.Read(r.buf[r.end:])
+	r.end += n
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// parse parses one request from b. It returns the arguments and bytes consumed.
+func (r *reader) parse(b []byte) ([][]byte, int, error) {
+	if len(b) == 0 {
+		return nil, 0, errIncomplete{}
+	}
+	if b[0] == '*' {
+		return r.parseMultibulk(b)
+	}
+	return parseInline(b)
+}
+
+func (r *reader) parseMultibulk(b []byte) ([][]byte, int, error) {
+	nl := bytes.IndexByte(b, '\r')
+	if nl < 0 || nl+1 >= len(b) {
+		if len(b) > maxInlineSize {
+			return nil, 0, protocolError("too big mbulk count string")
+		}
+		return nil, 0, errIncomplete{}
+	}
+	count, ok := command.ParseInt(b[1:nl])
+	if !ok || count > r.lim.MaxMultibulkLen {
+		return nil, 0, protocolError("invalid multibulk length")
+	}
+	pos := nl + 2
+	if count <= 0 {
+		return nil, pos, nil
+	}
+	args := make([][]byte, 0, min(count, 1024))
+	for i := int64(0); i < count; i++ {
+		if pos >= len(b) {
+			return nil, 0, errIncomplete{}
+		}
+		if b[pos] != '$' {
+			return nil, 0, protocolError("expected '$', got '" + string(b[pos]) + "'")
+		}
+		nl := bytes.IndexByte(b[pos:], '\r')
+		if nl < 0 || pos+nl+1 >= len(b) {
+			if len(b)-pos > maxInlineSize {
+				return nil, 0, protocolError("too big bulk count string")
+			}
+			return nil, 0, errIncomplete{}
+		}
+		size, ok := command.ParseInt(b[pos+1 : pos+nl])
+		if !ok || size < 0 || size > r.lim.MaxBulkLen {
+			return nil, 0, protocolError("invalid bulk length")
+		}
+		pos += nl + 2
+		end := pos + int(size)
+		if end+2 > len(b) {
+			return nil, 0, errIncomplete{need: end + 2}
+		}
+		args = append(args, b[pos:end:end])
+		pos = end + 2 // Redis skips the CRLF without checking it
+	}
+	return args, pos, nil
+}
+
+// parseInline splits one inline request line as Redis's sdssplitargs does.
+func parseInline(b []byte) ([][]byte, int, error) {
+	nl := bytes.IndexByte(b, '\n')
+	if nl < 0 {
+		if len(b) > maxInlineSize {
+			return nil, 0, protocolError("too big inline request")
+		}
+		return nil, 0, errIncomplete{}
+	}
+	line := b[:nl]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	args, ok := splitArgs(line)
+	if !ok {
+		return nil, 0, protocolError("unbalanced quotes in request")
+	}
+	return args, nl + 1, nil
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func hexVal(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// splitArgs implements sdssplitargs: blanks separate words; "..." takes \xHH and
+// \n \r \t \b \a escapes; '...' takes \'; a closing quote must be followed by a
+// blank or the end.
+func splitArgs(p []byte) ([][]byte, bool) {
+	var out [][]byte
+	i := 0
+	for {
+		for i < len(p) && isSpace(p[i]) {
+			i++
+		}
+		if i >= len(p) {
+			return out, true
+		}
+		var cur []byte
+		switch p[i] {
+		case '"':
+			i++
+			for {
+				if i >= len(p) {
+					return nil, false
+				}
+				c := p[i]
+				if c == '\\' && i+3 < len(p) && p[i+1] == 'x' {
+					if h, ok := hexVal(p[i+2]); ok {
+						if l, ok := hexVal(p[i+3]); ok {
+							cur = append(cur, h<<4|l)
+							i += 4
+							continue
+						}
+					}
+				}
+				if c == '\\' && i+1 < len(p) {
+					i++
+					switch p[i] {
+					case 'n':
+						c = '\n'
+					case 'r':
+						c = '\r'
+					case 't':
+						c = '\t'
+					case 'b':
+						c = '\b'
+					case 'a':
+						c = '\a'
+					default:
+						c = p[i]
+					}
+					cur = append(cur, c)
+					i++
+					continue
+				}
+				if c == '"' {
+					i++
+					if i < len(p) && !isSpace(p[i]) {
+						return nil, false
+					}
+					break
+				}
+				cur = append(cur, c)
+				i++
+			}
+		case '\'':
+			i++
+			for {
+				if i >= len(p) {
+					return nil, false
+				}
+				c := p[i]
+				if c == '\\' && i+1 < len(p) && p[i+1] == '\'' {
+					cur = append(cur, '\'')
+					i += 2
+					continue
+				}
+				if c == '\'' {
+					i++
+					if i < len(p) && !isSpace(p[i]) {
+						return nil, false
+					}
+					break
+				}
+				cur = append(cur, c)
+				i++
+			}
+		default:
+			for i < len(p) && !isSpace(p[i]) {
+				cur = append(cur, p[i])
+				i++
+			}
+		}
+		if cur == nil {
+			cur = []byte{}
+		}
+		out = append(out, cur)
+	}
+}
+

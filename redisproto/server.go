@@ -1,0 +1,160 @@
+// Package redisproto is lockd's Redis front door: it reads RESP2/RESP3 and inline
+// requests, answers the protocol plumbing (HELLO, CLIENT, INFO, COMMAND, ...)
+// itself, parses keyspace commands into typed operations and hands them to the
+// Store in pipeline batches. It imports no Raft: the Store it needs is declared
+// here and satisfied by raftstore.
+package redisproto
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// Store is what the front door needs from the replicated keyspace.
+type Store interface {
+	// Do executes one connection's batch of keyspace commands in order and
+	// returns one reply per request. It may block until the writes commit.
+	Do(ctx context.Context, reqs []command.Request) []resp.Value
+	// Replicas is the number of replicas guaranteed to hold acknowledged writes
+	// (what WAIT answers).
+	Replicas() int
+	// Stats are name/value pairs for INFO's raft section.
+	Stats() [][2]string
+}
+
+// Config configures the front door.
+type Config struct {
+	Addr    string // listen address, e.g. "127.0.0.1:6379"
+	Limits  Limits
+	Logger  *slog.Logger
+	Version string // lockd's version, shown in INFO
+	// KeyspaceInfo, if set, returns the line for INFO's keyspace section
+	// ("keys=N,expires=M,avg_ttl=0"), or "" when the keyspace is empty.
+	KeyspaceInfo func() string
+}
+
+// Server accepts RESP connections.
+type Server struct {
+	cfg   Config
+	store Store
+	log   *slog.Logger
+	ln    net.Listener
+	start time.Time
+
+	nextID    atomic.Int64
+	mu        sync.Mutex
+	conns     map[*conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup
+	stats     stats
+	ctx       context.Context
+	cancelCtx context.CancelFunc
+}
+
+type stats struct {
+	connections atomic.Int64
+	commands    atomic.Int64
+	rejected    atomic.Int64
+}
+
+// Listen binds cfg.Addr. Serve must be called to accept connections.
+func Listen(cfg Config, store Store) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("RESP port %s: %w", cfg.Addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, store: store, log: cfg.Logger, ln: ln, start: time.Now(),
+		conns: map[*conn]struct{}{}, ctx: ctx, cancelCtx: cancel}, nil
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve accepts connections until Close. It returns nil after Close.
+func (s *Server) Serve() error {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.stats.connections.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection and waits for their goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	err := s.ln.Close()
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.cancelCtx()
+	s.wg.Wait()
+	return err
+}
+
+// clients returns a snapshot of the connected clients, ordered by id.
+func (s *Server) clients() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].id < out[j-1].id; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// SetStore sets the store before Serve is called (the assembly binds the RESP port
+// before it opens the store, so that a busy port is reported first).
+func (s *Server) SetStore(st Store) { s.store = st }

@@ -1,0 +1,147 @@
+// Package server assembles one lockd process: the replicated store, the RESP front
+// door and the HTTP door. cmd/lockd and in-process tests both use it, so tests
+// never re-implement main.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/lockd/lockd/httpapi"
+	"github.com/lockd/lockd/raftstore"
+	"github.com/lockd/lockd/redisproto"
+)
+
+// Version is lockd's version, reported in INFO.
+var Version = "0.1.0-dev"
+
+// Config configures one process. Addresses may use port 0 to pick a free port.
+type Config struct {
+	NodeID   string // default "node1"
+	RESPAddr string // default "127.0.0.1:6379"
+	PeerAddr string // default "127.0.0.1:7379"
+	HTTPAddr string // "" = no HTTP door
+	DataDir  string // required
+	Logger   *slog.Logger
+	// RaftLogOutput receives hashicorp/raft's own log lines; nil discards them.
+	RaftLogOutput io.Writer
+	Limits        redisproto.Limits
+	// ReadyTimeout bounds how long New waits for this node to lead (default 30s).
+	ReadyTimeout time.Duration
+}
+
+// Server is a running lockd process.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	store *raftstore.Store
+	resp  *redisproto.Server
+	http  *http.Server
+	hln   net.Listener
+	done  chan error
+}
+
+// New opens the store, binds every port and starts serving. It returns once this
+// node leads and serves (a single node elects itself at once).
+func New(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: a data directory is required")
+	}
+	if cfg.RESPAddr == "" {
+		cfg.RESPAddr = "127.0.0.1:6379"
+	}
+	if cfg.PeerAddr == "" {
+		cfg.PeerAddr = "127.0.0.1:7379"
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 30 * time.Second
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: lg, done: make(chan error, 2)}
+
+	// Bind the client-facing ports first: a port in use is reported before any
+	// data is touched.
+	rs, err := redisproto.Listen(redisproto.Config{Addr: cfg.RESPAddr, Limits: cfg.Limits, Logger: lg, Version: Version}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.HTTPAddr != "" {
+		s.hln, err = net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			rs.Close()
+			return nil, fmt.Errorf("HTTP port %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	st, err := raftstore.Open(raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr,
+		Logger: lg, RaftLogOutput: cfg.RaftLogOutput})
+	if err != nil {
+		rs.Close()
+		if s.hln != nil {
+			s.hln.Close()
+		}
+		return nil, err
+	}
+	s.store = st
+	rs.SetStore(st)
+	s.resp = rs
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
+	defer cancel()
+	if err := st.WaitReady(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("waiting to lead: %w", err)
+	}
+	go func() { s.done <- rs.Serve() }()
+	if s.hln != nil {
+		s.http = &http.Server{Handler: httpapi.Handler(st), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := s.http.Serve(s.hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.done <- err
+			}
+		}()
+	}
+	lg.Info("lockd serving", "resp", rs.Addr(), "peer", st.PeerAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir)
+	return s, nil
+}
+
+// RESPAddr is the bound RESP address.
+func (s *Server) RESPAddr() string { return s.resp.Addr() }
+
+// HTTPAddr is the bound HTTP address, or "".
+func (s *Server) HTTPAddr() string {
+	if s.hln == nil {
+		return ""
+	}
+	return s.hln.Addr().String()
+}
+
+// Store is the replicated store (for tests and tools in this module).
+func (s *Server) Store() *raftstore.Store { return s.store }
+
+// Done delivers a serving error (a listener failed); nil is never sent.
+func (s *Server) Done() <-chan error { return s.done }
+
+// Close stops serving and closes the store.
+func (s *Server) Close() error {
+	var errs []error
+	if s.resp != nil {
+		errs = append(errs, s.resp.Close())
+	}
+	if s.http != nil {
+		errs = append(errs, s.http.Close())
+	} else if s.hln != nil {
+		errs = append(errs, s.hln.Close())
+	}
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
+	return errors.Join(errs...)
+}
