@@ -104,6 +104,9 @@ var keyCases = []tcase{
 		cmd("SET", "past", "1", "PXAT", "1"),
 		poll(":0\r\n", "EXISTS", "gone"),
 		cmd("KEYS", "*").with(unordered),
+		// Redis counts expired keys that nothing has touched yet in DBSIZE:
+		// touch them first.
+		cmd("EXISTS", "past", "gone", "live"),
 		cmd("DBSIZE"),
 	}},
 	{name: "SCAN", steps: []step{

@@ -53,7 +53,6 @@ var protocolCases = []tcase{
 		cmd("f\r\noo", "a\nb", "c\rd"),
 		cmd("foo", ""),
 		cmd("foo", "'quoted'", "\"dq\""),
-		cmd("GET\x00", "k"),
 		inline("foo a b"),
 		inline("foo"),
 		cmd("PING"),
@@ -134,6 +133,9 @@ var protocolCases = []tcase{
 		cmd("HELLO", "2", "SETNAME"),
 		cmd("HELLO", "2", "AUTH"),
 		cmd("HELLO", "2", "AUTH", "default"),
+		cmd("HELLO", "3", "AUTH", "default", "any-password").with(helloIdentity),
+		cmd("HELLO", "2", "AUTH", "default", "any-password", "SETNAME", "n").with(helloIdentity),
+		cmd("CLIENT", "GETNAME"),
 		cmd("GET", "missing"),
 	}},
 	{name: "HELLO SETNAME", steps: []step{
@@ -166,6 +168,14 @@ var protocolCases = []tcase{
 		cmd("CLIENT", "GETNAME").on(1),
 		cmd("CLIENT", "FOO"),
 		cmd("CLIENT", "INFO").with(clientFields),
+	}},
+	{name: "AUTH", steps: []step{
+		cmd("AUTH", "secret"),
+		cmd("AUTH", "default", "any-password"),
+		cmd("AUTH", "nosuchuser", "secret"),
+		cmd("AUTH"),
+		cmd("AUTH", "a", "b", "c"),
+		cmd("PING"),
 	}},
 	{name: "QUIT", steps: []step{
 		cmd("SET", "k", "v"),

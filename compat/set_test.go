@@ -119,6 +119,7 @@ var setCases = []tcase{
 		cmd("SET", "k", "v", "EXAT", "1"),
 		cmd("EXISTS", "k"),
 		cmd("SET", "k", "v", "PXAT", "1"),
+		cmd("EXISTS", "k"),
 		cmd("DBSIZE"),
 		cmd("SET", "k", "old"),
 		cmd("SET", "k", "v", "PXAT", "1", "GET"),

@@ -10,6 +10,10 @@ import (
 	"github.com/lockd/lockd/server"
 )
 
+// lockdStartTimeout bounds server.New, which itself waits up to its
+// ReadyTimeout (30s by default) for the single node to lead.
+const lockdStartTimeout = 45 * time.Second
+
 // startOther starts the server under test: an in-process single-node lockd,
 // closed in t.Cleanup. COMPAT_TARGET=redis compares redis-server with a
 // second redis-server instead, which proves the harness and its cases.
@@ -47,8 +51,8 @@ func startOther(t testing.TB) (name, addr string) {
 			t.Fatalf("lockd at %s: %v", addr, err)
 		}
 		return "lockd", addr
-	case <-time.After(startTimeout):
-		t.Fatalf("lockd: server.New did not return within %v", startTimeout)
+	case <-time.After(lockdStartTimeout):
+		t.Fatalf("lockd: server.New did not return within %v", lockdStartTimeout)
 		return "", ""
 	}
 }

@@ -220,11 +220,19 @@ func (k *Keyspace) set(op command.Set, c Ctx) resp.Value {
 		}
 		return resp.Nil
 	}
-	if op.Expire.Kind == command.ExpireKeep && old != nil {
-		deadline = old.deadline
+	expired := false
+	switch op.Expire.Kind {
+	case command.ExpireKeep:
+		if old != nil {
+			deadline = old.deadline
+		}
+	case command.ExpireRel, command.ExpireAbs:
+		// A deadline at or before now (an EXAT/PXAT in the past) stores a value
+		// that is already gone, as in Redis.
+		expired = deadline <= c.Now
 	}
 	it := k.put(op.Key, op.Value, deadline, c.Index)
-	if deadline != 0 && deadline <= c.Now {
+	if expired {
 		k.remove(it)
 	}
 	switch op.Reply {
