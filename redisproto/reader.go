@@ -296,4 +296,3 @@ func splitArgs(p []byte) ([][]byte, bool) {
 		out = append(out, cur)
 	}
 }
-

@@ -74,7 +74,7 @@ func runSteps(t *testing.T, steps []step) {
 }
 
 const (
-	ok  = "+OK\r\n"
+	ok   = "+OK\r\n"
 	nilb = "$-1\r\n"
 )
 
