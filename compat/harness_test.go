@@ -150,7 +150,7 @@ func (c *conn) send(b []byte) error {
 // Outcome endings other than a complete frame.
 const (
 	endClosed  = "connection closed"
-	endNoReply = "no reply"
+	endNoReply = "no reply" // followed by " within <timeout>"
 )
 
 // outcome is what one read produced: a complete frame, or how it ended without one.
@@ -191,7 +191,8 @@ func (c *conn) read(timeout time.Duration) outcome {
 		return outcome{raw: raw, end: endClosed}
 	case errors.As(err, &ne) && ne.Timeout():
 		if len(raw) == 0 {
-			return outcome{end: endNoReply} // the connection stays usable
+			// The connection stays usable: a quiet probe expects this.
+			return outcome{end: fmt.Sprintf("%s within %v", endNoReply, timeout)}
 		}
 		c.dead = "timed out inside a frame"
 	default:
@@ -245,7 +246,7 @@ func pipeline(cmds ...[]string) step {
 }
 
 // scan iterates SCAN <cursor> opts... to the end on each server and compares
-// the sorted union of the keys (see sortedKeys in normalize_test.go).
+// the sorted union of the keys (see scanAll).
 func scan(opts ...string) step { return step{args: opts, scan: true, reads: 1} }
 
 // poll repeats a command on each server until it replies want (bounded by
@@ -321,11 +322,11 @@ func (s step) describe(args []string) string {
 	return b.String()
 }
 
-func quoteShort(s string, max int) string {
-	if len(s) <= max {
+func quoteShort(s string, n int) string {
+	if len(s) <= n {
 		return strconv.Quote(s)
 	}
-	return fmt.Sprintf("%s…(%d bytes)", strconv.Quote(s[:max]), len(s))
+	return fmt.Sprintf("%s…(%d bytes)", strconv.Quote(s[:n]), len(s))
 }
 
 // quoteReply quotes a reply, eliding the middle of very long ones.
@@ -363,7 +364,13 @@ func (s step) run(c *conn, args []string) []outcome {
 	go func() { wrote <- c.send(req) }()
 	var outs []outcome
 	for i := 0; i < s.reads; i++ {
-		outs = append(outs, c.read(replyTimeout))
+		o := c.read(replyTimeout)
+		if o.end != "" && c.dead == "" {
+			// A reply that did not come in time would be read by the next
+			// step as its own: end the connection here.
+			c.dead = o.end
+		}
+		outs = append(outs, o)
 	}
 	if s.probe {
 		outs = append(outs, c.read(quietTimeout))
@@ -424,8 +431,33 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	redisAddr := startRedis(t)
 	name, addr := startOther(t)
-	t.Logf("comparing redis-server at %s with %s at %s", redisAddr, name, addr)
+	t.Logf("comparing redis-server %s at %s with %s at %s", redisVersion(t, redisAddr), redisAddr, name, addr)
 	return &env{redis: &side{name: "redis", addr: redisAddr}, other: &side{name: name, addr: addr}}
+}
+
+// redisVersion reads redis_version from INFO. The cases were written against
+// Redis 7.0.15; another version is logged, since some replies changed in 7.2.
+func redisVersion(t *testing.T, addr string) string {
+	c, err := dial(addr)
+	if err != nil {
+		t.Fatalf("redis: dial %s: %v", addr, err)
+	}
+	defer c.close()
+	c.send(multibulk("INFO", "server"))
+	o := c.read(replyTimeout)
+	v, err := parseValue(o.raw)
+	if err != nil || !v.isBlob() {
+		t.Fatalf("redis: INFO server answered %v", o)
+	}
+	for _, line := range strings.Split(v.str, "\r\n") {
+		if ver, ok := strings.CutPrefix(line, "redis_version:"); ok {
+			if !strings.HasPrefix(ver, "7.0.") {
+				t.Logf("warning: redis-server is %s; the cases were written against 7.0.15", ver)
+			}
+			return ver
+		}
+	}
+	return "(unknown version)"
 }
 
 // flush empties a server's keyspace before a case.
@@ -536,7 +568,7 @@ func (e *env) compare(t *testing.T, caseName, stepName string, p *pair, s step) 
 	}
 	if verbose {
 		for i := range ro {
-			t.Logf("step %s: %s\n\tredis: %v", stepName, desc, ro[i])
+			t.Logf("step %s: %s\n\tredis: %v\n\t%s: %v", stepName, desc, ro[i], e.other.name, oo[i])
 		}
 	}
 	ok := true

@@ -330,7 +330,7 @@ func (c *conn) infoLine() string {
 		" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10) +
 		" idle=" + strconv.FormatInt(int64(now.Sub(c.lastAt)/time.Second), 10) +
 		" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
-		c.lastCmd + " user=default redir=-1 resp=" + strconv.Itoa(c.proto) + " lib-name=" + c.libName + " lib-ver=" + c.libVer + "\n"
+		c.lastCmd + " user=default redir=-1 resp=" + strconv.Itoa(c.proto) + "\n"
 }
 
 // TIME — the server's wall clock (not log time).

@@ -36,6 +36,12 @@ type reader struct {
 	buf        []byte
 	start, end int
 	lim        Limits
+
+	// The multibulk request being parsed: arguments still to read, where to
+	// continue, and the [begin, end) offsets of the arguments read so far.
+	mbLeft  int64
+	mbPos   int
+	mbMarks [][2]int
 }
 
 func newReader(rd io.Reader, lim Limits) *reader {
@@ -120,47 +126,65 @@ func (r *reader) parse(b []byte) ([][]byte, int, error) {
 }
 
 func (r *reader) parseMultibulk(b []byte) ([][]byte, int, error) {
-	nl := bytes.IndexByte(b, '\r')
-	if nl < 0 || nl+1 >= len(b) {
-		if len(b) > maxInlineSize {
-			return nil, 0, protocolError("too big mbulk count string")
+	// A multibulk request may arrive in many reads; the parse resumes where it
+	// stopped (offsets are relative to r.start, which compaction preserves), so a
+	// request of a million arguments is parsed once, not once per read.
+	if r.mbLeft == 0 {
+		nl := bytes.IndexByte(b, '\r')
+		if nl < 0 || nl+1 >= len(b) {
+			if len(b) > maxInlineSize {
+				return nil, 0, protocolError("too big mbulk count string")
+			}
+			return nil, 0, errIncomplete{}
 		}
-		return nil, 0, errIncomplete{}
+		count, ok := command.ParseInt(b[1:nl])
+		if !ok || count > r.lim.MaxMultibulkLen {
+			return nil, 0, protocolError("invalid multibulk length")
+		}
+		if count <= 0 {
+			return nil, nl + 2, nil
+		}
+		r.mbLeft, r.mbPos, r.mbMarks = count, nl+2, r.mbMarks[:0]
 	}
-	count, ok := command.ParseInt(b[1:nl])
-	if !ok || count > r.lim.MaxMultibulkLen {
-		return nil, 0, protocolError("invalid multibulk length")
-	}
-	pos := nl + 2
-	if count <= 0 {
-		return nil, pos, nil
-	}
-	args := make([][]byte, 0, min(count, 1024))
-	for i := int64(0); i < count; i++ {
+	pos := r.mbPos
+	for r.mbLeft > 0 {
 		if pos >= len(b) {
+			r.mbPos = pos
 			return nil, 0, errIncomplete{}
 		}
 		if b[pos] != '$' {
+			r.mbLeft = 0
 			return nil, 0, protocolError("expected '$', got '" + string(b[pos]) + "'")
 		}
 		nl := bytes.IndexByte(b[pos:], '\r')
 		if nl < 0 || pos+nl+1 >= len(b) {
 			if len(b)-pos > maxInlineSize {
+				r.mbLeft = 0
 				return nil, 0, protocolError("too big bulk count string")
 			}
+			r.mbPos = pos
 			return nil, 0, errIncomplete{}
 		}
 		size, ok := command.ParseInt(b[pos+1 : pos+nl])
 		if !ok || size < 0 || size > r.lim.MaxBulkLen {
+			r.mbLeft = 0
 			return nil, 0, protocolError("invalid bulk length")
 		}
-		pos += nl + 2
-		end := pos + int(size)
+		end := pos + nl + 2 + int(size)
 		if end+2 > len(b) {
+			r.mbPos = pos
 			return nil, 0, errIncomplete{need: end + 2}
 		}
-		args = append(args, b[pos:end:end])
+		r.mbMarks = append(r.mbMarks, [2]int{pos + nl + 2, end})
 		pos = end + 2 // Redis skips the CRLF without checking it
+		r.mbLeft--
+	}
+	args := make([][]byte, len(r.mbMarks))
+	for i, m := range r.mbMarks {
+		args[i] = b[m[0]:m[1]:m[1]]
+	}
+	if cap(r.mbMarks) > 4096 {
+		r.mbMarks = nil
 	}
 	return args, pos, nil
 }

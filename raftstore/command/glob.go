@@ -1,10 +1,21 @@
 package command
 
-// Match reports whether s matches the glob pattern p with Redis's rules: '*' any
-// run, '?' one byte, '[abc]', '[^a-z]' classes, '\' escapes the next byte. An
-// unterminated class runs to the end of the pattern.
+// Match reports whether s matches the glob pattern p exactly as Redis's
+// stringmatchlen does: '*' any run, '?' one byte, '[abc]', '[^a-z]' classes, '\'
+// escapes the next byte, an unterminated class runs to the end of the pattern. As
+// in Redis, an empty string matches only the empty pattern, and a '*' that fails at
+// every position stops the stars before it from trying longer matches (so that
+// patterns like "*a*a*a*b" cannot take exponential time).
 func Match(p, s []byte) bool {
-	for len(p) > 0 {
+	skip := false
+	return match(p, s, &skip, 0)
+}
+
+func match(p, s []byte, skipLonger *bool, nesting int) bool {
+	if nesting > 1000 {
+		return false
+	}
+	for len(p) > 0 && len(s) > 0 {
 		switch p[0] {
 		case '*':
 			for len(p) > 1 && p[1] == '*' {
@@ -13,22 +24,21 @@ func Match(p, s []byte) bool {
 			if len(p) == 1 {
 				return true
 			}
-			for i := 0; i <= len(s); i++ {
-				if Match(p[1:], s[i:]) {
+			for len(s) > 0 {
+				if match(p[1:], s, skipLonger, nesting+1) {
 					return true
 				}
+				if *skipLonger {
+					return false
+				}
+				s = s[1:]
 			}
+			*skipLonger = true
 			return false
 		case '?':
-			if len(s) == 0 {
-				return false
-			}
 			s = s[1:]
 			p = p[1:]
 		case '[':
-			if len(s) == 0 {
-				return false
-			}
 			var ok bool
 			ok, p = matchClass(p[1:], s[0])
 			if !ok {
@@ -41,18 +51,24 @@ func Match(p, s []byte) bool {
 			}
 			fallthrough
 		default:
-			if len(s) == 0 || s[0] != p[0] {
+			if p[0] != s[0] {
 				return false
 			}
 			s = s[1:]
 			p = p[1:]
 		}
+		if len(s) == 0 {
+			for len(p) > 0 && p[0] == '*' {
+				p = p[1:]
+			}
+			break
+		}
 	}
-	return len(s) == 0
+	return len(p) == 0 && len(s) == 0
 }
 
 // matchClass matches c against the class that starts after '['; it returns the
-// pattern after the closing ']'.
+// pattern after the closing ']' (or the empty rest of an unterminated class).
 func matchClass(p []byte, c byte) (bool, []byte) {
 	not := len(p) > 0 && p[0] == '^'
 	if not {

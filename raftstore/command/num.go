@@ -49,8 +49,28 @@ func ParseInt(b []byte) (int64, bool) {
 	return int64(v), true
 }
 
-// ParseUint parses an unsigned 64-bit decimal as strtoull would for a SCAN cursor.
-func ParseUint(b []byte) (uint64, bool) {
-	v, err := strconv.ParseUint(string(b), 10, 64)
-	return v, err == nil
+// ParseCursor parses a SCAN cursor as Redis does with strtoul: the empty string is
+// 0, one leading '+' or '-' is allowed ("-1" wraps to 2^64-1), leading blanks,
+// trailing junk and overflow are not.
+func ParseCursor(b []byte) (uint64, bool) {
+	if len(b) > 0 && (b[0] == ' ' || (b[0] >= '\t' && b[0] <= '\r')) {
+		return 0, false
+	}
+	neg := false
+	digits := b
+	if len(digits) > 0 && (digits[0] == '+' || digits[0] == '-') {
+		neg = digits[0] == '-'
+		digits = digits[1:]
+	}
+	if len(digits) == 0 {
+		return 0, len(b) == 0
+	}
+	v, err := strconv.ParseUint(string(digits), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }

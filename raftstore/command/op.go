@@ -70,7 +70,11 @@ type GetDel struct{ Key []byte }
 type GetEx struct {
 	Cmd    string
 	Key    []byte
-	Expire Expiry
+	Expire Expiry // ExpireNone or ExpirePersist; a time is in ExpireOpt/ExpireArg
+	// ExpireOpt ("ex", "px", "exat", "pxat") and ExpireArg are checked with
+	// ParseExpiry after the key is found, as Redis 7 orders its errors.
+	ExpireOpt string
+	ExpireArg []byte
 }
 
 // Del is DEL and UNLINK.

@@ -166,6 +166,11 @@ func init() {
 
 func eq(a []byte, s string) bool { return len(a) == len(s) && strings.EqualFold(string(a), s) }
 
+// ParseExpiry checks the operand of a GETEX expire option (see GetEx).
+func ParseExpiry(name, opt string, arg []byte) (Expiry, error) {
+	return parseExpiryArg(name, opt, arg)
+}
+
 // parseExpiryArg reads the integer operand of EX/PX/EXAT/PXAT and checks it as
 // Redis 7 does (positive; seconds that fit in milliseconds).
 func parseExpiryArg(name string, opt string, arg []byte) (Expiry, error) {
@@ -204,9 +209,10 @@ func parseSet(name string, a [][]byte) (Op, error) {
 			get = true
 		case opt == "fence":
 			fence = true
-		case opt == "keepttl" && exOpt == "":
+		case opt == "keepttl" && (exOpt == "" || exOpt == opt):
 			exOpt = opt
-		case (opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && exOpt == "" && hasNext:
+		case (opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && (exOpt == "" || exOpt == opt) && hasNext:
+			// As in Redis, the same option may be repeated; the last one wins.
 			exOpt = opt
 			i++
 			exArg = a[i]
@@ -273,9 +279,9 @@ func parseGetEx(name string, a [][]byte) (Op, error) {
 	for i := 2; i < len(a); i++ {
 		opt := strings.ToLower(string(a[i]))
 		switch {
-		case opt == "persist" && exOpt == "":
+		case opt == "persist" && (exOpt == "" || exOpt == opt):
 			exOpt = opt
-		case (opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && exOpt == "" && i+1 < len(a):
+		case (opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && (exOpt == "" || exOpt == opt) && i+1 < len(a):
 			exOpt = opt
 			i++
 			exArg = a[i]
@@ -288,11 +294,9 @@ func parseGetEx(name string, a [][]byte) (Op, error) {
 		op.Expire.Kind = ExpirePersist
 	case "":
 	default:
-		e, err := parseExpiryArg(name, exOpt, exArg)
-		if err != nil {
-			return nil, err
-		}
-		op.Expire = e
+		// Redis checks the time only after finding a string under the key, so the
+		// error (or the nil reply for a missing key) comes from the FSM.
+		op.ExpireOpt, op.ExpireArg = exOpt, exArg
 	}
 	return op, nil
 }
@@ -388,7 +392,7 @@ func parseGetRange(_ string, a [][]byte) (Op, error) {
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 func parseScan(_ string, a [][]byte) (Op, error) {
-	c, ok := ParseUint(a[1])
+	c, ok := ParseCursor(a[1])
 	if !ok {
 		return nil, Error("ERR invalid cursor")
 	}

@@ -248,16 +248,23 @@ func (k *Keyspace) set(op command.Set, c Ctx) resp.Value {
 
 // GETEX key [EX|PX|EXAT|PXAT t|PERSIST]
 func (k *Keyspace) getEx(op command.GetEx, c Ctx) resp.Value {
-	deadline, ok := deadlineFor(op.Expire, c)
-	if !ok {
-		return invalidExpire(op.Cmd)
-	}
 	it := k.lookup(op.Key, c.Now)
 	if it == nil {
 		return resp.Nil
 	}
 	if it.kind != KindString {
 		return wrongType
+	}
+	if op.ExpireOpt != "" {
+		e, err := command.ParseExpiry(op.Cmd, op.ExpireOpt, op.ExpireArg)
+		if err != nil {
+			return errReply(err)
+		}
+		op.Expire = e
+	}
+	deadline, ok := deadlineFor(op.Expire, c)
+	if !ok {
+		return invalidExpire(op.Cmd)
 	}
 	reply := resp.Bulk(it.val)
 	switch op.Expire.Kind {

@@ -167,7 +167,11 @@ func TestExpire(t *testing.T) {
 			{0, "TTL k", num(-1)}},
 		"getex": {{0, "SET k v", ok}, {0, "GETEX k PX 500", bulk("v")}, {0, "PTTL k", num(500)}, {0, "GETEX k PERSIST", bulk("v")}, {0, "PTTL k", num(-1)},
 			{0, fmt.Sprintf("GETEX k PXAT %d", wall-1), bulk("v")}, {0, "EXISTS k", num(0)}, {0, "GETEX k", nilb},
-			{0, "GETEX k EX 0", "-ERR invalid expire time in 'getex' command\r\n"}, {0, "GETEX k PERSIST EX 1", "-ERR syntax error\r\n"}},
+			// Redis checks the time only once it found the key.
+			{0, "GETEX k EX 0", nilb}, {0, "GETEX k EX x", nilb}, {0, "SET k v", ok},
+			{0, "GETEX k EX 0", "-ERR invalid expire time in 'getex' command\r\n"},
+			{0, "GETEX k EX x", "-ERR value is not an integer or out of range\r\n"},
+			{0, "GETEX k PERSIST EX 1", "-ERR syntax error\r\n"}, {0, "GETEX k PX 10 PX 20", bulk("v")}, {0, "PTTL k", num(20)}},
 	}
 	for name, steps := range cases {
 		t.Run(name, func(t *testing.T) { runSteps(t, steps) })
@@ -315,7 +319,7 @@ func TestMatch(t *testing.T) {
 		p, s string
 		want bool
 	}{
-		{"*", "", true}, {"a*", "abc", true}, {"a*c", "abc", true}, {"a*d", "abc", false},
+		{"*", "", false}, {"", "", true}, {"a*", "a", true}, {"a*b", "a", false}, {"a*", "abc", true}, {"a*c", "abc", true}, {"a*d", "abc", false},
 		{"?", "a", true}, {"?", "", false}, {"h[ae]llo", "hallo", true}, {"h[^e]llo", "hello", false},
 		{"h[a-b]llo", "hbllo", true}, {"h[b-a]llo", "hbllo", true}, {`h\*llo`, "h*llo", true}, {`h\*llo`, "hello", false},
 		{"[abc", "a", true}, {"**a", "ba", true}, {`[\]]`, "]", true},
