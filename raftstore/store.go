@@ -439,6 +439,18 @@ func (s *Store) Stats() [][2]string {
 	return out
 }
 
+// KeyspaceInfo is INFO's db0 line ("keys=N,expires=M,avg_ttl=0"), "" when empty.
+func (s *Store) KeyspaceInfo() string {
+	now, _ := s.clock.read()
+	s.m.mu.RLock()
+	keys, expires := s.m.ks.Counts(max(now, s.m.ks.Now()))
+	s.m.mu.RUnlock()
+	if keys == 0 {
+		return ""
+	}
+	return "keys=" + strconv.Itoa(keys) + ",expires=" + strconv.Itoa(expires) + ",avg_ttl=0"
+}
+
 // IsLeader reports whether this node currently leads and serves.
 func (s *Store) IsLeader() bool { return s.ready.Load() }
 

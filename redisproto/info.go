@@ -53,10 +53,8 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 		}},
 		{"Raft", s.store.Stats},
 		{"Keyspace", func() [][2]string {
-			if s.cfg.KeyspaceInfo != nil {
-				if v := s.cfg.KeyspaceInfo(); v != "" {
-					return [][2]string{{"db0", v}}
-				}
+			if v := s.store.KeyspaceInfo(); v != "" {
+				return [][2]string{{"db0", v}}
 			}
 			return nil
 		}},

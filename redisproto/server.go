@@ -29,6 +29,8 @@ type Store interface {
 	Replicas() int
 	// Stats are name/value pairs for INFO's raft section.
 	Stats() [][2]string
+	// KeyspaceInfo is INFO's db0 line ("keys=N,expires=M,avg_ttl=0"), or "".
+	KeyspaceInfo() string
 }
 
 // Config configures the front door.
@@ -37,9 +39,6 @@ type Config struct {
 	Limits  Limits
 	Logger  *slog.Logger
 	Version string // lockd's version, shown in INFO
-	// KeyspaceInfo, if set, returns the line for INFO's keyspace section
-	// ("keys=N,expires=M,avg_ttl=0"), or "" when the keyspace is empty.
-	KeyspaceInfo func() string
 }
 
 // Server accepts RESP connections.

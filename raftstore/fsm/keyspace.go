@@ -197,16 +197,22 @@ func (k *Keyspace) expireDue() {
 	}
 }
 
-// liveCount is the number of keys that have not expired at now.
-func (k *Keyspace) liveCount(now int64) int {
-	n := k.items.Len()
+// Counts returns the number of live keys and of live keys with a TTL at now.
+func (k *Keyspace) Counts(now int64) (keys, expires int) {
+	dead := 0
 	k.deadlines.Scan(func(it *item) bool {
 		if it.deadline > now {
 			return false
 		}
-		n--
+		dead++
 		return true
 	})
+	return k.items.Len() - dead, k.deadlines.Len() - dead
+}
+
+// liveCount is the number of keys that have not expired at now.
+func (k *Keyspace) liveCount(now int64) int {
+	n, _ := k.Counts(now)
 	return n
 }
 
