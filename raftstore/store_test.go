@@ -1,0 +1,172 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+func open(t *testing.T, dir string, threshold uint64) *Store {
+	t.Helper()
+	s, err := Open(Config{DataDir: dir, PeerAddr: "127.0.0.1:0", SnapshotThreshold: threshold, ApplyTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func do(s *Store, cmd ...string) resp.Value {
+	var args [][]byte
+	for _, a := range cmd {
+		args = append(args, []byte(a))
+	}
+	op, spec, err := command.Parse(args)
+	if err != nil {
+		return resp.Error(err.Error())
+	}
+	return s.Do(context.Background(), []command.Request{{Args: args, Op: op, Spec: spec}})[0]
+}
+
+func TestSnapshotAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 64)
+	tokens := map[string]int64{}
+	for i := 0; i < 300; i++ {
+		k := fmt.Sprintf("k%d", i%100)
+		v := do(s, "SET", k, fmt.Sprint(i), "PX", "600000", "FENCE")
+		if v.Kind != resp.KindInt {
+			t.Fatalf("SET FENCE: %v", v)
+		}
+		tokens[k] = v.Int
+	}
+	if err := s.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	do(s, "SET", "after", "snapshot")
+	s.Close()
+	snaps, _ := filepath.Glob(filepath.Join(dir, "group-0", "snapshots", "*"))
+	if len(snaps) == 0 {
+		t.Fatal("no snapshot on disk")
+	}
+
+	s = open(t, dir, 64)
+	defer s.Close()
+	for k, tok := range tokens {
+		if v := do(s, "FENCE", k); v.Int != tok {
+			t.Fatalf("FENCE %s after restart = %v, want %d", k, v, tok)
+		}
+	}
+	if v := do(s, "GET", "k7"); v.String() != "207" {
+		t.Fatalf("GET k7 = %q", v.String())
+	}
+	if v := do(s, "GET", "after"); v.String() != "snapshot" {
+		t.Fatalf("entry after the snapshot lost: %v", v)
+	}
+	if v := do(s, "PTTL", "k1"); v.Int <= 590000 {
+		t.Fatalf("PTTL after restart = %d: downtime must not shorten it", v.Int)
+	}
+}
+
+// A node that has lost its quorum rejects writes and reads with errors a client
+// can act on, and applies nothing.
+func TestNoQuorumFailsClearly(t *testing.T) {
+	s := open(t, t.TempDir(), 0)
+	defer s.Close()
+	if v := do(s, "SET", "k", "before"); v.String() != "OK" {
+		t.Fatalf("SET = %v", v)
+	}
+	// Add a voter that does not exist: the configuration now needs 2 of 2.
+	s.raft.AddVoter("ghost", "127.0.0.1:1", 0, 500*time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.raft.State() == raft.Leader {
+		if time.Now().After(deadline) {
+			t.Fatal("still leader without a quorum")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	v := do(s, "SET", "k", "after")
+	if !v.IsError() || !(strings.HasPrefix(v.String(), "TRYAGAIN ") || strings.HasPrefix(v.String(), "UNKNOWNOUTCOME ")) {
+		t.Fatalf("SET without quorum = %q", v.String())
+	}
+	if v := do(s, "GET", "k"); !v.IsError() || !strings.HasPrefix(v.String(), "TRYAGAIN ") {
+		t.Fatalf("GET without quorum = %q", v.String())
+	}
+	s.m.mu.RLock()
+	got := s.m.ks.Read(command.Get{Key: []byte("k")}, s.m.ks.Now(), 0)
+	s.m.mu.RUnlock()
+	if got.String() != "before" {
+		t.Fatalf("state without quorum = %q, want before", got.String())
+	}
+}
+
+func TestApplyErrorsAreSorted(t *testing.T) {
+	cases := []struct {
+		err  error
+		want error
+	}{
+		{raft.ErrNotLeader, ErrNotApplied},
+		{raft.ErrEnqueueTimeout, ErrNotApplied},
+		{raft.ErrLeadershipLost, ErrUnknownOutcome},
+		{raft.ErrRaftShutdown, ErrUnknownOutcome},
+		{errors.New("something new"), ErrUnknownOutcome},
+	}
+	for _, c := range cases {
+		if got := mapApplyErr(c.err); got != c.want {
+			t.Errorf("%v -> %v, want %v", c.err, got, c.want)
+		}
+	}
+	// go-redis retries these prefixes by itself: the not-applied error must use
+	// one, the unknown-outcome error must not.
+	retried := []string{"LOADING ", "READONLY ", "CLUSTERDOWN ", "TRYAGAIN ", "MASTERDOWN "}
+	has := func(e error) bool {
+		for _, p := range retried {
+			if strings.HasPrefix(e.Error(), p) {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(ErrNotApplied) || has(ErrUnknownOutcome) {
+		t.Fatal("error prefixes do not sort retry-safe from unknown outcomes")
+	}
+}
+
+func TestLogClock(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := newLogClock(func() time.Time { return now })
+	c.reset(5000)
+	now = now.Add(250 * time.Millisecond)
+	if v, _ := c.read(); v != 5250 {
+		t.Fatalf("read = %d, want 5250", v)
+	}
+	now = now.Add(-time.Hour) // a clock that goes back changes nothing
+	if v, _ := c.read(); v != 5250 {
+		t.Fatalf("read after a backwards jump = %d, want 5250", v)
+	}
+	c.reset(100) // a new term never starts below what was already handed out
+	if v, _ := c.read(); v < 5250 {
+		t.Fatalf("read after reset to an older base = %d", v)
+	}
+}
+
+func TestOpenUnusableDir(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(f, nil, 0o644)
+	if _, err := Open(Config{DataDir: f, PeerAddr: "127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), f) {
+		t.Fatalf("Open on a file = %v", err)
+	}
+}
