@@ -435,7 +435,8 @@ func (s *Store) Stats() [][2]string {
 	for _, k := range keys {
 		out = append(out, [2]string{k, st[k]})
 	}
-	out = append(out, [2]string{"log_time_ms", strconv.FormatInt(s.m.now(), 10)})
+	out = append(out, [2]string{"log_time_ms", strconv.FormatInt(s.m.now(), 10)},
+		[2]string{"log_write_batches", strconv.FormatUint(s.logs.Batches(), 10)})
 	return out
 }
 

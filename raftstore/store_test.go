@@ -170,3 +170,30 @@ func TestOpenUnusableDir(t *testing.T) {
 		t.Fatalf("Open on a file = %v", err)
 	}
 }
+
+// A pipeline of writes is proposed back to back and shares fsyncs: far fewer
+// synced log writes than entries.
+func TestPipelineSharesFsync(t *testing.T) {
+	s := open(t, t.TempDir(), 0)
+	defer s.Close()
+	var reqs []command.Request
+	for i := 0; i < 500; i++ {
+		args := [][]byte{[]byte("SET"), []byte(fmt.Sprintf("k%d", i)), []byte("v")}
+		op, spec, _ := command.Parse(args)
+		reqs = append(reqs, command.Request{Args: args, Op: op, Spec: spec})
+	}
+	before, first := s.logs.Batches(), s.raft.LastIndex()
+	for i, v := range s.Do(context.Background(), reqs) {
+		if v.String() != "OK" {
+			t.Fatalf("write %d: %v", i, v)
+		}
+	}
+	batches, entries := s.logs.Batches()-before, s.raft.LastIndex()-first
+	if entries != 500 {
+		t.Fatalf("%d entries for 500 writes: one entry per command expected", entries)
+	}
+	if batches > 50 {
+		t.Fatalf("500 pipelined writes took %d synced log writes", batches)
+	}
+	t.Logf("500 pipelined writes: %d synced log writes", batches)
+}

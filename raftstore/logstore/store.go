@@ -113,7 +113,15 @@ type Store struct {
 	// after the corresponding badger commit.
 	first atomic.Uint64
 	last  atomic.Uint64
+
+	// batches counts StoreLogs calls that wrote something: one synced commit
+	// each (more only for a batch too big for one transaction).
+	batches atomic.Uint64
 }
+
+// Batches is the number of StoreLogs calls that wrote entries since Open. With
+// LastIndex it shows how many log entries share each fsync.
+func (s *Store) Batches() uint64 { return s.batches.Load() }
 
 // Open opens, creating it if needed, the log store kept in directory dir.
 //
@@ -318,6 +326,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		return err
 	}
 	defer s.closeMu.RUnlock()
+	s.batches.Add(1)
 
 	// Encode the whole batch into two slabs before taking the write lock.
 	keySlab := make([]byte, len(logs)*logKeyLen)
