@@ -6,7 +6,6 @@ package resp
 import (
 	"math"
 	"strconv"
-	"strings"
 )
 
 // Kind says which RESP type a Value stands for.
@@ -205,8 +204,8 @@ func appendLine(buf []byte, c byte, s []byte) []byte {
 	return append(buf, '\r', '\n')
 }
 
-// FormatDouble formats f the way Redis 7 replies with doubles ("%.17g" shortest
-// round-trip form, "inf", "-inf", "nan").
+// FormatDouble formats f as Redis 7 formats doubles ("%.17g", "inf", "-inf",
+// "nan").
 func FormatDouble(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
@@ -216,9 +215,5 @@ func FormatDouble(f float64) string {
 	case math.IsNaN(f):
 		return "nan"
 	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if strings.Contains(s, "e+") {
-		s = strings.Replace(s, "e+", "e+", 1)
-	}
-	return s
+	return strconv.FormatFloat(f, 'g', 17, 64)
 }
