@@ -188,6 +188,7 @@ var protocolCases = []tcase{
 	{name: "INFO and TIME", steps: []step{
 		cmd("INFO").with(infoText),
 		cmd("INFO", "server").with(infoText),
+		cmd("INFO", "nosuchsection"),
 		cmd("TIME").with(serverTime),
 	}},
 	{name: "inline commands", steps: []step{
@@ -209,6 +210,26 @@ var protocolCases = []tcase{
 		raw("ECHO a\tb\r\n", 1),
 		raw("PING\r\nPING x\r\nGET k\r\n", 3),
 		inline("PING"),
+	}},
+	{name: "inline quoting and escapes", steps: []step{
+		inline(`ECHO "a\"b"`),
+		inline(`ECHO "\x4"`),
+		inline(`ECHO "\x4g"`),
+		inline(`ECHO "\xzz"`),
+		inline(`ECHO "\u0041"`),
+		inline(`ECHO "\a\b\r\n\t\\"`),
+		inline(`ECHO 'a\'b'`),
+		inline(`ECHO 'a\nb'`),
+		inline(`ECHO a"b"`),
+		inline(`ECHO a'b'`),
+		inline(`ECHO ""`),
+		inline(`ECHO ''`),
+		inline("ECHO \"a b\"\t"),
+		inline("ECHO\ta"),
+		raw("PING\nPING\n", 2),
+		raw("ECHO a\rb\r\n", 1),
+		inline(`SET "k\x00" "v\x00"`),
+		cmd("GET", "k\x00"),
 	}},
 	{name: "inline unbalanced double quote", steps: []step{
 		inline(`SET "k v`).closes(),
@@ -243,6 +264,22 @@ var protocolCases = []tcase{
 			a("GET", "n"),
 		),
 		raw("PING\r\n*2\r\n$3\r\nGET\r\n$1\r\nn\r\nECHO inline\r\n*1\r\n$4\r\nPING\r\n", 4),
+	}},
+	{name: "pipeline switching protocol", steps: []step{
+		cmd("SET", "k", "v"),
+		pipeline(a("GET", "missing"), a("HELLO", "3"), a("GET", "missing"), a("MGET", "k", "missing"),
+			a("HELLO", "2"), a("GET", "missing"), a("MGET", "k", "missing")).with(helloIdentity),
+	}},
+	{name: "pipeline of 5000", steps: []step{
+		pipeline(func() [][]string {
+			var cmds [][]string
+			for i := 0; i < 2500; i++ {
+				cmds = append(cmds, a("INCR", "counter"), a("SET", "k"+strings.Repeat("x", i%13), strings.Repeat("v", i%50), "PX", "100000"))
+			}
+			return cmds
+		}()...),
+		cmd("GET", "counter"),
+		cmd("DBSIZE"),
 	}},
 	{name: "pipeline of 200", steps: []step{
 		pipeline(func() [][]string {

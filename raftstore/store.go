@@ -202,6 +202,9 @@ func (s *Store) watchLeadership() {
 	}
 }
 
+// tickPacing is the least time between two expiry ticks.
+const tickPacing = 5 * time.Millisecond
+
 // expiryLoop is the leader's active expiry: when the earliest TTL deadline is
 // reached in log time it proposes a tick entry, which removes every expired key
 // on every replica at the same log position.
@@ -220,7 +223,10 @@ func (s *Store) expiryLoop() {
 						s.log.Debug("expiry tick failed", "err", err)
 						wait = 50 * time.Millisecond
 					} else {
-						continue
+						// Lazy expiry already hides expired keys; pacing the ticks
+						// keeps a stream of short TTLs from costing one log entry
+						// per millisecond.
+						wait = tickPacing
 					}
 				} else if w := time.Duration(d-now) * time.Millisecond; w < wait {
 					wait = w
@@ -228,10 +234,14 @@ func (s *Store) expiryLoop() {
 			}
 		}
 		timer.Reset(wait)
+		kick := s.m.kick
+		if wait == tickPacing {
+			kick = nil // a write must not cut the pause after a tick short
+		}
 		select {
 		case <-s.closed:
 			return
-		case <-s.m.kick:
+		case <-kick:
 			if !timer.Stop() {
 				<-timer.C
 			}
