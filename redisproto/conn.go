@@ -48,8 +48,9 @@ func (c *conn) serve() {
 	var batch []command.Request
 	var batchAt []int // reply slot of each batched request
 	var replies []resp.Value
+	var protos []int // the protocol each reply is written in: HELLO may switch mid-pipeline
 	for {
-		replies = replies[:0]
+		replies, protos = replies[:0], protos[:0]
 		batch, batchAt = batch[:0], batchAt[:0]
 		var perr error
 		for n := 0; ; n++ {
@@ -64,6 +65,7 @@ func (c *conn) serve() {
 			c.srv.stats.commands.Add(1)
 			if spec, ok := command.Lookup(args[0]); ok {
 				c.touch(spec.Name)
+				protos = append(protos, c.protocol())
 				op, err := spec.Parse(args)
 				if err != nil {
 					replies = append(replies, resp.Error(err.Error()))
@@ -78,6 +80,7 @@ func (c *conn) serve() {
 			replies = c.flushBatch(batch, batchAt, replies)
 			batch, batchAt = batch[:0], batchAt[:0]
 			replies = append(replies, c.local(args))
+			protos = append(protos, c.protocol())
 			if c.quit {
 				break
 			}
@@ -86,16 +89,13 @@ func (c *conn) serve() {
 			}
 		}
 		replies = c.flushBatch(batch, batchAt, replies)
-		c.mu.Lock()
-		proto := c.proto
-		c.mu.Unlock()
 		out = out[:0]
-		for _, r := range replies {
-			out = resp.Append(out, r, proto)
+		for i, r := range replies {
+			out = resp.Append(out, r, protos[i])
 		}
 		var pe protocolError
 		if errors.As(perr, &pe) {
-			out = resp.Append(out, resp.Error("ERR "+pe.Error()), proto)
+			out = resp.Append(out, resp.Error("ERR "+pe.Error()), c.protocol())
 		}
 		if len(out) > 0 {
 			if _, err := c.wr.Write(out); err != nil {
@@ -125,6 +125,12 @@ func (c *conn) flushBatch(batch []command.Request, at []int, replies []resp.Valu
 		replies[at[i]] = v
 	}
 	return replies
+}
+
+func (c *conn) protocol() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proto
 }
 
 func (c *conn) touch(name string) {

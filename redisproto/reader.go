@@ -225,10 +225,20 @@ func hexVal(c byte) (byte, bool) {
 	return 0, false
 }
 
-// splitArgs implements sdssplitargs: blanks separate words; "..." takes \xHH and
-// \n \r \t \b \a escapes; '...' takes \'; a closing quote must be followed by a
-// blank or the end.
+// splitArgs splits an inline request as Redis's sdssplitargs does: blanks separate
+// words; a quote anywhere in a word opens a quoted part; "..." takes \xHH and
+// \n \r \t \b \a escapes, '...' takes \'; a closing quote must be followed by a
+// blank or the end. The line ends at a NUL byte, as the C string it is in Redis.
 func splitArgs(p []byte) ([][]byte, bool) {
+	if i := bytes.IndexByte(p, 0); i >= 0 {
+		p = p[:i]
+	}
+	at := func(i int) byte { // p[i], or the C string's terminating NUL
+		if i < len(p) {
+			return p[i]
+		}
+		return 0
+	}
 	var out [][]byte
 	i := 0
 	for {
@@ -238,85 +248,80 @@ func splitArgs(p []byte) ([][]byte, bool) {
 		if i >= len(p) {
 			return out, true
 		}
-		var cur []byte
-		switch p[i] {
-		case '"':
-			i++
-			for {
-				if i >= len(p) {
-					return nil, false
-				}
-				c := p[i]
-				if c == '\\' && i+3 < len(p) && p[i+1] == 'x' {
-					if h, ok := hexVal(p[i+2]); ok {
-						if l, ok := hexVal(p[i+3]); ok {
-							cur = append(cur, h<<4|l)
-							i += 4
-							continue
-						}
-					}
-				}
-				if c == '\\' && i+1 < len(p) {
+		cur := []byte{}
+		inq, insq := false, false
+		for done := false; !done; {
+			c := at(i)
+			switch {
+			case inq:
+				switch {
+				case c == '\\' && at(i+1) == 'x' && isHex(at(i+2)) && isHex(at(i+3)):
+					h, _ := hexVal(at(i + 2))
+					l, _ := hexVal(at(i + 3))
+					cur = append(cur, h<<4|l)
+					i += 3
+				case c == '\\' && at(i+1) != 0:
 					i++
-					switch p[i] {
+					switch e := p[i]; e {
 					case 'n':
-						c = '\n'
+						cur = append(cur, '\n')
 					case 'r':
-						c = '\r'
+						cur = append(cur, '\r')
 					case 't':
-						c = '\t'
+						cur = append(cur, '\t')
 					case 'b':
-						c = '\b'
+						cur = append(cur, '\b')
 					case 'a':
-						c = '\a'
+						cur = append(cur, '\a')
 					default:
-						c = p[i]
+						cur = append(cur, e)
 					}
-					cur = append(cur, c)
-					i++
-					continue
-				}
-				if c == '"' {
-					i++
-					if i < len(p) && !isSpace(p[i]) {
+				case c == '"':
+					if n := at(i + 1); n != 0 && !isSpace(n) {
 						return nil, false
 					}
-					break
-				}
-				cur = append(cur, c)
-				i++
-			}
-		case '\'':
-			i++
-			for {
-				if i >= len(p) {
+					done = true
+				case c == 0:
 					return nil, false
+				default:
+					cur = append(cur, c)
 				}
-				c := p[i]
-				if c == '\\' && i+1 < len(p) && p[i+1] == '\'' {
-					cur = append(cur, '\'')
-					i += 2
-					continue
-				}
-				if c == '\'' {
+			case insq:
+				switch {
+				case c == '\\' && at(i+1) == '\'':
 					i++
-					if i < len(p) && !isSpace(p[i]) {
+					cur = append(cur, '\'')
+				case c == '\'':
+					if n := at(i + 1); n != 0 && !isSpace(n) {
 						return nil, false
 					}
-					break
+					done = true
+				case c == 0:
+					return nil, false
+				default:
+					cur = append(cur, c)
 				}
-				cur = append(cur, c)
+			default:
+				switch c {
+				case ' ', '\n', '\r', '\t', 0:
+					done = true
+				case '"':
+					inq = true
+				case '\'':
+					insq = true
+				default:
+					cur = append(cur, c)
+				}
+			}
+			if i < len(p) {
 				i++
 			}
-		default:
-			for i < len(p) && !isSpace(p[i]) {
-				cur = append(cur, p[i])
-				i++
-			}
-		}
-		if cur == nil {
-			cur = []byte{}
 		}
 		out = append(out, cur)
 	}
+}
+
+func isHex(c byte) bool {
+	_, ok := hexVal(c)
+	return ok
 }
