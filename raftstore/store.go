@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -435,19 +436,25 @@ func (s *Store) Replicas() int {
 	return voters/2 + 1 - 1
 }
 
-// Stats returns Raft's state for INFO, as name/value pairs in a stable order.
+// Stats returns Raft's state for INFO's raft section, as name/value pairs in a
+// stable order.
 func (s *Store) Stats() [][2]string {
 	st := s.raft.Stats()
-	keys := []string{"state", "term", "last_log_index", "last_log_term", "commit_index", "applied_index",
-		"fsm_pending", "last_snapshot_index", "last_snapshot_term", "num_peers", "last_contact"}
-	out := make([][2]string, 0, len(keys)+3)
-	out = append(out, [2]string{"node_id", s.cfg.NodeID}, [2]string{"groups", "1"})
-	for _, k := range keys {
-		out = append(out, [2]string{k, st[k]})
+	_, leaderID := s.raft.LeaderWithID()
+	return [][2]string{
+		{"raft_node_id", s.cfg.NodeID},
+		{"raft_groups", "1"},
+		{"raft_state", strings.ToLower(s.raft.State().String())},
+		{"raft_leader", string(leaderID)},
+		{"raft_term", st["term"]},
+		{"raft_commit_index", st["commit_index"]},
+		{"raft_applied_index", st["applied_index"]},
+		{"raft_last_log_index", st["last_log_index"]},
+		{"raft_last_snapshot_index", st["last_snapshot_index"]},
+		{"raft_num_peers", st["num_peers"]},
+		{"raft_log_time_ms", strconv.FormatInt(s.m.now(), 10)},
+		{"raft_log_write_batches", strconv.FormatUint(s.logs.Batches(), 10)},
 	}
-	out = append(out, [2]string{"log_time_ms", strconv.FormatInt(s.m.now(), 10)},
-		[2]string{"log_write_batches", strconv.FormatUint(s.logs.Batches(), 10)})
-	return out
 }
 
 // KeyspaceInfo is INFO's db0 line ("keys=N,expires=M,avg_ttl=0"), "" when empty.

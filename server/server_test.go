@@ -128,7 +128,7 @@ func TestActiveExpiry(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		info, _ := c.Info(ctx, "raft").Result()
-		if n, _ := c.DBSize(ctx).Result(); n == 1 && strings.Contains(info, "state:Leader") {
+		if n, _ := c.DBSize(ctx).Result(); n == 1 && strings.Contains(info, "raft_state:leader") {
 			break
 		}
 		if time.Now().After(deadline) {
