@@ -629,4 +629,5 @@ var families = []struct {
 	{"keys", keyCases},
 	{"expire", expireCases},
 	{"counters", counterCases},
+	{"hashes", hashCases},
 }

@@ -159,6 +159,60 @@ type Fence struct {
 	IfEq []byte // nil = unconditional
 }
 
+// HSet is HSET, HSETNX (NX) and HMSET (ReplyOK).
+type HSet struct {
+	Key     []byte
+	Pairs   [][]byte // field, value, field, value...
+	NX      bool
+	ReplyOK bool
+}
+
+// HDel is HDEL key field [field ...].
+type HDel struct {
+	Key    []byte
+	Fields [][]byte
+}
+
+// HIncrBy is HINCRBY key field increment.
+type HIncrBy struct {
+	Key, Field []byte
+	By         int64
+}
+
+// HGet is HGET key field.
+type HGet struct{ Key, Field []byte }
+
+// HMGet is HMGET key field [field ...].
+type HMGet struct {
+	Key    []byte
+	Fields [][]byte
+}
+
+// HGetAll is HGETALL key.
+type HGetAll struct{ Key []byte }
+
+// HExists is HEXISTS key field.
+type HExists struct{ Key, Field []byte }
+
+// HLen is HLEN key.
+type HLen struct{ Key []byte }
+
+// HKeys is HKEYS key.
+type HKeys struct{ Key []byte }
+
+// HVals is HVALS key.
+type HVals struct{ Key []byte }
+
+func (HSet) isOp()     {}
+func (HDel) isOp()     {}
+func (HIncrBy) isOp()  {}
+func (HGet) isOp()     {}
+func (HMGet) isOp()    {}
+func (HGetAll) isOp()  {}
+func (HExists) isOp()  {}
+func (HLen) isOp()     {}
+func (HKeys) isOp()    {}
+func (HVals) isOp()    {}
 func (Set) isOp()      {}
 func (Get) isOp()      {}
 func (GetDel) isOp()   {}

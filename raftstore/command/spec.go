@@ -161,6 +161,29 @@ func init() {
 	def("keys", 2, false, []string{ro}, 0, 0, 0, []string{"@keyspace", "@read", "@slow", "@dangerous"}, func(_ string, a [][]byte) (Op, error) { return Keys{Pattern: a[1]}, nil })
 	def("scan", -2, false, []string{ro}, 0, 0, 0, []string{"@keyspace", "@read", "@slow"}, parseScan)
 	def("flushall", -1, true, []string{wr}, 0, 0, 0, []string{"@keyspace", "@write", "@slow", "@dangerous"}, parseFlushAll)
+	hw := []string{"@write", "@hash", "@fast"}
+	hr := []string{"@read", "@hash", "@fast"}
+	hrSlow := []string{"@read", "@hash", "@slow"}
+	def("hset", -4, true, []string{wr, deny, fast}, 1, 1, 1, hw, parseHSet)
+	def("hmset", -4, true, []string{wr, deny, fast}, 1, 1, 1, hw, parseHSet)
+	def("hsetnx", 4, true, []string{wr, deny, fast}, 1, 1, 1, hw, func(_ string, a [][]byte) (Op, error) {
+		return HSet{Key: a[1], Pairs: a[2:4], NX: true}, nil
+	})
+	def("hdel", -3, true, []string{wr, fast}, 1, 1, 1, hw, func(_ string, a [][]byte) (Op, error) { return HDel{Key: a[1], Fields: a[2:]}, nil })
+	def("hincrby", 4, true, []string{wr, deny, fast}, 1, 1, 1, hw, func(_ string, a [][]byte) (Op, error) {
+		v, ok := ParseInt(a[3])
+		if !ok {
+			return nil, ErrNotInt
+		}
+		return HIncrBy{Key: a[1], Field: a[2], By: v}, nil
+	})
+	def("hget", 3, false, []string{ro, fast}, 1, 1, 1, hr, func(_ string, a [][]byte) (Op, error) { return HGet{Key: a[1], Field: a[2]}, nil })
+	def("hmget", -3, false, []string{ro, fast}, 1, 1, 1, hr, func(_ string, a [][]byte) (Op, error) { return HMGet{Key: a[1], Fields: a[2:]}, nil })
+	def("hgetall", 2, false, []string{ro}, 1, 1, 1, hrSlow, func(_ string, a [][]byte) (Op, error) { return HGetAll{Key: a[1]}, nil })
+	def("hexists", 3, false, []string{ro, fast}, 1, 1, 1, hr, func(_ string, a [][]byte) (Op, error) { return HExists{Key: a[1], Field: a[2]}, nil })
+	def("hlen", 2, false, []string{ro, fast}, 1, 1, 1, hr, func(_ string, a [][]byte) (Op, error) { return HLen{Key: a[1]}, nil })
+	def("hkeys", 2, false, []string{ro}, 1, 1, 1, hrSlow, func(_ string, a [][]byte) (Op, error) { return HKeys{Key: a[1]}, nil })
+	def("hvals", 2, false, []string{ro}, 1, 1, 1, hrSlow, func(_ string, a [][]byte) (Op, error) { return HVals{Key: a[1]}, nil })
 	def("fence", -2, false, []string{ro, fast}, 1, 1, 1, rks, parseFence)
 }
 
@@ -256,6 +279,14 @@ func condKind(opt string) CondKind {
 		return CondDigestEq
 	}
 	return CondDigestNe
+}
+
+// HSET key field value [field value ...] / HMSET
+func parseHSet(name string, a [][]byte) (Op, error) {
+	if len(a)%2 != 0 {
+		return nil, ErrArity(name)
+	}
+	return HSet{Key: a[1], Pairs: a[2:], ReplyOK: name == "hmset"}, nil
 }
 
 // SETEX key seconds value / PSETEX key milliseconds value

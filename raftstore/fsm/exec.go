@@ -76,6 +76,8 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.keys(op, c)
 	case command.Scan:
 		return k.scan(op, c)
+	case command.HGet, command.HMGet, command.HGetAll, command.HExists, command.HLen, command.HKeys, command.HVals:
+		return k.hashRead(op, c)
 	case command.Fence:
 		it := k.lookup(op.Key, c.Now)
 		if it == nil || (op.IfEq != nil && (it.kind != KindString || !bytes.Equal(it.val, op.IfEq))) {
@@ -138,6 +140,8 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 			return resp.One
 		}
 		return resp.OK
+	case command.HSet, command.HDel, command.HIncrBy:
+		return k.hashWrite(op, c)
 	case command.FlushAll:
 		k.items.Clear()
 		k.deadlines.Clear()
@@ -151,6 +155,8 @@ func (kind Kind) String() string {
 	switch kind {
 	case KindString:
 		return "string"
+	case KindHash:
+		return "hash"
 	}
 	return "none"
 }

@@ -24,7 +24,14 @@ type Kind uint8
 // Value kinds. Part of the snapshot format: never renumber.
 const (
 	KindString Kind = 1
+	KindHash   Kind = 2
 )
+
+// field is one field of a hash. Fields keep insertion order, which is the order
+// Redis 7 replies with for the small hashes lock clients use.
+type field struct {
+	name, val []byte
+}
 
 // item is one key. An item whose deadline has passed is absent for every command,
 // even before a tick entry removes it.
@@ -32,9 +39,10 @@ type item struct {
 	hash     uint64 // scan order; stable across replicas and restarts
 	key      string
 	kind     Kind
-	val      []byte
-	deadline int64  // log time in ms; 0 = no TTL
-	token    uint64 // Raft index of the entry that wrote val
+	val      []byte  // KindString
+	fields   []field // KindHash; never empty (an emptied hash is deleted)
+	deadline int64   // log time in ms; 0 = no TTL
+	token    uint64  // Raft index of the entry that wrote val
 }
 
 func byHash(a, b *item) bool {
@@ -184,6 +192,17 @@ func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 		k.deadlines.Set(it)
 	}
 	return it
+}
+
+// putItem stores it (a new item, never one already in the trees), replacing any
+// earlier item under its key and keeping the deadline index right.
+func (k *Keyspace) putItem(it *item) {
+	if old, ok := k.items.Set(it); ok && old.deadline != 0 {
+		k.deadlines.Delete(old)
+	}
+	if it.deadline != 0 {
+		k.deadlines.Set(it)
+	}
 }
 
 // expireDue removes every item whose deadline has passed.

@@ -240,6 +240,25 @@ func TestStringCommands(t *testing.T) {
 	}
 }
 
+func TestHashes(t *testing.T) {
+	cases := map[string][]step{
+		"hset hget": {{0, "HSET h a 1 b 2", num(2)}, {0, "HSET h a 9 c 3", num(1)}, {0, "HGET h a", bulk("9")}, {0, "HGET h z", nilb},
+			{0, "HGETALL h", "*6\r\n$1\r\na\r\n$1\r\n9\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n"},
+			{0, "HMGET h a z c", "*3\r\n$1\r\n9\r\n$-1\r\n$1\r\n3\r\n"}, {0, "HLEN h", num(3)}, {0, "TYPE h", "+hash\r\n"},
+			{0, "HKEYS h", "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"}, {0, "HEXISTS h b", num(1)}, {0, "HSET h a", "-ERR wrong number of arguments for 'hset' command\r\n"}},
+		"hsetnx hdel": {{0, "HSETNX h a 1", num(1)}, {0, "HSETNX h a 2", num(0)}, {0, "HDEL h a z", num(1)}, {0, "EXISTS h", num(0)}, {0, "HDEL h a", num(0)}},
+		"hincrby": {{0, "HINCRBY h n 5", num(5)}, {0, "HINCRBY h n -7", num(-2)}, {0, "HSET h s x", num(1)},
+			{0, "HINCRBY h s 1", "-ERR hash value is not an integer\r\n"}, {0, "HINCRBY h n x", "-ERR value is not an integer or out of range\r\n"}},
+		"wrongtype": {{0, "SET s v", ok}, {0, "HSET s a 1", "-" + string(command.ErrWrongType) + "\r\n"}, {0, "HSET h a 1", num(1)},
+			{0, "GET h", "-" + string(command.ErrWrongType) + "\r\n"}, {0, "INCR h", "-" + string(command.ErrWrongType) + "\r\n"},
+			{0, "SET h v GET", "-" + string(command.ErrWrongType) + "\r\n"}, {0, "SET h v", ok}, {0, "TYPE h", "+string\r\n"}},
+		"ttl kept": {{0, "HSET h a 1", num(1)}, {0, "PEXPIRE h 100", num(1)}, {0, "HSET h b 2", num(1)}, {0, "PTTL h", num(100)}, {100, "HLEN h", num(0)}},
+	}
+	for name, steps := range cases {
+		t.Run(name, func(t *testing.T) { runSteps(t, steps) })
+	}
+}
+
 func TestDigest(t *testing.T) {
 	h := newHarness(t)
 	h.do("SET k hello")
@@ -337,7 +356,8 @@ func TestMatch(t *testing.T) {
 func TestDeterminism(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cmds := []string{"SET %s v%d", "SET %s v%d PX %d", "SET %s v%d NX FENCE", "DEL %s", "INCR %s", "EXPIRE %s %d",
-		"GETDEL %s", "PERSIST %s", "SET %s v%d KEEPTTL", "GETEX %s PX %d", "DELEX %s IFEQ v%d", "MSET %s 1 k2 2"}
+		"GETDEL %s", "PERSIST %s", "SET %s v%d KEEPTTL", "GETEX %s PX %d", "DELEX %s IFEQ v%d", "MSET %s 1 k2 2",
+		"HSET %s f%d x", "HINCRBY %s f%d %d", "HDEL %s f%d", "HSETNX %s f%d y"}
 	a, b := New(), New()
 	var now int64
 	for i := 1; i <= 3000; i++ {

@@ -49,8 +49,19 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		buf = append(buf, byte(it.kind))
 		buf = binary.AppendUvarint(buf, uint64(len(it.key)))
 		buf = append(buf, it.key...)
-		buf = binary.AppendUvarint(buf, uint64(len(it.val)))
-		buf = append(buf, it.val...)
+		switch it.kind {
+		case KindHash:
+			buf = binary.AppendUvarint(buf, uint64(len(it.fields)))
+			for _, f := range it.fields {
+				buf = binary.AppendUvarint(buf, uint64(len(f.name)))
+				buf = append(buf, f.name...)
+				buf = binary.AppendUvarint(buf, uint64(len(f.val)))
+				buf = append(buf, f.val...)
+			}
+		default:
+			buf = binary.AppendUvarint(buf, uint64(len(it.val)))
+			buf = append(buf, it.val...)
+		}
 		buf = binary.AppendVarint(buf, it.deadline)
 		buf = binary.AppendUvarint(buf, it.token)
 		n, err = bw.Write(buf)
@@ -107,9 +118,33 @@ func readItem(br *bufio.Reader) (*item, error) {
 	if err != nil {
 		return nil, err
 	}
-	val, err := readBytes(br)
-	if err != nil {
-		return nil, err
+	it := &item{hash: hashKey(key), key: string(key), kind: Kind(kind)}
+	switch it.kind {
+	case KindString:
+		if it.val, err = readBytes(br); err != nil {
+			return nil, err
+		}
+	case KindHash:
+		n, err := binary.ReadUvarint(br)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 || n > 1<<32 {
+			return nil, errors.New("bad field count")
+		}
+		for ; n > 0; n-- {
+			name, err := readBytes(br)
+			if err != nil {
+				return nil, err
+			}
+			val, err := readBytes(br)
+			if err != nil {
+				return nil, err
+			}
+			it.fields = append(it.fields, field{name, val})
+		}
+	default:
+		return nil, fmt.Errorf("unknown kind %d", kind)
 	}
 	deadline, err := binary.ReadVarint(br)
 	if err != nil {
@@ -119,10 +154,8 @@ func readItem(br *bufio.Reader) (*item, error) {
 	if err != nil {
 		return nil, err
 	}
-	if Kind(kind) != KindString {
-		return nil, fmt.Errorf("unknown kind %d", kind)
-	}
-	return &item{hash: hashKey(key), key: string(key), kind: Kind(kind), val: val, deadline: deadline, token: token}, nil
+	it.deadline, it.token = deadline, token
+	return it, nil
 }
 
 func readBytes(br *bufio.Reader) ([]byte, error) {
