@@ -630,4 +630,5 @@ var families = []struct {
 	{"expire", expireCases},
 	{"counters", counterCases},
 	{"hashes", hashCases},
+	{"transactions", multiCases},
 }

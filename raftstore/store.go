@@ -273,7 +273,11 @@ func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 			out[i] = s.read(ctx, r.Op)
 			continue
 		}
-		f, err := s.propose(ctx, r.Args)
+		kind, args := command.KindCommand, r.Args
+		if tx, ok := r.Op.(command.Tx); ok {
+			kind, args = command.KindTx, command.TxArgs(tx)
+		}
+		f, err := s.propose(ctx, kind, args)
 		if err != nil {
 			out[i] = resp.Error(err.Error())
 			continue
@@ -285,14 +289,14 @@ func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 }
 
 // propose stamps a command with log time and hands it to Raft.
-func (s *Store) propose(ctx context.Context, args [][]byte) (raft.ApplyFuture, error) {
+func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (raft.ApplyFuture, error) {
 	if !s.ready.Load() {
 		if err := s.waitReady(ctx); err != nil {
 			return nil, err
 		}
 	}
 	now, wall := s.clock.read()
-	e := command.Entry{Kind: command.KindCommand, Time: now, Wall: wall, Args: args}
+	e := command.Entry{Kind: kind, Time: now, Wall: wall, Args: args}
 	return s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout), nil
 }
 

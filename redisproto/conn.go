@@ -32,7 +32,9 @@ type conn struct {
 	lastCmd string
 	lastAt  time.Time
 
-	quit bool
+	quit    bool
+	tx      *txState          // open MULTI, or nil
+	watches []command.Watched // WATCHed keys and their versions
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -63,6 +65,11 @@ func (c *conn) serve() {
 				break
 			}
 			c.srv.stats.commands.Add(1)
+			if c.tx != nil && !txControl(args[0]) {
+				replies = append(replies, c.enqueue(args))
+				protos = append(protos, c.protocol())
+				continue
+			}
 			if spec, ok := command.Lookup(args[0]); ok {
 				c.touch(spec.Name)
 				protos = append(protos, c.protocol())

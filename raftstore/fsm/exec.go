@@ -78,6 +78,12 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.scan(op, c)
 	case command.HGet, command.HMGet, command.HGetAll, command.HExists, command.HLen, command.HKeys, command.HVals:
 		return k.hashRead(op, c)
+	case command.Versions:
+		out := make([]resp.Value, len(op.Keys))
+		for i, key := range op.Keys {
+			out[i] = resp.Int(int64(k.version(key, c.Now)))
+		}
+		return resp.Array(out...)
 	case command.Fence:
 		it := k.lookup(op.Key, c.Now)
 		if it == nil || (op.IfEq != nil && (it.kind != KindString || !bytes.Equal(it.val, op.IfEq))) {

@@ -42,7 +42,8 @@ type item struct {
 	val      []byte  // KindString
 	fields   []field // KindHash; never empty (an emptied hash is deleted)
 	deadline int64   // log time in ms; 0 = no TTL
-	token    uint64  // Raft index of the entry that wrote val
+	token    uint64  // Raft index of the entry that wrote the value
+	mod      uint64  // Raft index of the entry that last changed the item (WATCH)
 }
 
 func byHash(a, b *item) bool {
@@ -120,6 +121,12 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		return resp.OK
 	case command.KindNoop:
 		return resp.OK
+	case command.KindTx:
+		tx, err := command.ParseTx(e.Args)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
+		}
+		return k.execTx(tx, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
 	}
 	op, spec, err := command.Parse(e.Args)
 	if err != nil {
@@ -129,6 +136,38 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		return resp.Error(fmt.Sprintf("ERR unknown command '%s'", e.Args[0]))
 	}
 	return k.Exec(op, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
+}
+
+// execTx applies a MULTI/EXEC transaction: nothing if a watched key changed (a
+// nil reply), else every command in order, each failure an element of the reply.
+func (k *Keyspace) execTx(tx command.Tx, c Ctx) resp.Value {
+	for _, w := range tx.Watch {
+		if k.version(w.Key, c.Now) != w.Version {
+			return resp.NilArray
+		}
+	}
+	out := make([]resp.Value, len(tx.Cmds))
+	for i, args := range tx.Cmds {
+		op, spec, err := command.Parse(args)
+		switch {
+		case err != nil:
+			out[i] = errReply(err)
+		case spec == nil:
+			out[i] = resp.Error(fmt.Sprintf("ERR unknown command '%s'", args[0]))
+		default:
+			out[i] = k.Exec(op, c)
+		}
+	}
+	return resp.Array(out...)
+}
+
+// version is what WATCH compares: the index of the entry that last changed the
+// key, 0 when it is absent.
+func (k *Keyspace) version(key []byte, now int64) uint64 {
+	if it := k.lookup(key, now); it != nil {
+		return it.mod
+	}
+	return 0
 }
 
 // Read executes a read-only op at log time now (which must not be earlier than
@@ -175,6 +214,7 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 	}
 	cp := *it
 	cp.deadline = d
+	cp.mod = k.index
 	k.items.Set(&cp)
 	if d != 0 {
 		k.deadlines.Set(&cp)
@@ -183,7 +223,7 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 
 // put stores a string value under key, replacing any earlier item (live or not).
 func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
-	it := &item{hash: hashKey(key), key: string(key), kind: KindString, val: clone(val), token: token}
+	it := &item{hash: hashKey(key), key: string(key), kind: KindString, val: clone(val), token: token, mod: k.index}
 	if old, ok := k.items.Set(it); ok && old.deadline != 0 {
 		k.deadlines.Delete(old)
 	}
@@ -197,6 +237,7 @@ func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 // putItem stores it (a new item, never one already in the trees), replacing any
 // earlier item under its key and keeping the deadline index right.
 func (k *Keyspace) putItem(it *item) {
+	it.mod = k.index
 	if old, ok := k.items.Set(it); ok && old.deadline != 0 {
 		k.deadlines.Delete(old)
 	}

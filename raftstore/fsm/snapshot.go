@@ -64,6 +64,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		}
 		buf = binary.AppendVarint(buf, it.deadline)
 		buf = binary.AppendUvarint(buf, it.token)
+		buf = binary.AppendUvarint(buf, it.mod)
 		n, err = bw.Write(buf)
 		total += int64(n)
 		return err == nil
@@ -154,7 +155,11 @@ func readItem(br *bufio.Reader) (*item, error) {
 	if err != nil {
 		return nil, err
 	}
-	it.deadline, it.token = deadline, token
+	mod, err := binary.ReadUvarint(br)
+	if err != nil {
+		return nil, err
+	}
+	it.deadline, it.token, it.mod = deadline, token, mod
 	return it, nil
 }
 

@@ -1,0 +1,143 @@
+package redisproto
+
+import (
+	"strings"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// txState is a connection's open MULTI: the queued commands (copied: the read
+// buffer is reused) and whether one of them was rejected when queued.
+type txState struct {
+	queued [][][]byte
+	dirty  bool
+}
+
+func init() {
+	flags := []string{"noscript", "loading", "stale", "fast", "allow_busy"}
+	cats := []string{"@fast", "@transaction"}
+	local("multi", 1, flags, cats, cmdMulti)
+	local("exec", 1, []string{"noscript", "loading", "stale", "skip_slowlog"}, []string{"@slow", "@transaction"}, cmdExec)
+	local("discard", 1, flags, cats, cmdDiscard)
+	local("watch", -2, flags, cats, cmdWatch)
+	local("unwatch", 1, flags, cats, func(c *conn, _ [][]byte) resp.Value {
+		c.watches = nil
+		return resp.OK
+	})
+}
+
+// txControl names the commands that run at once even inside MULTI.
+func txControl(name []byte) bool {
+	switch strings.ToLower(string(name)) {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+// enqueue answers a command sent inside MULTI: QUEUED, or the error that makes
+// EXEC abort (unknown command, wrong arity), as Redis 7 does.
+func (c *conn) enqueue(args [][]byte) resp.Value {
+	if spec, ok := command.Lookup(args[0]); ok {
+		if !spec.CheckArity(len(args)) {
+			c.tx.dirty = true
+			return resp.Error(string(command.ErrArity(spec.Name)))
+		}
+	} else {
+		s, ok := locals[strings.ToLower(string(args[0]))]
+		if !ok {
+			c.tx.dirty = true
+			return errUnknownCommand(args)
+		}
+		if s.sub != nil && len(args) >= 2 {
+			if sub, ok := s.sub[strings.ToLower(string(args[1]))]; ok {
+				s = sub
+			}
+		}
+		if !s.CheckArity(len(args)) {
+			c.tx.dirty = true
+			return resp.Error(string(command.ErrArity(s.Name)))
+		}
+	}
+	cp := make([][]byte, len(args))
+	for i, a := range args {
+		cp[i] = append([]byte(nil), a...)
+	}
+	c.tx.queued = append(c.tx.queued, cp)
+	return resp.Simple("QUEUED")
+}
+
+// MULTI
+func cmdMulti(c *conn, _ [][]byte) resp.Value {
+	if c.tx != nil {
+		return resp.Error("ERR MULTI calls can not be nested")
+	}
+	c.tx = &txState{}
+	return resp.OK
+}
+
+// DISCARD
+func cmdDiscard(c *conn, _ [][]byte) resp.Value {
+	if c.tx == nil {
+		return resp.Error("ERR DISCARD without MULTI")
+	}
+	c.tx, c.watches = nil, nil
+	return resp.OK
+}
+
+// WATCH key [key ...] — records each key's version; EXEC fails if one changed.
+func cmdWatch(c *conn, a [][]byte) resp.Value {
+	if c.tx != nil {
+		return resp.Error("ERR WATCH inside MULTI is not allowed")
+	}
+	keys := make([][]byte, len(a)-1)
+	for i, k := range a[1:] {
+		keys[i] = append([]byte(nil), k...)
+	}
+	v := c.srv.store.Do(c.srv.ctx, []command.Request{{Op: command.Versions{Keys: keys}, Spec: command.VersionsSpec}})[0]
+	if v.IsError() {
+		return v
+	}
+	for i, k := range keys {
+		c.watches = append(c.watches, command.Watched{Key: k, Version: uint64(v.Elems[i].Int)})
+	}
+	return resp.OK
+}
+
+// EXEC — the queued keyspace commands go to the log as one entry, so they apply
+// atomically on every replica; queued local commands are answered in place.
+func cmdExec(c *conn, _ [][]byte) resp.Value {
+	tx, watches := c.tx, c.watches
+	if tx == nil {
+		return resp.Error("ERR EXEC without MULTI")
+	}
+	c.tx, c.watches = nil, nil
+	if tx.dirty {
+		return resp.Error("EXECABORT Transaction discarded because of previous errors.")
+	}
+	var ks [][][]byte
+	for _, args := range tx.queued {
+		if _, ok := command.Lookup(args[0]); ok {
+			ks = append(ks, args)
+		}
+	}
+	var applied resp.Value
+	if len(ks) > 0 || len(watches) > 0 {
+		applied = c.srv.store.Do(c.srv.ctx, []command.Request{{Op: command.Tx{Watch: watches, Cmds: ks}, Spec: command.TxSpec}})[0]
+		if applied.Kind != resp.KindArray {
+			return applied // a watched key changed (nil), or the write failed
+		}
+	}
+	out := make([]resp.Value, len(tx.queued))
+	j := 0
+	for i, args := range tx.queued {
+		if _, ok := command.Lookup(args[0]); ok {
+			out[i] = applied.Elems[j]
+			j++
+		} else {
+			out[i] = c.local(args)
+		}
+	}
+	return resp.Array(out...)
+}

@@ -1,0 +1,567 @@
+package test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The crash workload. Every writer owns its keys (no other writer touches them)
+// and writes values v1, v2, ... with one growing sequence, so after a crash each
+// key must hold exactly its last acknowledged value or the later value whose
+// outcome is unknown; nothing else is explainable.
+const (
+	crashWriters = 8
+	crashCycles  = 3
+	plainKeys    = 4     // per writer: SET k value FENCE
+	ttlKeys      = 2     // per writer: SET k value PX ttlMs FENCE
+	ttlMs        = 60000 // the TTL of the PX writes
+	loadMin      = 300 * time.Millisecond
+	loadMax      = 1500 * time.Millisecond
+	minAcks      = 50               // a cycle kills only after this many acknowledged writes ...
+	progressMax  = 10 * time.Second // ... which must come within this
+	// downtime keeps the server down a while after each kill (this is the outage
+	// under test, not synchronisation): a TTL that counted wall time instead of
+	// log time would lose at least this much, far more than ttlSlack.
+	downtime = time.Second
+	// ttlSlack is what the TTL bounds allow beyond the measured times. The bounds
+	// below are exact up to millisecond truncation (a few ms), so this is ample.
+	ttlSlack = 250 * time.Millisecond
+)
+
+// ttlRef says that a key had pttl ms left at a log time that the current lockd
+// process read at some instant in [lo, hi] (the test's clock).
+type ttlRef struct {
+	pttl   int64
+	lo, hi time.Time
+}
+
+// unknownWrite is a request whose reply never came: it may or may not be applied.
+type unknownWrite struct {
+	val    int64     // value number (SET)
+	sent   time.Time // when it was sent
+	minTok int64     // the writer's last acknowledged token when it was sent
+}
+
+type keyState struct {
+	name    string
+	ttl     bool
+	has     bool  // a value is known to be present
+	val     int64 // its value number
+	tok     int64 // its fencing token
+	ref     ttlRef
+	unknown *unknownWrite // at most one: a writer stops at its first failure
+}
+
+type counterState struct {
+	name    string
+	val     int64 // last acknowledged (after a restart: observed) value
+	unknown int   // INCRs whose outcome is unknown since
+}
+
+// crashWriter is one load goroutine's state. Only its goroutine touches it during
+// the load; the test reads it after the load has stopped.
+type crashWriter struct {
+	id      int
+	rng     *rand.Rand
+	seq     int64 // last value number used; grows across cycles
+	keys    []*keyState
+	ctr     *counterState
+	lastTok int64
+
+	// per cycle
+	floorTok    int64     // every token acknowledged in this cycle must exceed it
+	acked       []int64   // tokens acknowledged in this cycle
+	lastAckSend time.Time // when the last acknowledged write (of any kind) was sent
+	failAt      time.Time
+	failErr     error
+	violations  []string
+}
+
+func newCrashWriter(id int, seed uint64) *crashWriter {
+	w := &crashWriter{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))),
+		ctr: &counterState{name: fmt.Sprintf("crash:w%d:ctr", id)}}
+	for i := 0; i < plainKeys+ttlKeys; i++ {
+		k := &keyState{name: fmt.Sprintf("crash:w%d:k%d", id, i), ttl: i >= plainKeys}
+		if k.ttl {
+			k.name = fmt.Sprintf("crash:w%d:ttl%d", id, i-plainKeys)
+		}
+		w.keys = append(w.keys, k)
+	}
+	return w
+}
+
+func (w *crashWriter) violate(format string, args ...any) {
+	w.violations = append(w.violations, fmt.Sprintf("writer %d: ", w.id)+fmt.Sprintf(format, args...))
+}
+
+// run issues writes one at a time until stop is set or a request fails. A
+// failed request's outcome is recorded as unknown and the writer stops, so each
+// writer has at most one unknown write per cycle.
+func (w *crashWriter) run(addr string, stop *atomic.Bool, acks *atomic.Int64) {
+	c, err := dialRESP(addr, opTimeout)
+	if err != nil {
+		w.failAt, w.failErr = time.Now(), err
+		return
+	}
+	defer c.close()
+	for !stop.Load() {
+		var ok bool
+		if w.rng.IntN(10) < 2 {
+			ok = w.incr(c)
+		} else {
+			ok = w.set(c, w.keys[w.rng.IntN(len(w.keys))])
+		}
+		if !ok {
+			return
+		}
+		acks.Add(1)
+	}
+}
+
+// SET key v<n> [PX ttlMs] FENCE
+func (w *crashWriter) set(c *respConn, k *keyState) bool {
+	w.seq++
+	args := []string{"SET", k.name, "v" + strconv.FormatInt(w.seq, 10)}
+	if k.ttl {
+		args = append(args, "PX", strconv.Itoa(ttlMs))
+	}
+	args = append(args, "FENCE")
+	sent := time.Now()
+	r, err := c.do(args...)
+	if err == nil && r.kind != ':' {
+		w.violate("%s: want a token, got %v", strings.Join(args, " "), r)
+	}
+	if err != nil || r.kind != ':' {
+		k.unknown = &unknownWrite{val: w.seq, sent: sent, minTok: w.lastTok}
+		w.failAt, w.failErr = time.Now(), err
+		return false
+	}
+	ack := time.Now()
+	switch {
+	case r.n <= w.floorTok:
+		w.violate("%s: token %d is not above %d, the largest token seen before this cycle", args[1], r.n, w.floorTok)
+	case r.n <= w.lastTok:
+		w.violate("%s: token %d is not above this writer's previous token %d", args[1], r.n, w.lastTok)
+	}
+	w.lastTok = r.n
+	w.acked = append(w.acked, r.n)
+	w.lastAckSend = sent
+	k.has, k.val, k.tok = true, w.seq, r.n
+	k.ref = ttlRef{pttl: ttlMs, lo: sent, hi: ack}
+	return true
+}
+
+// INCR counter
+func (w *crashWriter) incr(c *respConn) bool {
+	sent := time.Now()
+	r, err := c.do("INCR", w.ctr.name)
+	if err == nil && r.kind != ':' {
+		w.violate("INCR %s: want an integer, got %v", w.ctr.name, r)
+	}
+	if err != nil || r.kind != ':' {
+		w.ctr.unknown++
+		w.failAt, w.failErr = time.Now(), err
+		return false
+	}
+	if r.n != w.ctr.val+1 {
+		w.violate("INCR %s replied %d after %d (it has a single writer)", w.ctr.name, r.n, w.ctr.val)
+	}
+	w.ctr.val = r.n
+	w.lastAckSend = sent
+	return true
+}
+
+// TestCrashUnderLoad kills lockd with SIGKILL in the middle of a write load,
+// restarts it on the same data directory, and checks that every acknowledged
+// write survived (values, fencing tokens, counters), that tokens keep growing
+// across the restart, and that the downtime did not eat into any TTL. Three
+// cycles, each building on the state the previous one verified.
+func TestCrashUnderLoad(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CRASH_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("CRASH_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (rerun with CRASH_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	dir := filepath.Join(t.TempDir(), "data")
+
+	ws := make([]*crashWriter, crashWriters)
+	for i := range ws {
+		ws[i] = newCrashWriter(i, seed)
+	}
+	seen := map[int64]string{} // every token acknowledged or observed, and what it was
+	var maxTok int64
+
+	p := startLockd(t, "lockd-run1", dir)
+	for cycle := 1; cycle <= crashCycles; cycle++ {
+		// Load, then kill while it runs.
+		var stop atomic.Bool
+		var acks atomic.Int64
+		var wg sync.WaitGroup
+		addr := p.addr
+		for _, w := range ws {
+			w.floorTok, w.acked, w.lastAckSend, w.failAt, w.failErr = maxTok, nil, time.Time{}, time.Time{}, nil
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.run(addr, &stop, &acks)
+			}()
+		}
+		loadFor := loadMin + time.Duration(rng.Int64N(int64(loadMax-loadMin)))
+		start := time.Now()
+		for time.Since(start) < loadFor || acks.Load() < minAcks {
+			if time.Since(start) > progressMax {
+				stop.Store(true)
+				p.kill()
+				wg.Wait()
+				t.Fatalf("cycle %d: only %d writes acknowledged in %v", cycle, acks.Load(), progressMax)
+			}
+			time.Sleep(pollEvery)
+		}
+		killAt := time.Now()
+		p.kill()
+		deadAt := time.Now() // the process is gone: nothing is stamped after this
+		stop.Store(true)
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * opTimeout):
+			t.Fatalf("cycle %d: writers still running %v after the kill", cycle, 2*opTimeout)
+		}
+
+		var lastAckSend time.Time
+		unknowns := 0
+		for _, w := range ws {
+			for _, v := range w.violations {
+				t.Error(v)
+			}
+			w.violations = nil
+			if !w.failAt.IsZero() && w.failAt.Before(killAt) {
+				t.Errorf("cycle %d: writer %d failed before the kill (server up): %v", cycle, w.id, w.failErr)
+			}
+			if w.lastAckSend.After(lastAckSend) {
+				lastAckSend = w.lastAckSend
+			}
+			for _, tok := range w.acked {
+				if prev, dup := seen[tok]; dup {
+					t.Errorf("cycle %d: token %d acknowledged to writer %d was already %s", cycle, tok, w.id, prev)
+				}
+				seen[tok] = fmt.Sprintf("acknowledged to writer %d in cycle %d", w.id, cycle)
+				maxTok = max(maxTok, tok)
+			}
+			if !w.failAt.IsZero() {
+				unknowns++
+			}
+		}
+		t.Logf("cycle %d: killed after %v of load, %d writes acknowledged, %d with unknown outcome; largest token %d",
+			cycle, killAt.Sub(start).Round(time.Millisecond), acks.Load(), unknowns, maxTok)
+		if t.Failed() {
+			return
+		}
+
+		// Stay down, restart on the same data directory, check.
+		time.Sleep(downtime)
+		p = startLockd(t, fmt.Sprintf("lockd-run%d", cycle+1), dir)
+		t.Logf("cycle %d: down for %v, serving again %v after the restart",
+			cycle, p.started.Sub(deadAt).Round(time.Millisecond), time.Since(p.started).Round(time.Millisecond))
+		var res resolved
+		maxTok = verifyRecovered(t, p, ws, seen, maxTok, deadAt, lastAckSend, cycle, &res)
+		t.Logf("cycle %d: recovered; of the writes with unknown outcome %d were applied, %d were not",
+			cycle, res.applied, res.lost)
+		if t.Failed() {
+			return
+		}
+
+		// A fresh write after the restart gets a token above every earlier one.
+		c := p.conn()
+		tok := mustInt(t, c, "SET", fmt.Sprintf("crash:fresh%d", cycle), "y", "FENCE")
+		if tok <= maxTok {
+			t.Fatalf("cycle %d: SET ... FENCE after the restart returned token %d, not above %d (%s)", cycle, tok, maxTok, seen[maxTok])
+		}
+		seen[tok] = fmt.Sprintf("the fresh write after restart %d", cycle)
+		maxTok = tok
+	}
+}
+
+// resolved counts how the unknown outcomes of a cycle turned out.
+type resolved struct{ applied, lost int }
+
+// verifyRecovered reads every key of the workload from the restarted process and
+// checks it against what was acknowledged before the kill; unknown outcomes are
+// resolved by what is found. It returns the largest token now known.
+func verifyRecovered(t *testing.T, p *lockdProc, ws []*crashWriter, seen map[int64]string, maxTok int64,
+	deadAt, lastAckSend time.Time, cycle int, res *resolved) int64 {
+	t.Helper()
+	c := p.conn()
+	for _, w := range ws {
+		for _, k := range w.keys {
+			maxTok = verifyKey(t, p, c, w, k, seen, maxTok, deadAt, lastAckSend, cycle, res)
+		}
+		r := must(t, c, "GET", w.ctr.name)
+		got := int64(0)
+		if !r.null {
+			n, err := strconv.ParseInt(r.str, 10, 64)
+			if err != nil {
+				t.Fatalf("cycle %d: GET %s = %v, not a number", cycle, w.ctr.name, r)
+			}
+			got = n
+		}
+		if got < w.ctr.val || got > w.ctr.val+int64(w.ctr.unknown) {
+			t.Errorf("cycle %d: counter %s is %d after the restart; acknowledged %d, plus %d INCRs of unknown outcome",
+				cycle, w.ctr.name, got, w.ctr.val, w.ctr.unknown)
+		}
+		if w.ctr.unknown > 0 {
+			res.applied += int(got - w.ctr.val)
+			res.lost += w.ctr.unknown - int(got-w.ctr.val)
+		}
+		w.ctr.val, w.ctr.unknown = got, 0
+	}
+	return maxTok
+}
+
+func verifyKey(t *testing.T, p *lockdProc, c *respConn, w *crashWriter, k *keyState, seen map[int64]string,
+	maxTok int64, deadAt, lastAckSend time.Time, cycle int, res *resolved) int64 {
+	t.Helper()
+	u := k.unknown
+	k.unknown = nil
+	r := must(t, c, "GET", k.name)
+	if u != nil {
+		if v, _ := strconv.ParseInt(strings.TrimPrefix(r.str, "v"), 10, 64); !r.null && v == u.val {
+			res.applied++
+		} else {
+			res.lost++
+		}
+	}
+	if r.null {
+		if k.has {
+			t.Errorf("cycle %d: %s is gone after the restart; v%d was acknowledged with token %d", cycle, k.name, k.val, k.tok)
+		}
+		return maxTok // never acknowledged, and the unknown write (if any) did not apply
+	}
+	v, err := strconv.ParseInt(strings.TrimPrefix(r.str, "v"), 10, 64)
+	if err != nil || !strings.HasPrefix(r.str, "v") {
+		t.Errorf("cycle %d: %s holds %v, which no writer wrote", cycle, k.name, r)
+		return maxTok
+	}
+	tok := mustInt(t, c, "FENCE", k.name)
+	ref := k.ref
+	switch {
+	case k.has && v == k.val:
+		if tok != k.tok {
+			t.Errorf("cycle %d: FENCE %s = %d after the restart, but v%d was acknowledged with token %d", cycle, k.name, tok, v, k.tok)
+		}
+	case u != nil && v == u.val:
+		// The write in flight at the kill was applied: its token is new, and
+		// above the writer's previous one.
+		if prev, dup := seen[tok]; dup {
+			t.Errorf("cycle %d: FENCE %s = %d for v%d (unknown outcome, applied), but that token was already %s", cycle, k.name, tok, v, prev)
+		}
+		if tok <= u.minTok {
+			t.Errorf("cycle %d: FENCE %s = %d for v%d, not above the writer's earlier token %d", cycle, k.name, tok, v, u.minTok)
+		}
+		seen[tok] = fmt.Sprintf("FENCE %s after restart %d (a write of unknown outcome)", k.name, cycle)
+		ref = ttlRef{pttl: ttlMs, lo: u.sent, hi: deadAt}
+	default:
+		want := "nothing"
+		if k.has {
+			want = fmt.Sprintf("v%d (acknowledged)", k.val)
+		}
+		if u != nil {
+			want += fmt.Sprintf(" or v%d (unknown outcome)", u.val)
+		}
+		t.Errorf("cycle %d: %s holds v%d after the restart; want %s", cycle, k.name, v, want)
+		return maxTok
+	}
+	k.has, k.val, k.tok = true, v, tok
+	maxTok = max(maxTok, tok)
+
+	sent := time.Now()
+	pttl := mustInt(t, c, "PTTL", k.name)
+	got := time.Now()
+	if !k.ttl {
+		if pttl != -1 {
+			t.Errorf("cycle %d: PTTL %s = %d, want -1 (written without a TTL)", cycle, k.name, pttl)
+		}
+		return maxTok
+	}
+	// Log time only runs while a lockd process runs. Up time since the
+	// reference: at most deadAt-ref.lo in the killed process, plus at most
+	// got-p.started in this one; the downtime in between must not count.
+	upMax := deadAt.Sub(ref.lo) + got.Sub(p.started)
+	lo := ref.pttl - upMax.Milliseconds() - ttlSlack.Milliseconds()
+	// And log time did advance: the restarted process resumes at least from the
+	// last acknowledged write, sent after the reference (if it was).
+	hi := ref.pttl + ttlSlack.Milliseconds()
+	if d := lastAckSend.Sub(ref.hi); d > 0 {
+		hi -= d.Milliseconds()
+	}
+	if pttl <= 0 || pttl < lo || pttl > hi {
+		t.Errorf("cycle %d: PTTL %s = %d after the restart, want in [%d, %d]: %d ms left at the reference, "+
+			"up for at most %v since (down for %v, which must not count)",
+			cycle, k.name, pttl, lo, hi, ref.pttl, upMax.Round(time.Millisecond), p.started.Sub(deadAt).Round(time.Millisecond))
+	}
+	k.ref = ttlRef{pttl: pttl, lo: sent, hi: got}
+	return maxTok
+}
+
+// TestKillIdleRestart kills an idle lockd with SIGKILL and restarts it with only
+// its addresses and data directory: the data is there. Then it starts processes
+// that must refuse to run — a second lockd on the same data directory, and lockd
+// on a port that is taken — and checks that each exits non-zero at once with a
+// clear message, not a panic, and leaves the running one intact.
+func TestKillIdleRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	p1 := startLockd(t, "lockd-first", dir)
+	c := p1.conn()
+	tokA := mustInt(t, c, "SET", "idle:a", "1", "FENCE")
+	sentT := time.Now()
+	tokT := mustInt(t, c, "SET", "idle:t", "1", "PX", strconv.Itoa(ttlMs), "FENCE")
+	for i := 1; i <= 3; i++ {
+		if n := mustInt(t, c, "INCR", "idle:n"); n != int64(i) {
+			t.Fatalf("INCR idle:n = %d, want %d", n, i)
+		}
+	}
+	p1.kill()
+	deadAt := time.Now()
+	time.Sleep(downtime) // the outage under test, not synchronisation
+
+	p2 := startLockd(t, "lockd-restarted", dir)
+	c = p2.conn()
+	if r := must(t, c, "GET", "idle:a"); r.str != "1" {
+		t.Errorf("GET idle:a after the restart = %v, want \"1\"", r)
+	}
+	if tok := mustInt(t, c, "FENCE", "idle:a"); tok != tokA {
+		t.Errorf("FENCE idle:a after the restart = %d, want %d", tok, tokA)
+	}
+	if tok := mustInt(t, c, "FENCE", "idle:t"); tok != tokT {
+		t.Errorf("FENCE idle:t after the restart = %d, want %d", tok, tokT)
+	}
+	pttl := mustInt(t, c, "PTTL", "idle:t")
+	upMax := deadAt.Sub(sentT) + time.Since(p2.started)
+	if lo := ttlMs - upMax.Milliseconds() - ttlSlack.Milliseconds(); pttl <= 0 || pttl < lo || pttl > ttlMs {
+		t.Errorf("PTTL idle:t after the restart = %d, want in [%d, %d] (up for at most %v, down for %v)",
+			pttl, lo, ttlMs, upMax.Round(time.Millisecond), p2.started.Sub(deadAt).Round(time.Millisecond))
+	}
+	if n := mustInt(t, c, "INCR", "idle:n"); n != 4 {
+		t.Errorf("INCR idle:n after the restart = %d, want 4", n)
+	}
+	tokB := mustInt(t, c, "SET", "idle:a", "2", "FENCE")
+	if tokB <= max(tokA, tokT) {
+		t.Errorf("SET idle:a 2 FENCE after the restart = %d, not above the tokens before it (%d, %d)", tokB, tokA, tokT)
+	}
+	checkReadyz(t, p2)
+
+	t.Run("second-lockd-on-same-data-dir", func(t *testing.T) {
+		out := expectRefusal(t, "lockd-second", dir, func() lockdAddrs { return freeLockdAddrs(t) }, "")
+		if !strings.Contains(out, dir) && !strings.Contains(strings.ToLower(out), "lock") {
+			t.Errorf("the error does not name the data directory %s or a lock:\n%s", dir, out)
+		}
+	})
+
+	type portCase struct {
+		name   string
+		addrs  func(a lockdAddrs) lockdAddrs
+		taken  string
+		noData bool // the port is checked before the data directory is touched
+	}
+	for _, pc := range []portCase{
+		{"resp-port-in-use", func(a lockdAddrs) lockdAddrs { a.resp = p2.addr; return a }, p2.addr, true},
+		{"http-port-in-use", func(a lockdAddrs) lockdAddrs { a.http = p2.httpAddr; return a }, p2.httpAddr, true},
+		{"peer-port-in-use", func(a lockdAddrs) lockdAddrs { a.peer = p2.peerAddr; return a }, p2.peerAddr, false},
+	} {
+		t.Run(pc.name, func(t *testing.T) {
+			other := filepath.Join(t.TempDir(), "data")
+			out := expectRefusal(t, "lockd-"+pc.name, other, func() lockdAddrs { return pc.addrs(freeLockdAddrs(t)) }, pc.taken)
+			if !strings.Contains(out, port(pc.taken)) {
+				t.Errorf("the error does not name port %s:\n%s", port(pc.taken), out)
+			}
+			if _, err := os.Stat(other); pc.noData && err == nil {
+				t.Errorf("lockd created its data directory %s although it could not bind %s", other, pc.taken)
+			}
+		})
+	}
+
+	// The refused processes left the running one and its data alone.
+	c = p2.conn()
+	if r := must(t, c, "GET", "idle:a"); r.str != "2" {
+		t.Errorf("GET idle:a = %v after the refused starts, want \"2\"", r)
+	}
+	if tok := mustInt(t, c, "SET", "idle:a", "3", "FENCE"); tok <= tokB {
+		t.Errorf("SET idle:a 3 FENCE = %d, not above %d", tok, tokB)
+	}
+	checkReadyz(t, p2)
+}
+
+// expectRefusal starts a process that must not start: it exits non-zero,
+// promptly, with an error message and without a panic. It returns its output.
+// A start that failed only because one of its fresh ports was taken meanwhile
+// (any port but taken, the one under test) is retried on other ports.
+func expectRefusal(t *testing.T, name, dataDir string, addrs func() lockdAddrs, taken string) string {
+	t.Helper()
+	var (
+		p      *lockdProc
+		code   int
+		exited bool
+		out    string
+	)
+	for attempt := 1; ; attempt++ {
+		p = spawnLockd(t, name, dataDir, addrs())
+		code, exited = p.waitExit(exitTimeout)
+		out = p.stderr.String()
+		raced := strings.Contains(out, "address already in use") && (taken == "" || !strings.Contains(out, taken))
+		if !exited || !raced || attempt == startTries {
+			break
+		}
+		t.Logf("%s: lost a race for a free port (attempt %d), retrying on other ports", name, attempt)
+	}
+	if !exited {
+		t.Fatalf("%s still runs %v after start; want it to refuse at once. Output:\n%s", p.name, exitTimeout, out)
+	}
+	if code == 0 {
+		t.Errorf("%s exited 0; want a non-zero exit. Output:\n%s", p.name, out)
+	}
+	if strings.Contains(out, "panic") || strings.Contains(out, "goroutine ") {
+		t.Errorf("%s panicked instead of reporting an error:\n%s", p.name, out)
+	}
+	if strings.TrimSpace(out) == "" {
+		t.Errorf("%s exited %d without a word", p.name, code)
+	}
+	t.Logf("%s exited %d: %s", p.name, code, lastLine(out))
+	return out
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// checkReadyz expects GET /readyz to answer 200.
+func checkReadyz(t *testing.T, p *lockdProc) {
+	t.Helper()
+	hc := &http.Client{Timeout: opTimeout}
+	resp, err := hc.Get("http://" + p.httpAddr + "/readyz")
+	if err != nil {
+		t.Errorf("GET /readyz: %v", err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /readyz = %s, want 200", resp.Status)
+	}
+}

@@ -1,0 +1,272 @@
+package test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Bounds. Every wait in the suite is one of these, and every wait polls.
+const (
+	readyTimeout = 30 * time.Second // a lockd process answering PING (recovery replays the log)
+	exitTimeout  = 20 * time.Second // a process exiting after SIGKILL, or after a failed start
+	opTimeout    = 5 * time.Second  // one request and its reply
+	pollEvery    = 10 * time.Millisecond
+	startTries   = 5 // attempts at a start that lost a race for a free port
+)
+
+// lockdBin is the lockd binary built once by TestMain (or named by $LOCKD_TEST_BIN).
+var lockdBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if bin := os.Getenv("LOCKD_TEST_BIN"); bin != "" { // test a given binary (a release, a mutant)
+		lockdBin = bin
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "lockd-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test: temp dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	lockdBin = filepath.Join(dir, "lockd")
+	gobin := "go"
+	if p, err := exec.LookPath("go"); err == nil {
+		gobin = p
+	}
+	build := exec.Command(gobin, "build", "-o", lockdBin, "github.com/lockd/lockd/cmd/lockd")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "test: building lockd: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// syncBuffer collects a process's stderr while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// lockdProc is one lockd process started from lockdBin.
+type lockdProc struct {
+	t        testing.TB
+	name     string
+	dataDir  string
+	addr     string // RESP
+	peerAddr string
+	httpAddr string // "" when disabled
+	cmd      *exec.Cmd
+	stderr   *syncBuffer
+	started  time.Time // just before the process was started
+	exited   chan struct{}
+}
+
+// lockdAddrs are the listen addresses of one process.
+type lockdAddrs struct{ resp, peer, http string }
+
+// freeAddrs returns n distinct free 127.0.0.1 addresses. They are free now; a
+// process that binds them later can still lose a race, and its start is retried.
+func freeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	out := make([]string, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for i := range out {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		ls = append(ls, l)
+		out[i] = l.Addr().String()
+	}
+	return out
+}
+
+func freeLockdAddrs(t testing.TB) lockdAddrs {
+	a := freeAddrs(t, 3)
+	return lockdAddrs{resp: a[0], peer: a[1], http: a[2]}
+}
+
+// spawnLockd starts a lockd process and returns at once. Only the flags a user
+// must give are passed: the addresses and the data directory. The process is
+// killed in t.Cleanup, and its stderr is logged there if the test failed.
+func spawnLockd(t testing.TB, name, dataDir string, a lockdAddrs) *lockdProc {
+	t.Helper()
+	p := &lockdProc{t: t, name: name, dataDir: dataDir, addr: a.resp, peerAddr: a.peer, httpAddr: a.http,
+		stderr: &syncBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(lockdBin, "-addr", a.resp, "-peer-addr", a.peer, "-http-addr", a.http, "-data-dir", dataDir)
+	p.cmd.Stdout = p.stderr
+	p.cmd.Stderr = p.stderr
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("%s: start %s: %v", name, lockdBin, err)
+	}
+	go func() {
+		p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		select {
+		case <-p.exited:
+		case <-time.After(exitTimeout):
+			t.Errorf("%s (pid %d) did not exit within %v of SIGKILL", name, p.cmd.Process.Pid, exitTimeout)
+		}
+		if t.Failed() {
+			t.Logf("---- %s stderr (pid %d, resp %s, data %s) ----\n%s", name, p.cmd.Process.Pid, p.addr, p.dataDir, p.stderr)
+		}
+	})
+	return p
+}
+
+// startLockd starts lockd on dataDir with free ports and waits until it answers
+// PING. A start that lost the race for a port is retried on fresh ports.
+func startLockd(t testing.TB, name, dataDir string) *lockdProc {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		p := spawnLockd(t, name, dataDir, freeLockdAddrs(t))
+		err := p.waitReady(readyTimeout)
+		if err == nil {
+			return p
+		}
+		if p.hasExited() && strings.Contains(p.stderr.String(), "address already in use") && attempt < startTries {
+			t.Logf("%s: lost a port race (attempt %d), retrying on other ports", name, attempt)
+			continue
+		}
+		t.Fatalf("%s: %v\nstderr:\n%s", name, err, p.stderr)
+	}
+}
+
+func (p *lockdProc) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitReady polls PING until it is answered with PONG, the process exits, or
+// the bound passes. (lockd binds its RESP port before it leads and serves: a
+// PING sent earlier is answered once it serves.)
+func (p *lockdProc) waitReady(bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	var last error
+	for time.Now().Before(deadline) {
+		if p.hasExited() {
+			return fmt.Errorf("exited (%v) before answering PING", p.cmd.ProcessState)
+		}
+		c, err := dialRESP(p.addr, min(time.Second, time.Until(deadline)))
+		if err == nil {
+			var r reply
+			r, err = c.do("PING")
+			c.close()
+			if err == nil && r.kind == '+' && r.str == "PONG" {
+				return nil
+			}
+			if err == nil {
+				err = fmt.Errorf("PING answered %v", r)
+			}
+		}
+		last = err
+		time.Sleep(pollEvery)
+	}
+	return fmt.Errorf("no PONG on %s within %v (last: %v)", p.addr, bound, last)
+}
+
+// kill sends SIGKILL and waits (bounded) until the process is gone.
+func (p *lockdProc) kill() {
+	p.t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.t.Fatalf("%s: kill: %v", p.name, err)
+	}
+	if _, ok := p.waitExit(exitTimeout); !ok {
+		p.t.Fatalf("%s (pid %d) still running %v after SIGKILL", p.name, p.cmd.Process.Pid, exitTimeout)
+	}
+}
+
+// waitExit waits up to bound for the process to exit and returns its exit code.
+func (p *lockdProc) waitExit(bound time.Duration) (code int, exited bool) {
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState.ExitCode(), true
+	case <-time.After(bound):
+		return 0, false
+	}
+}
+
+// conn dials the process's RESP port; the connection is closed in t.Cleanup.
+func (p *lockdProc) conn() *respConn {
+	p.t.Helper()
+	c, err := dialRESP(p.addr, opTimeout)
+	if err != nil {
+		p.t.Fatalf("%s: dial %s: %v", p.name, p.addr, err)
+	}
+	p.t.Cleanup(c.close)
+	return c
+}
+
+// must sends one command and fails the test on an I/O error or an error reply.
+func must(t testing.TB, c *respConn, args ...string) reply {
+	t.Helper()
+	r, err := c.do(args...)
+	if err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+	}
+	if r.isErr() {
+		t.Fatalf("%s: %v", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// mustInt is must for commands that reply with an integer.
+func mustInt(t testing.TB, c *respConn, args ...string) int64 {
+	t.Helper()
+	r := must(t, c, args...)
+	if r.kind != ':' {
+		t.Fatalf("%s: want an integer, got %v", strings.Join(args, " "), r)
+	}
+	return r.n
+}
+
+// port returns the port number of a host:port address.
+func port(addr string) string {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if _, err := strconv.Atoi(p); err != nil {
+		return addr
+	}
+	return p
+}
