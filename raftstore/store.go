@@ -82,26 +82,29 @@ func Open(cfg Config) (*Store, error) {
 	if out == nil {
 		out = io.Discard
 	}
+	// Bind the peer port before touching the data directory, so that a busy port
+	// leaves nothing behind.
+	trans, err := raft.NewTCPTransportWithLogger(cfg.PeerAddr, nil, 3, 10*time.Second,
+		hclog.New(&hclog.LoggerOptions{Name: "transport", Output: out}))
+	if err != nil {
+		return nil, fmt.Errorf("peer port %s: %w", cfg.PeerAddr, err)
+	}
 	groupDir := filepath.Join(cfg.DataDir, "group-0")
 	if err := os.MkdirAll(groupDir, 0o755); err != nil {
+		trans.Close()
 		return nil, fmt.Errorf("data directory %s is unusable: %w", cfg.DataDir, err)
 	}
 	logs, err := logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg})
 	if err != nil {
+		trans.Close()
 		return nil, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(groupDir, 2, hclog.New(&hclog.LoggerOptions{Name: "snapshot", Output: out}))
 	if err != nil {
+		trans.Close()
 		logs.Close()
 		return nil, fmt.Errorf("snapshot store in %s: %w", groupDir, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.PeerAddr, nil, 3, 10*time.Second,
-		hclog.New(&hclog.LoggerOptions{Name: "transport", Output: out}))
-	if err != nil {
-		logs.Close()
-		return nil, fmt.Errorf("peer port %s: %w", cfg.PeerAddr, err)
-	}
-
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Output: out, Level: hclog.Info})
@@ -300,10 +303,10 @@ func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (
 	return s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout), nil
 }
 
-// waitReady waits a little for a leader that is catching up; a node that is not
-// the leader rejects at once.
+// waitReady waits (bounded) while this node is electing itself or catching up as
+// a new leader; a node that knows another leader rejects at once.
 func (s *Store) waitReady(ctx context.Context) error {
-	if s.raft.State() != raft.Leader {
+	if addr, _ := s.raft.LeaderWithID(); s.raft.State() != raft.Leader && addr != "" {
 		return ErrNotApplied
 	}
 	c, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)

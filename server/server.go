@@ -93,12 +93,8 @@ func New(cfg Config) (*Server, error) {
 	s.store = st
 	rs.SetStore(st)
 	s.resp = rs
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
-	defer cancel()
-	if err := st.WaitReady(ctx); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("waiting to lead: %w", err)
-	}
+	// Serve at once: PING, HEALTH and /readyz (503) answer while the node is still
+	// electing itself; keyspace commands wait for it (bounded by the store).
 	go func() { s.done <- rs.Serve() }()
 	if s.hln != nil {
 		s.http = &http.Server{Handler: httpapi.Handler(st), ReadHeaderTimeout: 10 * time.Second}
@@ -107,6 +103,12 @@ func New(cfg Config) (*Server, error) {
 				s.done <- err
 			}
 		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
+	defer cancel()
+	if err := st.WaitReady(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("waiting to lead: %w", err)
 	}
 	lg.Info("lockd serving", "resp", rs.Addr(), "peer", st.PeerAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir)
 	return s, nil

@@ -12,9 +12,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/lockd/lockd/server"
 )
+
+// shutdownTimeout bounds a clean shutdown.
+const shutdownTimeout = 15 * time.Second
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
@@ -68,8 +72,18 @@ func run(args []string, stderr io.Writer) int {
 		lg.Error("serving failed", "err", err)
 		code = 1
 	}
-	if err := srv.Close(); err != nil {
-		lg.Warn("close", "err", err)
+	// A store that cannot flush (a vanished disk) must not keep the process
+	// alive forever: give Close a deadline.
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			lg.Warn("close", "err", err)
+		}
+	case <-time.After(shutdownTimeout):
+		lg.Error("shutdown did not finish in time; exiting anyway", "timeout", shutdownTimeout)
+		code = 1
 	}
 	return code
 }
