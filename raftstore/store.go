@@ -270,12 +270,22 @@ func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 		}
 		inflight = inflight[:0]
 	}
+	verified := false // a leadership confirmation covers the run of reads after it
 	for i, r := range reqs {
 		if !r.Spec.Write {
 			flush()
-			out[i] = s.read(ctx, r.Op)
+			if !verified {
+				if err := s.readBarrier(ctx); err != nil {
+					out[i] = resp.Error(err.Error())
+					continue
+				}
+				verified = true
+			}
+			now, wall := s.clock.read()
+			out[i] = s.m.read(r.Op, now, wall)
 			continue
 		}
+		verified = false
 		kind, args := command.KindCommand, r.Args
 		if tx, ok := r.Op.(command.Tx); ok {
 			kind, args = command.KindTx, command.TxArgs(tx)
@@ -340,19 +350,16 @@ func mapApplyErr(err error) error {
 	return ErrUnknownOutcome
 }
 
-// read serves a read-only op linearizably: after it arrived, this node confirmed
-// with a quorum that it still leads, and applied everything committed by then.
-func (s *Store) read(ctx context.Context, op command.Op) resp.Value {
+// readBarrier makes the reads that follow linearizable: after it returns, this
+// node has confirmed with a quorum (after the reads arrived) that it still leads,
+// and has applied everything committed by then.
+func (s *Store) readBarrier(ctx context.Context) error {
 	if !s.ready.Load() {
 		if err := s.waitReady(ctx); err != nil {
-			return resp.Error(ErrNotReadable.Error())
+			return ErrNotReadable
 		}
 	}
-	if err := s.verify(ctx); err != nil {
-		return resp.Error(err.Error())
-	}
-	now, wall := s.clock.read()
-	return s.m.read(op, now, wall)
+	return s.verify(ctx)
 }
 
 // verifyRound is one leadership confirmation shared by every read that arrived
