@@ -631,4 +631,5 @@ var families = []struct {
 	{"counters", counterCases},
 	{"hashes", hashCases},
 	{"transactions", multiCases},
+	{"pubsub", pubsubCases},
 }

@@ -22,6 +22,10 @@ type machine struct {
 	applied uint64
 	waiters []applyWaiter
 	kick    chan struct{} // poked after every apply: a deadline may have changed
+
+	// publish delivers a published message to this node's subscribers and returns
+	// how many received it. Set before Raft starts; nil drops messages.
+	publish func(channel, message []byte) int
 }
 
 type applyWaiter struct {
@@ -55,6 +59,17 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 			panic(fmt.Sprintf("raftstore: log index %d: %v", l.Index, err))
 		}
 		out[i] = m.ks.Apply(l.Index, e)
+		if ev := m.ks.TakeEvents(); len(ev) > 0 {
+			n := 0
+			for _, e := range ev {
+				if m.publish != nil {
+					n += m.publish(e.Channel, e.Message)
+				}
+			}
+			if e.Kind == command.KindCommand && len(ev) == 1 && command.EqualFold(e.Args[0], "publish") {
+				out[i] = resp.Int(int64(n))
+			}
+		}
 	}
 	m.mu.Unlock()
 	if n := len(logs); n > 0 {

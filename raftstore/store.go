@@ -39,6 +39,10 @@ type Config struct {
 	SnapshotThreshold uint64
 	// Now is the monotonic clock (tests inject one); nil means time.Now.
 	Now func() time.Time
+	// Publish delivers a message published by an applied entry to this node's
+	// subscribers and returns how many received it. It is called on the apply
+	// goroutine and must not block. nil drops published messages.
+	Publish func(channel, message []byte) int
 }
 
 // Store is one node's replicated keyspace: a single Raft group for now. Its
@@ -118,7 +122,9 @@ func Open(cfg Config) (*Store, error) {
 	rc.ElectionTimeout = 500 * time.Millisecond
 	rc.LeaderLeaseTimeout = 250 * time.Millisecond
 
-	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, m: newMachine(), clock: newLogClock(cfg.Now), closed: make(chan struct{})}
+	m := newMachine()
+	m.publish = cfg.Publish
+	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{})}
 
 	has, err := raft.HasExistingState(logs, logs, snaps)
 	if err != nil {

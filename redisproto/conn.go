@@ -1,7 +1,6 @@
 package redisproto
 
 import (
-	"bufio"
 	"errors"
 	"net"
 	"strings"
@@ -15,10 +14,18 @@ import (
 // conn is one client connection. Its goroutine reads a batch of requests (all that
 // are already buffered: a pipeline), answers them in order and flushes once.
 type conn struct {
-	srv     *Server
-	nc      net.Conn
-	rd      *reader
-	wr      *bufio.Writer
+	srv *Server
+	nc  net.Conn
+	rd  *reader
+
+	// Output: replies (from this connection's goroutine) and pushed pub/sub
+	// messages (from the apply goroutine) share one ordered queue; one writer at a
+	// time drains it to the socket.
+	wmu     sync.Mutex
+	pending []byte
+	spare   []byte
+	writing bool
+	broken  bool
 	id      int64
 	created time.Time
 	addr    string
@@ -33,20 +40,21 @@ type conn struct {
 	lastAt  time.Time
 
 	quit    bool
+	subs    subState          // pub/sub subscriptions (guarded by mu)
 	tx      *txState          // open MULTI, or nil
 	watches []command.Watched // WATCHed keys and their versions
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	now := time.Now()
-	return &conn{srv: s, nc: nc, rd: newReader(nc, s.cfg.Limits), wr: bufio.NewWriterSize(nc, 16<<10),
+	return &conn{srv: s, nc: nc, rd: newReader(nc, s.cfg.Limits),
 		id: s.nextID.Add(1), created: now, lastAt: now, proto: 2,
 		addr: nc.RemoteAddr().String(), laddr: nc.LocalAddr().String()}
 }
 
 func (c *conn) serve() {
 	defer c.nc.Close()
-	var out []byte
+	defer c.dropSubscriptions()
 	var batch []command.Request
 	var batchAt []int // reply slot of each batched request
 	var replies []resp.Value
@@ -65,6 +73,12 @@ func (c *conn) serve() {
 				break
 			}
 			c.srv.stats.commands.Add(1)
+			if c.protocol() == 2 && c.subCount() > 0 && !allowedSubscribed(args[0]) && known(args[0]) {
+				replies = append(replies, resp.Error("ERR Can't execute '"+strings.ToLower(string(args[0]))+
+					"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
+				protos = append(protos, 2)
+				continue
+			}
 			if c.tx != nil && !txControl(args[0]) {
 				replies = append(replies, c.enqueue(args))
 				protos = append(protos, c.protocol())
@@ -86,6 +100,13 @@ func (c *conn) serve() {
 			// A local command: keyspace commands before it are answered first.
 			replies = c.flushBatch(batch, batchAt, replies)
 			batch, batchAt = batch[:0], batchAt[:0]
+			if pubsubCommand(args[0]) {
+				// Its confirmations are queued directly: send what precedes them.
+				if !c.sendReplies(replies, protos) {
+					return
+				}
+				replies, protos = replies[:0], protos[:0]
+			}
 			replies = append(replies, c.local(args))
 			protos = append(protos, c.protocol())
 			if c.quit {
@@ -96,29 +117,95 @@ func (c *conn) serve() {
 			}
 		}
 		replies = c.flushBatch(batch, batchAt, replies)
-		out = out[:0]
-		for i, r := range replies {
-			out = resp.Append(out, r, protos[i])
-		}
 		var pe protocolError
 		if errors.As(perr, &pe) {
-			out = resp.Append(out, resp.Error("ERR "+pe.Error()), c.protocol())
+			replies = append(replies, resp.Error("ERR "+pe.Error()))
+			protos = append(protos, c.protocol())
 		}
-		if len(out) > 0 {
-			if _, err := c.wr.Write(out); err != nil {
-				return
-			}
-			if err := c.wr.Flush(); err != nil {
-				return
-			}
+		if !c.sendReplies(replies, protos) {
+			return
 		}
 		if perr != nil || c.quit {
 			return
 		}
-		if cap(out) > 1<<20 {
-			out = nil
+	}
+}
+
+// noReply marks a reply slot whose bytes were already queued (pub/sub
+// confirmations are queued together with the subscription, so that no message can
+// overtake them).
+const noReply resp.Kind = 255
+
+// maxPending bounds the output queued for a client that does not read (a slow
+// subscriber): past it the connection is closed, as Redis does with its
+// client-output-buffer-limit.
+const maxPending = 64 << 20
+
+// send queues b for the client and, unless another writer is draining the queue,
+// drains it: on this goroutine when wait is set, else on a new one. It reports
+// false once the connection is broken.
+func (c *conn) send(b []byte, wait bool) bool {
+	c.wmu.Lock()
+	if c.broken {
+		c.wmu.Unlock()
+		return false
+	}
+	if len(c.pending)+len(b) > maxPending {
+		c.broken = true
+		c.wmu.Unlock()
+		c.nc.Close()
+		return false
+	}
+	c.pending = append(c.pending, b...)
+	if c.writing {
+		c.wmu.Unlock()
+		return true
+	}
+	c.writing = true
+	c.wmu.Unlock()
+	if wait {
+		return c.drain()
+	}
+	go c.drain()
+	return true
+}
+
+func (c *conn) drain() bool {
+	for {
+		c.wmu.Lock()
+		if len(c.pending) == 0 || c.broken {
+			c.writing = false
+			ok := !c.broken
+			c.wmu.Unlock()
+			return ok
+		}
+		data := c.pending
+		c.pending, c.spare = c.spare[:0], nil
+		c.wmu.Unlock()
+		_, err := c.nc.Write(data)
+		c.wmu.Lock()
+		if cap(data) <= 1<<20 {
+			c.spare = data[:0]
+		}
+		if err != nil {
+			c.broken = true
+		}
+		c.wmu.Unlock()
+		if err != nil {
+			c.nc.Close()
 		}
 	}
+}
+
+// sendReplies renders replies, each in its protocol, and sends them.
+func (c *conn) sendReplies(replies []resp.Value, protos []int) bool {
+	var out []byte
+	for i, r := range replies {
+		if r.Kind != noReply {
+			out = resp.Append(out, r, protos[i])
+		}
+	}
+	return len(out) == 0 || c.send(out, true)
 }
 
 // flushBatch sends the batched keyspace requests to the store and puts each reply
@@ -145,6 +232,15 @@ func (c *conn) touch(name string) {
 	c.lastCmd = name
 	c.lastAt = time.Now()
 	c.mu.Unlock()
+}
+
+// known reports whether name is a command of this server.
+func known(name []byte) bool {
+	if _, ok := command.Lookup(name); ok {
+		return true
+	}
+	_, ok := locals[strings.ToLower(string(name))]
+	return ok
 }
 
 // errUnknownCommand words the reply to a command nobody knows, as Redis 7 does.

@@ -160,8 +160,15 @@ func help(name string, lines ...string) resp.Value {
 	return resp.Array(out...)
 }
 
-// PING [message]
-func cmdPing(_ *conn, a [][]byte) resp.Value {
+// PING [message] — in RESP2 subscribed mode the reply is ["pong", message].
+func cmdPing(c *conn, a [][]byte) resp.Value {
+	if len(a) <= 2 && c.protocol() == 2 && c.subCount() > 0 {
+		msg := resp.BulkString("")
+		if len(a) == 2 {
+			msg = resp.Bulk(a[1])
+		}
+		return resp.Array(resp.BulkString("pong"), msg)
+	}
 	switch len(a) {
 	case 1:
 		return resp.Simple("PONG")

@@ -55,6 +55,7 @@ type Server struct {
 	closed    bool
 	wg        sync.WaitGroup
 	stats     stats
+	pubsub    *broker
 	ctx       context.Context
 	cancelCtx context.CancelFunc
 }
@@ -76,7 +77,7 @@ func Listen(cfg Config, store Store) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{cfg: cfg, store: store, log: cfg.Logger, ln: ln, start: time.Now(),
-		conns: map[*conn]struct{}{}, ctx: ctx, cancelCtx: cancel}, nil
+		conns: map[*conn]struct{}{}, ctx: ctx, cancelCtx: cancel, pubsub: newBroker()}, nil
 }
 
 // Addr is the bound address.

@@ -82,7 +82,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	st, err := raftstore.Open(raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr,
-		Logger: lg, RaftLogOutput: cfg.RaftLogOutput})
+		Logger: lg, RaftLogOutput: cfg.RaftLogOutput, Publish: rs.Publish})
 	if err != nil {
 		rs.Close()
 		if s.hln != nil {

@@ -203,6 +203,11 @@ type HKeys struct{ Key []byte }
 // HVals is HVALS key.
 type HVals struct{ Key []byte }
 
+// Publish is PUBLISH channel message: a message that every node delivers to its
+// own subscribers once the entry commits.
+type Publish struct{ Channel, Message []byte }
+
+func (Publish) isOp()  {}
 func (HSet) isOp()     {}
 func (HDel) isOp()     {}
 func (HIncrBy) isOp()  {}

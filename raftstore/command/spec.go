@@ -184,6 +184,8 @@ func init() {
 	def("hlen", 2, false, []string{ro, fast}, 1, 1, 1, hr, func(_ string, a [][]byte) (Op, error) { return HLen{Key: a[1]}, nil })
 	def("hkeys", 2, false, []string{ro}, 1, 1, 1, hrSlow, func(_ string, a [][]byte) (Op, error) { return HKeys{Key: a[1]}, nil })
 	def("hvals", 2, false, []string{ro}, 1, 1, 1, hrSlow, func(_ string, a [][]byte) (Op, error) { return HVals{Key: a[1]}, nil })
+	def("publish", 3, true, []string{"pubsub", "loading", "stale", fast, "may_replicate"}, 0, 0, 0, []string{"@pubsub", "@fast"},
+		func(_ string, a [][]byte) (Op, error) { return Publish{Channel: a[1], Message: a[2]}, nil })
 	def("fence", -2, false, []string{ro, fast}, 1, 1, 1, rks, parseFence)
 }
 

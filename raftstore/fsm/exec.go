@@ -146,6 +146,12 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 			return resp.One
 		}
 		return resp.OK
+	case command.Publish:
+		// The receiver count is the delivering node's business, not the state
+		// machine's: 0 here (so scripts stay deterministic); the node that
+		// proposed a top-level PUBLISH replies with its own count.
+		k.events = append(k.events, Event{Channel: clone(op.Channel), Message: clone(op.Message)})
+		return resp.Zero
 	case command.HSet, command.HDel, command.HIncrBy:
 		return k.hashWrite(op, c)
 	case command.FlushAll:

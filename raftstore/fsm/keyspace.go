@@ -66,6 +66,21 @@ type Keyspace struct {
 	deadlines *btree.BTreeG[*item] // keys with a TTL, ordered by (deadline, key)
 	now       int64                // log time of the last applied entry
 	index     uint64               // Raft index of the last applied entry
+	events    []Event              // messages published by the entry being applied
+}
+
+// Event is a message published by an applied entry (PUBLISH, at top level, in a
+// transaction or in a script). The node delivers it to its own subscribers.
+type Event struct {
+	Channel, Message []byte
+}
+
+// TakeEvents returns and forgets the events of the entries applied since the last
+// call. Call it from the apply goroutine.
+func (k *Keyspace) TakeEvents() []Event {
+	ev := k.events
+	k.events = nil
+	return ev
 }
 
 // New returns an empty keyspace.
