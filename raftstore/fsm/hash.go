@@ -31,25 +31,9 @@ func findField(fields []field, name []byte) int {
 	return -1
 }
 
-// hashRead answers HGET, HMGET, HGETALL, HEXISTS, HLEN, HKEYS and HVALS.
-func (k *Keyspace) hashRead(op command.Op, c Ctx) resp.Value {
-	var key []byte
-	switch op := op.(type) {
-	case command.HGet:
-		key = op.Key
-	case command.HMGet:
-		key = op.Key
-	case command.HGetAll:
-		key = op.Key
-	case command.HExists:
-		key = op.Key
-	case command.HLen:
-		key = op.Key
-	case command.HKeys:
-		key = op.Key
-	case command.HVals:
-		key = op.Key
-	}
+// hashRead answers HGET, HMGET, HGETALL, HEXISTS, HLEN, HKEYS and HVALS on the
+// hash at key.
+func (k *Keyspace) hashRead(key []byte, op command.Op, c Ctx) resp.Value {
 	it, errv := k.hashOf(key, c.Now)
 	if errv != nil {
 		return *errv
@@ -101,18 +85,9 @@ func (k *Keyspace) hashRead(op command.Op, c Ctx) resp.Value {
 	return resp.Error("ERR internal: not a hash read")
 }
 
-// hashWrite applies HSET/HSETNX/HMSET, HDEL and HINCRBY. The hash is copied
-// before it changes: items in the trees are immutable.
-func (k *Keyspace) hashWrite(op command.Op, c Ctx) resp.Value {
-	var key []byte
-	switch op := op.(type) {
-	case command.HSet:
-		key = op.Key
-	case command.HDel:
-		key = op.Key
-	case command.HIncrBy:
-		key = op.Key
-	}
+// hashWrite applies HSET/HSETNX/HMSET, HDEL and HINCRBY to the hash at key. The
+// hash is copied before it changes: items in the trees are immutable.
+func (k *Keyspace) hashWrite(key []byte, op command.Op, c Ctx) resp.Value {
 	it, errv := k.hashOf(key, c.Now)
 	if errv != nil {
 		return *errv
