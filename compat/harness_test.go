@@ -632,4 +632,5 @@ var families = []struct {
 	{"hashes", hashCases},
 	{"transactions", multiCases},
 	{"pubsub", pubsubCases},
+	{"command", commandCases},
 }

@@ -18,42 +18,36 @@ type localSpec struct {
 
 var locals = map[string]*localSpec{}
 
-func local(name string, arity int, flags, cats []string, run func(*conn, [][]byte) resp.Value) *localSpec {
-	s := &localSpec{Spec: command.Spec{Name: name, Arity: arity, Flags: flags, Categories: cats}, run: run}
+func local(name string, arity int, run func(*conn, [][]byte) resp.Value) *localSpec {
+	s := &localSpec{Spec: command.Spec{Name: name, Arity: arity}, run: run}
 	locals[name] = s
 	return s
 }
 
-func subcmd(parent *localSpec, name string, arity int, flags, cats []string, run func(*conn, [][]byte) resp.Value) {
+func subcmd(parent *localSpec, name string, arity int, run func(*conn, [][]byte) resp.Value) {
 	if parent.sub == nil {
 		parent.sub = map[string]*localSpec{}
 	}
-	parent.sub[name] = &localSpec{Spec: command.Spec{Name: parent.Name + "|" + name, Arity: arity, Flags: flags, Categories: cats}, run: run}
+	parent.sub[name] = &localSpec{Spec: command.Spec{Name: parent.Name + "|" + name, Arity: arity}, run: run}
 }
 
-var (
-	conn_     = []string{"@connection", "@fast"}
-	slowConn  = []string{"@slow", "@connection"}
-	adminSlow = []string{"@admin", "@slow", "@dangerous"}
-)
-
 func init() {
-	local("ping", -1, []string{"fast"}, conn_, cmdPing)
-	local("echo", 2, []string{"fast"}, conn_, func(_ *conn, a [][]byte) resp.Value { return resp.Bulk(a[1]) })
-	local("quit", -1, []string{"allow_busy", "noscript", "loading", "stale", "fast", "no_auth"}, conn_, func(c *conn, _ [][]byte) resp.Value {
+	local("ping", -1, cmdPing)
+	local("echo", 2, func(_ *conn, a [][]byte) resp.Value { return resp.Bulk(a[1]) })
+	local("quit", -1, func(c *conn, _ [][]byte) resp.Value {
 		c.quit = true
 		return resp.OK
 	})
-	local("select", 2, []string{"loading", "stale", "fast"}, conn_, cmdSelect)
-	local("auth", -2, []string{"noscript", "loading", "stale", "fast", "no_auth"}, conn_, cmdAuth)
-	local("hello", -1, []string{"noscript", "loading", "stale", "fast", "no_auth"}, conn_, cmdHello)
-	local("time", 1, []string{"loading", "stale", "fast"}, []string{"@fast"}, cmdTime)
-	local("wait", 3, []string{"noscript"}, []string{"@slow", "@connection"}, cmdWait)
-	local("info", -1, []string{"loading", "stale"}, []string{"@slow", "@dangerous"}, cmdInfo)
+	local("select", 2, cmdSelect)
+	local("auth", -2, cmdAuth)
+	local("hello", -1, cmdHello)
+	local("time", 1, cmdTime)
+	local("wait", 3, cmdWait)
+	local("info", -1, cmdInfo)
 
-	client := local("client", -2, nil, []string{"@slow"}, nil)
-	subcmd(client, "id", 2, []string{"noscript", "loading", "stale"}, slowConn, func(c *conn, _ [][]byte) resp.Value { return resp.Int(c.id) })
-	subcmd(client, "getname", 2, []string{"noscript", "loading", "stale"}, slowConn, func(c *conn, _ [][]byte) resp.Value {
+	client := local("client", -2, nil)
+	subcmd(client, "id", 2, func(c *conn, _ [][]byte) resp.Value { return resp.Int(c.id) })
+	subcmd(client, "getname", 2, func(c *conn, _ [][]byte) resp.Value {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.name == "" {
@@ -61,7 +55,7 @@ func init() {
 		}
 		return resp.BulkString(c.name)
 	})
-	subcmd(client, "setname", 3, []string{"noscript", "loading", "stale"}, slowConn, func(c *conn, a [][]byte) resp.Value {
+	subcmd(client, "setname", 3, func(c *conn, a [][]byte) resp.Value {
 		if !validName(a[2]) {
 			return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
 		}
@@ -70,20 +64,20 @@ func init() {
 		c.mu.Unlock()
 		return resp.OK
 	})
-	subcmd(client, "setinfo", 4, []string{"noscript", "loading", "stale"}, slowConn, cmdClientSetInfo)
-	subcmd(client, "info", 2, []string{"noscript", "loading", "stale"}, slowConn, func(c *conn, _ [][]byte) resp.Value {
+	subcmd(client, "setinfo", 4, cmdClientSetInfo)
+	subcmd(client, "info", 2, func(c *conn, _ [][]byte) resp.Value {
 		return resp.Verbatim(c.infoLine())
 	})
-	subcmd(client, "list", -2, []string{"admin", "noscript", "loading", "stale"}, append([]string{"@admin"}, adminSlow[1:]...), cmdClientList)
+	subcmd(client, "list", -2, cmdClientList)
 	for _, n := range []string{"no-evict", "no-touch"} {
-		subcmd(client, n, 3, []string{"admin", "noscript", "loading", "stale"}, adminSlow, func(_ *conn, a [][]byte) resp.Value {
+		subcmd(client, n, 3, func(_ *conn, a [][]byte) resp.Value {
 			if !command.EqualFold(a[2], "on") && !command.EqualFold(a[2], "off") {
 				return resp.Error(string(command.ErrSyntax))
 			}
 			return resp.OK
 		})
 	}
-	subcmd(client, "help", 2, []string{"loading", "stale"}, slowConn, func(*conn, [][]byte) resp.Value {
+	subcmd(client, "help", 2, func(*conn, [][]byte) resp.Value {
 		return help("CLIENT", "GETNAME", "    Return the name of the current connection.", "ID",
 			"    Return the ID of the current connection.", "INFO", "    Return information about the current client connection.",
 			"LIST [options ...]", "    Return information about client connections.", "SETNAME <name>",
@@ -92,29 +86,29 @@ func init() {
 			"NO-EVICT (ON|OFF)", "    Accepted for compatibility; lockd never evicts.", "NO-TOUCH (ON|OFF)", "    Accepted for compatibility.")
 	})
 
-	config := local("config", -2, nil, []string{"@slow"}, nil)
-	subcmd(config, "get", -3, []string{"admin", "noscript", "loading", "stale"}, adminSlow, cmdConfigGet)
-	subcmd(config, "set", -4, []string{"admin", "noscript", "loading", "stale"}, adminSlow, func(_ *conn, a [][]byte) resp.Value {
+	config := local("config", -2, nil)
+	subcmd(config, "get", -3, cmdConfigGet)
+	subcmd(config, "set", -4, func(_ *conn, a [][]byte) resp.Value {
 		return resp.Error("ERR CONFIG SET is not supported by lockd; use its flags")
 	})
-	subcmd(config, "resetstat", 2, []string{"admin", "noscript", "loading", "stale"}, adminSlow, func(*conn, [][]byte) resp.Value { return resp.OK })
-	subcmd(config, "help", 2, []string{"loading", "stale"}, []string{"@slow"}, func(*conn, [][]byte) resp.Value {
+	subcmd(config, "resetstat", 2, func(*conn, [][]byte) resp.Value { return resp.OK })
+	subcmd(config, "help", 2, func(*conn, [][]byte) resp.Value {
 		return help("CONFIG", "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 			"RESETSTAT", "    Reset statistics reported by the INFO command.")
 	})
 
-	cmd := local("command", -1, []string{"loading", "stale"}, []string{"@slow", "@connection"}, cmdCommand)
-	subcmd(cmd, "count", 2, []string{"loading", "stale"}, slowConn, func(*conn, [][]byte) resp.Value { return resp.Int(int64(len(allSpecs()))) })
-	subcmd(cmd, "info", -2, []string{"loading", "stale"}, slowConn, cmdCommandInfo)
-	subcmd(cmd, "docs", -2, []string{"loading", "stale"}, slowConn, cmdCommandDocs)
-	subcmd(cmd, "list", -2, []string{"loading", "stale"}, slowConn, func(*conn, [][]byte) resp.Value {
+	cmd := local("command", -1, cmdCommand)
+	subcmd(cmd, "count", 2, func(*conn, [][]byte) resp.Value { return resp.Int(int64(len(allSpecs()))) })
+	subcmd(cmd, "info", -2, cmdCommandInfo)
+	subcmd(cmd, "docs", -2, cmdCommandDocs)
+	subcmd(cmd, "list", -2, func(*conn, [][]byte) resp.Value {
 		var out []resp.Value
 		for _, s := range allSpecs() {
 			out = append(out, resp.BulkString(s.Name))
 		}
 		return resp.Array(out...)
 	})
-	subcmd(cmd, "help", 2, []string{"loading", "stale"}, slowConn, func(*conn, [][]byte) resp.Value {
+	subcmd(cmd, "help", 2, func(*conn, [][]byte) resp.Value {
 		return help("COMMAND", "(no subcommand)", "    Return details about all Redis commands.", "COUNT",
 			"    Return the total number of commands in this Redis server.", "LIST", "    Return a list of all commands in this Redis server.",
 			"INFO [<command-name> ...]", "    Return details about multiple Redis commands.", "DOCS [<command-name> ...]",

@@ -15,13 +15,11 @@ type txState struct {
 }
 
 func init() {
-	flags := []string{"noscript", "loading", "stale", "fast", "allow_busy"}
-	cats := []string{"@fast", "@transaction"}
-	local("multi", 1, flags, cats, cmdMulti)
-	local("exec", 1, []string{"noscript", "loading", "stale", "skip_slowlog"}, []string{"@slow", "@transaction"}, cmdExec)
-	local("discard", 1, flags, cats, cmdDiscard)
-	local("watch", -2, flags, cats, cmdWatch)
-	local("unwatch", 1, flags, cats, func(c *conn, _ [][]byte) resp.Value {
+	local("multi", 1, cmdMulti)
+	local("exec", 1, cmdExec)
+	local("discard", 1, cmdDiscard)
+	local("watch", -2, cmdWatch)
+	local("unwatch", 1, func(c *conn, _ [][]byte) resp.Value {
 		c.watches = nil
 		return resp.OK
 	})

@@ -64,14 +64,12 @@ func (c *conn) subCount() int {
 }
 
 func init() {
-	flags := []string{"pubsub", "noscript", "loading", "stale"}
-	cats := []string{"@pubsub", "@slow"}
-	local("subscribe", -2, flags, cats, func(c *conn, a [][]byte) resp.Value { return c.subscribe(a[1:], false) })
-	local("psubscribe", -2, flags, cats, func(c *conn, a [][]byte) resp.Value { return c.subscribe(a[1:], true) })
-	local("unsubscribe", -1, flags, cats, func(c *conn, a [][]byte) resp.Value { return c.unsubscribe(a[1:], false) })
-	local("punsubscribe", -1, flags, cats, func(c *conn, a [][]byte) resp.Value { return c.unsubscribe(a[1:], true) })
-	ps := local("pubsub", -2, nil, []string{"@slow"}, nil)
-	subcmd(ps, "channels", -2, []string{"pubsub", "loading", "stale"}, []string{"@pubsub", "@slow"}, func(c *conn, a [][]byte) resp.Value {
+	local("subscribe", -2, func(c *conn, a [][]byte) resp.Value { return c.subscribe(a[1:], false) })
+	local("psubscribe", -2, func(c *conn, a [][]byte) resp.Value { return c.subscribe(a[1:], true) })
+	local("unsubscribe", -1, func(c *conn, a [][]byte) resp.Value { return c.unsubscribe(a[1:], false) })
+	local("punsubscribe", -1, func(c *conn, a [][]byte) resp.Value { return c.unsubscribe(a[1:], true) })
+	ps := local("pubsub", -2, nil)
+	subcmd(ps, "channels", -2, func(c *conn, a [][]byte) resp.Value {
 		b := c.srv.pubsub
 		b.mu.RLock()
 		var names []string
@@ -88,7 +86,7 @@ func init() {
 		}
 		return resp.Array(out...)
 	})
-	subcmd(ps, "numsub", -2, []string{"pubsub", "loading", "stale"}, []string{"@pubsub", "@slow"}, func(c *conn, a [][]byte) resp.Value {
+	subcmd(ps, "numsub", -2, func(c *conn, a [][]byte) resp.Value {
 		b := c.srv.pubsub
 		b.mu.RLock()
 		defer b.mu.RUnlock()
@@ -98,13 +96,13 @@ func init() {
 		}
 		return resp.Array(out...)
 	})
-	subcmd(ps, "numpat", 2, []string{"pubsub", "loading", "stale"}, []string{"@pubsub", "@slow"}, func(c *conn, _ [][]byte) resp.Value {
+	subcmd(ps, "numpat", 2, func(c *conn, _ [][]byte) resp.Value {
 		b := c.srv.pubsub
 		b.mu.RLock()
 		defer b.mu.RUnlock()
 		return resp.Int(int64(len(b.patterns)))
 	})
-	subcmd(ps, "help", 2, []string{"loading", "stale"}, []string{"@slow"}, func(*conn, [][]byte) resp.Value {
+	subcmd(ps, "help", 2, func(*conn, [][]byte) resp.Value {
 		return help("PUBSUB", "CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
 			"NUMPAT", "    Return number of subscriptions to patterns.", "NUMSUB [<channel> ...]",
 			"    Return the number of subscribers for the specified channels, excluding", "    pattern subscriptions(default: no channels).")

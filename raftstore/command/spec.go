@@ -30,15 +30,11 @@ func errExpire(name string) Error {
 	return Error("ERR invalid expire time in '" + name + "' command")
 }
 
-// Spec describes one keyspace command.
+// Spec describes how to run one keyspace command. What COMMAND reports about it
+// (flags, key positions, ACL categories, docs) is its CommandMeta (meta.go).
 type Spec struct {
-	Name       string // lower case, as COMMAND reports it
-	Arity      int    // Redis convention: negative = at least -Arity arguments
-	Flags      []string
-	FirstKey   int
-	LastKey    int
-	Step       int
-	Categories []string
+	Name  string // lower case, as COMMAND reports it
+	Arity int    // Redis convention: negative = at least -Arity arguments
 	// Write is true when the command may change the keyspace and so goes through
 	// the log; read-only commands are served by a leader after a quorum check.
 	Write bool
@@ -105,88 +101,70 @@ func Parse(args [][]byte) (op Op, spec *Spec, err error) {
 	return op, spec, err
 }
 
-const (
-	wr   = "write"
-	ro   = "readonly"
-	deny = "denyoom"
-	fast = "fast"
-)
-
-func def(name string, arity int, write bool, flags []string, first, last, step int, cats []string, p func(string, [][]byte) (Op, error)) {
-	table[name] = &Spec{Name: name, Arity: arity, Flags: flags, FirstKey: first, LastKey: last, Step: step,
-		Categories: cats, Write: write, parse: p}
+func def(name string, arity int, write bool, p func(string, [][]byte) (Op, error)) {
+	table[name] = &Spec{Name: name, Arity: arity, Write: write, parse: p}
 }
 
 func init() {
-	str := []string{"@write", "@string", "@slow"}
-	strFast := []string{"@write", "@string", "@fast"}
-	rstr := []string{"@read", "@string", "@fast"}
-	ks := []string{"@write", "@keyspace", "@fast"}
-	ksSlow := []string{"@write", "@keyspace", "@slow"}
-	rks := []string{"@read", "@keyspace", "@fast"}
-
-	def("set", -3, true, []string{wr, deny}, 1, 1, 1, str, parseSet)
-	def("setnx", 3, true, []string{wr, deny, fast}, 1, 1, 1, strFast, func(_ string, a [][]byte) (Op, error) {
+	def("set", -3, true, parseSet)
+	def("setnx", 3, true, func(_ string, a [][]byte) (Op, error) {
 		return Set{Cmd: "setnx", Key: a[1], Value: a[2], NX: true, Reply: ReplyInt}, nil
 	})
-	def("setex", 4, true, []string{wr, deny}, 1, 1, 1, str, parseSetEx)
-	def("psetex", 4, true, []string{wr, deny}, 1, 1, 1, str, parseSetEx)
-	def("get", 2, false, []string{ro, fast}, 1, 1, 1, rstr, func(_ string, a [][]byte) (Op, error) { return Get{Key: a[1]}, nil })
-	def("getdel", 2, true, []string{wr, fast}, 1, 1, 1, strFast, func(_ string, a [][]byte) (Op, error) { return GetDel{Key: a[1]}, nil })
-	def("getex", -2, true, []string{wr, fast}, 1, 1, 1, strFast, parseGetEx)
-	def("del", -2, true, []string{wr}, 1, -1, 1, ksSlow, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil })
-	def("unlink", -2, true, []string{wr, fast}, 1, -1, 1, ks, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil })
-	def("exists", -2, false, []string{ro, fast}, 1, -1, 1, rks, func(_ string, a [][]byte) (Op, error) { return Exists{Keys: a[1:]}, nil })
+	def("setex", 4, true, parseSetEx)
+	def("psetex", 4, true, parseSetEx)
+	def("get", 2, false, func(_ string, a [][]byte) (Op, error) { return Get{Key: a[1]}, nil })
+	def("getdel", 2, true, func(_ string, a [][]byte) (Op, error) { return GetDel{Key: a[1]}, nil })
+	def("getex", -2, true, parseGetEx)
+	def("del", -2, true, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil })
+	def("unlink", -2, true, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil })
+	def("exists", -2, false, func(_ string, a [][]byte) (Op, error) { return Exists{Keys: a[1:]}, nil })
 	for _, n := range []string{"expire", "pexpire", "expireat", "pexpireat"} {
-		def(n, -3, true, []string{wr, fast}, 1, 1, 1, ks, parseExpire)
+		def(n, -3, true, parseExpire)
 	}
 	for _, n := range []string{"ttl", "pttl", "expiretime", "pexpiretime"} {
-		def(n, 2, false, []string{ro, fast}, 1, 1, 1, rks, func(name string, a [][]byte) (Op, error) {
+		def(n, 2, false, func(name string, a [][]byte) (Op, error) {
 			return TTL{Key: a[1], Millis: name[0] == 'p', Abs: strings.HasSuffix(name, "time")}, nil
 		})
 	}
-	def("persist", 2, true, []string{wr, fast}, 1, 1, 1, ks, func(_ string, a [][]byte) (Op, error) { return Persist{Key: a[1]}, nil })
-	def("type", 2, false, []string{ro, fast}, 1, 1, 1, rks, func(_ string, a [][]byte) (Op, error) { return Type{Key: a[1]}, nil })
-	def("delex", -2, true, []string{wr, fast}, 1, 1, 1, ks, parseDelEx)
-	def("digest", 2, false, []string{ro, fast}, 1, 1, 1, rstr, func(_ string, a [][]byte) (Op, error) { return Digest{Key: a[1]}, nil })
-	def("incr", 2, true, []string{wr, deny, fast}, 1, 1, 1, strFast, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: 1}, nil })
-	def("decr", 2, true, []string{wr, deny, fast}, 1, 1, 1, strFast, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: -1}, nil })
-	def("incrby", 3, true, []string{wr, deny, fast}, 1, 1, 1, strFast, parseIncrBy)
-	def("decrby", 3, true, []string{wr, deny, fast}, 1, 1, 1, strFast, parseIncrBy)
-	def("mget", -2, false, []string{ro, fast}, 1, -1, 1, rstr, func(_ string, a [][]byte) (Op, error) { return MGet{Keys: a[1:]}, nil })
-	def("mset", -3, true, []string{wr, deny}, 1, -1, 2, str, parseMSet)
-	def("msetnx", -3, true, []string{wr, deny}, 1, -1, 2, str, parseMSet)
-	def("getrange", 4, false, []string{ro}, 1, 1, 1, []string{"@read", "@string", "@slow"}, parseGetRange)
-	def("dbsize", 1, false, []string{ro, fast}, 0, 0, 0, rks, func(string, [][]byte) (Op, error) { return DBSize{}, nil })
-	def("keys", 2, false, []string{ro}, 0, 0, 0, []string{"@keyspace", "@read", "@slow", "@dangerous"}, func(_ string, a [][]byte) (Op, error) { return Keys{Pattern: a[1]}, nil })
-	def("scan", -2, false, []string{ro}, 0, 0, 0, []string{"@keyspace", "@read", "@slow"}, parseScan)
-	def("flushall", -1, true, []string{wr}, 0, 0, 0, []string{"@keyspace", "@write", "@slow", "@dangerous"}, parseFlushAll)
-	hw := []string{"@write", "@hash", "@fast"}
-	hr := []string{"@read", "@hash", "@fast"}
-	hrSlow := []string{"@read", "@hash", "@slow"}
-	def("hset", -4, true, []string{wr, deny, fast}, 1, 1, 1, hw, parseHSet)
-	def("hmset", -4, true, []string{wr, deny, fast}, 1, 1, 1, hw, parseHSet)
-	def("hsetnx", 4, true, []string{wr, deny, fast}, 1, 1, 1, hw, func(_ string, a [][]byte) (Op, error) {
+	def("persist", 2, true, func(_ string, a [][]byte) (Op, error) { return Persist{Key: a[1]}, nil })
+	def("type", 2, false, func(_ string, a [][]byte) (Op, error) { return Type{Key: a[1]}, nil })
+	def("delex", -2, true, parseDelEx)
+	def("digest", 2, false, func(_ string, a [][]byte) (Op, error) { return Digest{Key: a[1]}, nil })
+	def("incr", 2, true, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: 1}, nil })
+	def("decr", 2, true, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: -1}, nil })
+	def("incrby", 3, true, parseIncrBy)
+	def("decrby", 3, true, parseIncrBy)
+	def("mget", -2, false, func(_ string, a [][]byte) (Op, error) { return MGet{Keys: a[1:]}, nil })
+	def("mset", -3, true, parseMSet)
+	def("msetnx", -3, true, parseMSet)
+	def("getrange", 4, false, parseGetRange)
+	def("dbsize", 1, false, func(string, [][]byte) (Op, error) { return DBSize{}, nil })
+	def("keys", 2, false, func(_ string, a [][]byte) (Op, error) { return Keys{Pattern: a[1]}, nil })
+	def("scan", -2, false, parseScan)
+	def("flushall", -1, true, parseFlushAll)
+	def("hset", -4, true, parseHSet)
+	def("hmset", -4, true, parseHSet)
+	def("hsetnx", 4, true, func(_ string, a [][]byte) (Op, error) {
 		return HSet{Key: a[1], Pairs: a[2:4], NX: true}, nil
 	})
-	def("hdel", -3, true, []string{wr, fast}, 1, 1, 1, hw, func(_ string, a [][]byte) (Op, error) { return HDel{Key: a[1], Fields: a[2:]}, nil })
-	def("hincrby", 4, true, []string{wr, deny, fast}, 1, 1, 1, hw, func(_ string, a [][]byte) (Op, error) {
+	def("hdel", -3, true, func(_ string, a [][]byte) (Op, error) { return HDel{Key: a[1], Fields: a[2:]}, nil })
+	def("hincrby", 4, true, func(_ string, a [][]byte) (Op, error) {
 		v, ok := ParseInt(a[3])
 		if !ok {
 			return nil, ErrNotInt
 		}
 		return HIncrBy{Key: a[1], Field: a[2], By: v}, nil
 	})
-	def("hget", 3, false, []string{ro, fast}, 1, 1, 1, hr, func(_ string, a [][]byte) (Op, error) { return HGet{Key: a[1], Field: a[2]}, nil })
-	def("hmget", -3, false, []string{ro, fast}, 1, 1, 1, hr, func(_ string, a [][]byte) (Op, error) { return HMGet{Key: a[1], Fields: a[2:]}, nil })
-	def("hgetall", 2, false, []string{ro}, 1, 1, 1, hrSlow, func(_ string, a [][]byte) (Op, error) { return HGetAll{Key: a[1]}, nil })
-	def("hexists", 3, false, []string{ro, fast}, 1, 1, 1, hr, func(_ string, a [][]byte) (Op, error) { return HExists{Key: a[1], Field: a[2]}, nil })
-	def("hlen", 2, false, []string{ro, fast}, 1, 1, 1, hr, func(_ string, a [][]byte) (Op, error) { return HLen{Key: a[1]}, nil })
-	def("hkeys", 2, false, []string{ro}, 1, 1, 1, hrSlow, func(_ string, a [][]byte) (Op, error) { return HKeys{Key: a[1]}, nil })
-	def("hvals", 2, false, []string{ro}, 1, 1, 1, hrSlow, func(_ string, a [][]byte) (Op, error) { return HVals{Key: a[1]}, nil })
-	def("publish", 3, true, []string{"pubsub", "loading", "stale", fast, "may_replicate"}, 0, 0, 0, []string{"@pubsub", "@fast"},
+	def("hget", 3, false, func(_ string, a [][]byte) (Op, error) { return HGet{Key: a[1], Field: a[2]}, nil })
+	def("hmget", -3, false, func(_ string, a [][]byte) (Op, error) { return HMGet{Key: a[1], Fields: a[2:]}, nil })
+	def("hgetall", 2, false, func(_ string, a [][]byte) (Op, error) { return HGetAll{Key: a[1]}, nil })
+	def("hexists", 3, false, func(_ string, a [][]byte) (Op, error) { return HExists{Key: a[1], Field: a[2]}, nil })
+	def("hlen", 2, false, func(_ string, a [][]byte) (Op, error) { return HLen{Key: a[1]}, nil })
+	def("hkeys", 2, false, func(_ string, a [][]byte) (Op, error) { return HKeys{Key: a[1]}, nil })
+	def("hvals", 2, false, func(_ string, a [][]byte) (Op, error) { return HVals{Key: a[1]}, nil })
+	def("publish", 3, true,
 		func(_ string, a [][]byte) (Op, error) { return Publish{Channel: a[1], Message: a[2]}, nil })
-	def("fence", -2, false, []string{ro, fast}, 1, 1, 1, rks, parseFence)
+	def("fence", -2, false, parseFence)
 }
 
 func eq(a []byte, s string) bool { return len(a) == len(s) && strings.EqualFold(string(a), s) }
