@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/resp"
@@ -54,6 +55,7 @@ type Store struct {
 	logs  *logstore.Store
 	trans *raft.NetworkTransport
 	m     *machine
+	dry   *lua.Engine // compiles scripts for dry runs (not the replicated cache)
 	clock *logClock
 	ready atomic.Bool // leader, and log time has caught up with the log
 
@@ -124,7 +126,7 @@ func Open(cfg Config) (*Store, error) {
 
 	m := newMachine()
 	m.publish = cfg.Publish
-	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{})}
+	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New()}
 
 	has, err := raft.HasExistingState(logs, logs, snaps)
 	if err != nil {
@@ -293,8 +295,16 @@ func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 		}
 		verified = false
 		kind, args := command.KindCommand, r.Args
-		if tx, ok := r.Op.(command.Tx); ok {
-			kind, args = command.KindTx, command.TxArgs(tx)
+		switch op := r.Op.(type) {
+		case command.Tx:
+			kind, args = command.KindTx, command.TxArgs(op)
+		case command.ScriptLoad, command.ScriptFlush:
+			kind, args = command.KindScript, command.ScriptArgs(op)
+		case command.Eval:
+			if v, ok := s.admitScript(op); !ok {
+				out[i] = v
+				continue
+			}
 		}
 		f, err := s.propose(ctx, kind, args)
 		if err != nil {
@@ -355,6 +365,35 @@ func mapApplyErr(err error) error {
 	}
 	return ErrUnknownOutcome
 }
+
+// admitScript is the leader's dry run of a script before it enters the log: the
+// script runs against a copy of the current state with fsm.DryRunBudget. A
+// script that does not finish (or an EVALSHA of a script the cache does not
+// hold) is answered here and never proposed.
+func (s *Store) admitScript(op command.Eval) (resp.Value, bool) {
+	src := op.Source
+	if src == nil {
+		s.m.mu.RLock()
+		src, _ = s.m.ks.Script(op.SHA)
+		s.m.mu.RUnlock()
+		if src == nil {
+			return resp.Error(lua.ErrNoScript), false
+		}
+	}
+	s.m.mu.Lock()
+	scratch := s.m.ks.Clone()
+	s.m.mu.Unlock()
+	now, wall := s.clock.read()
+	v := scratch.DryRun(op, src, s.dry, now, wall)
+	if v.IsError() && (lua.IsBudgetError(v) || strings.HasPrefix(v.String(), "ERR Error compiling script")) {
+		return v, false
+	}
+	return resp.Value{}, true
+}
+
+// KillScripts stops the scripts in a dry run on this node. It reports whether
+// there were any.
+func (s *Store) KillScripts() bool { return false }
 
 // readBarrier makes the reads that follow linearizable: after it returns, this
 // node has confirmed with a quorum (after the reads arrived) that it still leads,

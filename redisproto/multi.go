@@ -93,7 +93,7 @@ func cmdWatch(c *conn, a [][]byte) resp.Value {
 	for i, k := range a[1:] {
 		keys[i] = append([]byte(nil), k...)
 	}
-	v := c.srv.store.Do(c.srv.ctx, []command.Request{{Op: command.Versions{Keys: keys}, Spec: command.VersionsSpec}})[0]
+	v := c.storeOp(command.Versions{Keys: keys}, command.VersionsSpec)
 	if v.IsError() {
 		return v
 	}
@@ -122,7 +122,7 @@ func cmdExec(c *conn, _ [][]byte) resp.Value {
 	}
 	var applied resp.Value
 	if len(ks) > 0 || len(watches) > 0 {
-		applied = c.srv.store.Do(c.srv.ctx, []command.Request{{Op: command.Tx{Watch: watches, Cmds: ks}, Spec: command.TxSpec}})[0]
+		applied = c.storeOp(command.Tx{Watch: watches, Cmds: ks}, command.TxSpec)
 		if applied.Kind != resp.KindArray {
 			return applied // a watched key changed (nil), or the write failed
 		}

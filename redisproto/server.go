@@ -31,6 +31,8 @@ type Store interface {
 	Stats() [][2]string
 	// KeyspaceInfo is INFO's db0 line ("keys=N,expires=M,avg_ttl=0"), or "".
 	KeyspaceInfo() string
+	// KillScripts stops the scripts in a dry run; false when there are none.
+	KillScripts() bool
 }
 
 // Config configures the front door.

@@ -72,6 +72,10 @@ func words(s string) []string { return strings.Fields(s) }
 
 func atIndex(i int) BeginSearch { return BeginSearch{Type: "index", Index: i} }
 
+func keyNum(numIdx, first, step int) FindKeys {
+	return FindKeys{Type: "keynum", KeyNumIdx: numIdx, FirstKey: first, KeyStep: step}
+}
+
 func keysRange(last, step, limit int) FindKeys {
 	return FindKeys{Type: "range", LastKey: last, KeyStep: step, Limit: limit}
 }
@@ -137,6 +141,66 @@ var metaTable = map[string]CommandMeta{
 		Categories: words("@keyspace @write @slow @dangerous"),
 		Tips:       []string{"request_policy:all_shards", "response_policy:all_succeeded"},
 		Doc:        Doc{Summary: "Remove all keys from all databases", Since: "1.0.0", Group: "server", Complexity: "O(N) where N is the total number of keys in all databases"},
+	},
+	"eval": {
+		Arity: -3, Flags: words("noscript stale skip_monitor no_mandatory_keys movablekeys"),
+		Categories: words("@slow @scripting"),
+		KeySpecs: []KeySpec{{Notes: "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
+			Flags: words("RW access update"), Begin: atIndex(2), Find: keyNum(0, 1, 1)}},
+		Doc: Doc{Summary: "Execute a Lua script server side", Since: "2.6.0", Group: "scripting", Complexity: "Depends on the script that is executed."},
+	},
+	"evalsha": {
+		Arity: -3, Flags: words("noscript stale skip_monitor no_mandatory_keys movablekeys"),
+		Categories: words("@slow @scripting"),
+		KeySpecs:   []KeySpec{{Flags: words("RW access update"), Begin: atIndex(2), Find: keyNum(0, 1, 1)}},
+		Doc:        Doc{Summary: "Execute a Lua script server side", Since: "2.6.0", Group: "scripting", Complexity: "Depends on the script that is executed."},
+	},
+	"eval_ro": {
+		Arity: -3, Flags: words("readonly noscript stale skip_monitor no_mandatory_keys movablekeys"),
+		Categories: words("@slow @scripting"),
+		KeySpecs: []KeySpec{{Notes: "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
+			Flags: words("RO access"), Begin: atIndex(2), Find: keyNum(0, 1, 1)}},
+		Doc: Doc{Summary: "Execute a read-only Lua script server side", Since: "7.0.0", Group: "scripting", Complexity: "Depends on the script that is executed."},
+	},
+	"evalsha_ro": {
+		Arity: -3, Flags: words("readonly noscript stale skip_monitor no_mandatory_keys movablekeys"),
+		Categories: words("@slow @scripting"),
+		KeySpecs:   []KeySpec{{Flags: words("RO access"), Begin: atIndex(2), Find: keyNum(0, 1, 1)}},
+		Doc:        Doc{Summary: "Execute a read-only Lua script server side", Since: "7.0.0", Group: "scripting", Complexity: "Depends on the script that is executed."},
+	},
+	"script": {
+		Arity:      -2,
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "A container for Lua scripts management commands", Since: "2.6.0", Group: "scripting", Complexity: "Depends on subcommand."},
+	},
+	"script|exists": {
+		Arity: -3, Flags: words("noscript"),
+		Categories: words("@slow @scripting"),
+		Tips:       []string{"request_policy:all_shards", "response_policy:agg_logical_and"},
+		Doc:        Doc{Summary: "Check existence of scripts in the script cache.", Since: "2.6.0", Group: "scripting", Complexity: "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation)."},
+	},
+	"script|flush": {
+		Arity: -2, Flags: words("noscript"),
+		Categories: words("@slow @scripting"),
+		Tips:       []string{"request_policy:all_nodes", "response_policy:all_succeeded"},
+		Doc:        Doc{Summary: "Remove all the scripts from the script cache.", Since: "2.6.0", Group: "scripting", Complexity: "O(N) with N being the number of scripts in cache"},
+	},
+	"script|help": {
+		Arity: 2, Flags: words("loading stale"),
+		Categories: words("@slow @scripting"),
+		Doc:        Doc{Summary: "Show helpful text about the different subcommands", Since: "5.0.0", Group: "scripting", Complexity: "O(1)"},
+	},
+	"script|kill": {
+		Arity: 2, Flags: words("noscript allow_busy"),
+		Categories: words("@slow @scripting"),
+		Tips:       []string{"request_policy:all_shards", "response_policy:one_succeeded"},
+		Doc:        Doc{Summary: "Kill the script currently in execution.", Since: "2.6.0", Group: "scripting", Complexity: "O(1)"},
+	},
+	"script|load": {
+		Arity: 3, Flags: words("noscript stale"),
+		Categories: words("@slow @scripting"),
+		Tips:       []string{"request_policy:all_nodes", "response_policy:all_succeeded"},
+		Doc:        Doc{Summary: "Load the specified Lua script into the script cache.", Since: "2.6.0", Group: "scripting", Complexity: "O(N) with N being the length in bytes of the script body."},
 	},
 	"get": {
 		Arity: 2, Flags: words("readonly fast"), FirstKey: 1, LastKey: 1, Step: 1,

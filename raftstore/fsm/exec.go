@@ -90,6 +90,19 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.hashRead(op.Key, op, c)
 	case command.HVals:
 		return k.hashRead(op.Key, op, c)
+	case command.ScriptExists:
+		out := make([]resp.Value, len(op.SHAs))
+		for i, sha := range op.SHAs {
+			out[i] = resp.Zero
+			if k.scripts.Exists(string(sha)) {
+				out[i] = resp.One
+			}
+		}
+		return resp.Array(out...)
+	case command.Eval:
+		if op.Source == nil && op.RO {
+			return k.eval(op, c) // EVALSHA_RO: a read (the cache is not touched)
+		}
 	case command.Versions:
 		out := make([]resp.Value, len(op.Keys))
 		for i, key := range op.Keys {
@@ -158,6 +171,8 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 			return resp.One
 		}
 		return resp.OK
+	case command.Eval:
+		return k.eval(op, c)
 	case command.Publish:
 		// The receiver count is the delivering node's business, not the state
 		// machine's: 0 here (so scripts stay deterministic); the node that

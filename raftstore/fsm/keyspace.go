@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 	"github.com/tidwall/btree"
@@ -67,6 +68,8 @@ type Keyspace struct {
 	now       int64                // log time of the last applied entry
 	index     uint64               // Raft index of the last applied entry
 	events    []Event              // messages published by the entry being applied
+	scripts   *lua.Engine          // the replicated script cache (EVAL, SCRIPT LOAD)
+	budget    int64                // scripts' instruction budget; 0 = ApplyBudget
 }
 
 // Event is a message published by an applied entry (PUBLISH, at top level, in a
@@ -88,6 +91,7 @@ func New() *Keyspace {
 	return &Keyspace{
 		items:     btree.NewBTreeGOptions(byHash, btree.Options{NoLocks: true}),
 		deadlines: btree.NewBTreeGOptions(byDeadline, btree.Options{NoLocks: true}),
+		scripts:   lua.New(),
 	}
 }
 
@@ -136,6 +140,22 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		return resp.OK
 	case command.KindNoop:
 		return resp.OK
+	case command.KindScript:
+		op, err := command.ParseScriptArgs(e.Args)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
+		}
+		switch op := op.(type) {
+		case command.ScriptLoad:
+			sha, err := k.scripts.Load(op.Source)
+			if err != nil {
+				return resp.Error(err.Error())
+			}
+			return resp.BulkString(sha)
+		default:
+			k.scripts.Flush()
+			return resp.OK
+		}
 	case command.KindTx:
 		tx, err := command.ParseTx(e.Args)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/tidwall/btree"
 )
@@ -13,16 +14,17 @@ import (
 // Snapshot is a point-in-time copy of a keyspace. Taking one is O(1) (the trees
 // are copy-on-write); writing it out may run concurrently with further Applies.
 type Snapshot struct {
-	items *btree.BTreeG[*item]
-	now   int64
-	index uint64
+	scripts map[string][]byte // sha -> source
+	items   *btree.BTreeG[*item]
+	now     int64
+	index   uint64
 }
 
 // Snapshot captures the current state. Call it from the apply goroutine.
 func (k *Keyspace) Snapshot() *Snapshot {
 	// Items in the trees are immutable (changes replace them), so sharing them
 	// with the copy is safe.
-	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index}
+	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts()}
 }
 
 const snapVersion = 1
@@ -72,6 +74,22 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return total, err
 	}
+	// The script cache, in SHA order.
+	shas := make([]string, 0, len(s.scripts))
+	for sha := range s.scripts {
+		shas = append(shas, sha)
+	}
+	sort.Strings(shas)
+	buf = binary.AppendUvarint(buf[:0], uint64(len(shas)))
+	for _, sha := range shas {
+		buf = binary.AppendUvarint(buf, uint64(len(s.scripts[sha])))
+		buf = append(buf, s.scripts[sha]...)
+	}
+	n, err = bw.Write(buf)
+	total += int64(n)
+	if err != nil {
+		return total, err
+	}
 	return total, bw.Flush()
 }
 
@@ -103,6 +121,19 @@ func (k *Keyspace) Restore(r io.Reader) error {
 		fresh.items.Set(it)
 		if it.deadline != 0 {
 			fresh.deadlines.Set(it)
+		}
+	}
+	nscripts, err := binary.ReadUvarint(br)
+	if err != nil {
+		return fmt.Errorf("%w: scripts: %v", ErrBadSnapshot, err)
+	}
+	for i := uint64(0); i < nscripts; i++ {
+		src, err := readBytes(br)
+		if err != nil {
+			return fmt.Errorf("%w: script %d: %v", ErrBadSnapshot, i, err)
+		}
+		if _, err := fresh.scripts.Load(src); err != nil {
+			return fmt.Errorf("%w: script %d: %v", ErrBadSnapshot, i, err)
 		}
 	}
 	fresh.now, fresh.index = now, index

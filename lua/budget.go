@@ -1,0 +1,56 @@
+package lua
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrBudget is the error a run ends with when it executes more VM
+// instructions than Limits.MaxInstructions allows. Run reports it as an error
+// reply whose text starts with BudgetErrorPrefix; IsBudgetError recognises it.
+var ErrBudget = errors.New("script exceeded its instruction budget")
+
+// BudgetErrorPrefix starts the error reply of a run stopped by its
+// instruction budget: "ERR script exceeded its instruction budget of N
+// instructions".
+const BudgetErrorPrefix = "ERR script exceeded its instruction budget"
+
+func budgetReply(max int64) string {
+	return fmt.Sprintf("%s of %d instructions", BudgetErrorPrefix, max)
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// budget is the context.Context gopher-lua consults before every VM
+// instruction (mainLoopWithContext calls Done() once per instruction). It
+// counts those calls instead of watching a clock, so a run stops at exactly
+// the same instruction on every replica. Once spent, Done stays closed: a
+// pcall in the script may catch the error, but the next instruction raises
+// it again, so the script cannot outlive its budget.
+type budget struct {
+	left  int64
+	spent bool
+}
+
+func (b *budget) Done() <-chan struct{} {
+	if b.left <= 0 {
+		b.spent = true
+		return closedChan
+	}
+	b.left--
+	return nil // a nil channel never fires: the select takes its default
+}
+
+func (b *budget) Err() error {
+	if b.spent {
+		return ErrBudget
+	}
+	return nil
+}
+
+func (b *budget) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (b *budget) Value(any) any               { return nil }
+
+var _ context.Context = (*budget)(nil)

@@ -1,0 +1,38 @@
+package lua
+
+import (
+	"bytes"
+	"fmt"
+
+	glua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// compile compiles a chunk. On failure it returns Lua 5.1's message
+// ("<chunk>:<line>: <what> near '<token>'"): the chunk is first checked by
+// checkSyntax, a Lua 5.1 parser that only reports errors, because
+// gopher-lua's parser words them differently and accepts a few things
+// Lua 5.1 refuses.
+func compile(src []byte, chunkname string) (*glua.FunctionProto, string) {
+	if msg := checkSyntax(src, chunkname); msg != "" {
+		return nil, msg
+	}
+	chunk, err := parse.Parse(bytes.NewReader(src), chunkname)
+	if err != nil {
+		return nil, gopherSyntaxMessage(chunkname, err)
+	}
+	proto, err := glua.Compile(chunk, chunkname)
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v", chunkname, err)
+	}
+	return proto, ""
+}
+
+// gopherSyntaxMessage formats an error of gopher-lua's parser for what
+// checkSyntax let through (should not happen).
+func gopherSyntaxMessage(chunkname string, err error) string {
+	if pe, ok := err.(*parse.Error); ok {
+		return fmt.Sprintf("%s:%d: %s near '%s'", chunkname, pe.Pos.Line, pe.Message, pe.Token)
+	}
+	return fmt.Sprintf("%s: %v", chunkname, err)
+}

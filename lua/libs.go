@@ -1,0 +1,224 @@
+package lua
+
+import (
+	"math"
+	"strings"
+
+	glua "github.com/yuin/gopher-lua"
+)
+
+// coerce wraps one of gopher-lua's library functions so that it sees its
+// arguments as Lua 5.1's C library would: a number where a string is
+// expected becomes its "%.14g" text, a numeric string where a number is
+// expected becomes the number. spec has one letter per argument: 's'
+// string, 'n' number, anything else untouched; a trailing '*' repeats the
+// letter before it for the remaining arguments.
+func (s *state) coerce(orig *glua.LFunction, spec string) glua.LValue {
+	upvalues := make([]glua.LValue, len(orig.Upvalues))
+	for i, uv := range orig.Upvalues {
+		upvalues[i] = uv.Value()
+	}
+	gf := orig.GFunction
+	return s.L.NewClosure(func(L *glua.LState) int {
+		top := L.GetTop()
+		for i := 1; i <= top; i++ {
+			var c byte
+			switch {
+			case i-1 < len(spec) && spec[i-1] != '*':
+				c = spec[i-1]
+			case strings.HasSuffix(spec, "*") && len(spec) >= 2:
+				c = spec[len(spec)-2]
+			default:
+				continue
+			}
+			v := L.Get(i)
+			switch c {
+			case 's':
+				if n, ok := v.(glua.LNumber); ok {
+					L.Replace(i, glua.LString(fmtNumber(float64(n))))
+				}
+			case 'n':
+				if str, ok := v.(glua.LString); ok {
+					if f, ok := str2number(string(str)); ok {
+						L.Replace(i, glua.LNumber(f))
+					}
+				}
+			}
+		}
+		return gf(L)
+	}, upvalues...)
+}
+
+// luaRep is string.rep(s, n), refusing results longer than the run's
+// string limit.
+func (s *state) luaRep(L *glua.LState) int {
+	str := checkString(L, 1)
+	n := checkInt(L, 2)
+	if n <= 0 || len(str) == 0 {
+		L.Push(glua.LString(""))
+		return 1
+	}
+	if int64(len(str))*int64(n) > int64(s.r.maxStr) {
+		raisef(L, "resulting string too large")
+	}
+	L.Push(glua.LString(strings.Repeat(str, int(n))))
+	return 1
+}
+
+// luaStringDump is string.dump: there is no bytecode format to dump to.
+func luaStringDump(L *glua.LState) int {
+	if _, ok := L.Get(1).(*glua.LFunction); !ok {
+		typeError(L, 1, "function")
+	}
+	raisef(L, "unable to dump given function")
+	return 0
+}
+
+// luaConcat is table.concat(t [, sep [, i [, j]]]).
+func (s *state) luaConcat(L *glua.LState) int {
+	sep := optString(L, 2, "")
+	t := checkTable(L, 1)
+	i := optInt(L, 3, 1)
+	var last int32
+	if isNoneOrNil(L, 4) {
+		last = int32(t.Len())
+	} else {
+		last = checkInt(L, 4)
+	}
+	var b strings.Builder
+	add := func(i int32) {
+		str, ok := toStringLua(t.RawGetInt(int(i)))
+		if !ok {
+			raisef(L, "invalid value (at index %d) in table for 'concat'", i)
+		}
+		if b.Len()+len(str) > s.r.maxStr {
+			raisef(L, "resulting string too large")
+		}
+		b.WriteString(str)
+	}
+	for ; i < last; i++ {
+		add(i)
+		if b.Len()+len(sep) > s.r.maxStr {
+			raisef(L, "resulting string too large")
+		}
+		b.WriteString(sep)
+	}
+	if i == last {
+		add(i)
+	}
+	L.Push(glua.LString(b.String()))
+	return 1
+}
+
+// luaInsert is table.insert(t, [pos,] v).
+func (s *state) luaInsert(L *glua.LState) int {
+	t := checkTable(L, 1)
+	e := int32(t.Len()) + 1
+	var pos int32
+	switch L.GetTop() {
+	case 2:
+		pos = e
+	case 3:
+		pos = checkInt(L, 2)
+		if pos > e {
+			e = pos
+		}
+		if s.isProxy(t) && e > pos {
+			raiseReadonly(L)
+		}
+		for i := e; i > pos; i-- {
+			t.RawSetInt(int(i), t.RawGetInt(int(i-1)))
+		}
+	default:
+		raisef(L, "wrong number of arguments to 'insert'")
+	}
+	if s.isProxy(t) {
+		raiseReadonly(L)
+	}
+	t.RawSetInt(int(pos), L.Get(L.GetTop()))
+	return 0
+}
+
+// luaForeach is table.foreach(t, f) (deprecated in 5.1, present in Redis).
+func (s *state) luaForeach(L *glua.LState) int {
+	t := checkTable(L, 1)
+	if _, ok := L.Get(2).(*glua.LFunction); !ok {
+		typeError(L, 2, "function")
+	}
+	f := L.Get(2)
+	src := t
+	if real, ok := s.realOf[t]; ok {
+		src = real
+	}
+	for k, v := src.Next(glua.LNil); k != glua.LNil; k, v = src.Next(k) {
+		L.Push(f)
+		L.Push(k)
+		L.Push(s.wrap(v))
+		L.Call(2, 1)
+		if r := L.Get(-1); r != glua.LNil {
+			return 1
+		}
+		L.Pop(1)
+	}
+	return 0
+}
+
+// luaForeachi is table.foreachi(t, f).
+func luaForeachi(L *glua.LState) int {
+	t := checkTable(L, 1)
+	if _, ok := L.Get(2).(*glua.LFunction); !ok {
+		typeError(L, 2, "function")
+	}
+	f := L.Get(2)
+	n := t.Len()
+	for i := 1; i <= n; i++ {
+		L.Push(f)
+		L.Push(glua.LNumber(i))
+		L.Push(t.RawGetInt(i))
+		L.Call(2, 1)
+		if r := L.Get(-1); r != glua.LNil {
+			return 1
+		}
+		L.Pop(1)
+	}
+	return 0
+}
+
+// luaSetn is table.setn, obsolete in Lua 5.1.
+func luaSetn(L *glua.LState) int {
+	checkTable(L, 1)
+	raisef(L, "'setn' is obsolete")
+	return 0
+}
+
+// luaRandom is Redis's math.random (redis_math_random): Lua 5.1's, drawing
+// from Redis's rand48 generator.
+func (s *state) luaRandom(L *glua.LState) int {
+	r := s.r.rand.float()
+	switch L.GetTop() {
+	case 0:
+		L.Push(glua.LNumber(r))
+	case 1:
+		u := checkInt(L, 1)
+		if u < 1 {
+			argError(L, 1, "interval is empty")
+		}
+		L.Push(glua.LNumber(math.Floor(r*float64(u)) + 1))
+	case 2:
+		l := checkInt(L, 1)
+		u := checkInt(L, 2)
+		if l > u {
+			argError(L, 2, "interval is empty")
+		}
+		L.Push(glua.LNumber(math.Floor(r*float64(u-l+1)) + float64(l)))
+	default:
+		raisef(L, "wrong number of arguments")
+	}
+	return 1
+}
+
+// luaRandomseed is math.randomseed(x): reseeds this run's generator.
+func (s *state) luaRandomseed(L *glua.LState) int {
+	s.r.rand.seed(checkInt(L, 1))
+	return 0
+}

@@ -1,0 +1,120 @@
+package fsm
+
+import (
+	"strings"
+	"time"
+
+	"github.com/lockd/lockd/lua"
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// Instruction budgets of scripts. A script runs inside apply with ApplyBudget,
+// the same on every replica, so a script that exceeds it fails identically
+// everywhere (without rollback of what it already did, as in Redis). The leader
+// first runs every script against a copy of the state with the smaller
+// DryRunBudget and refuses it there if it does not finish, so a runaway script
+// never enters the log; the larger apply budget leaves room for a script whose
+// work grew between the dry run and the apply.
+const (
+	DryRunBudget = 50_000_000
+	ApplyBudget  = 250_000_000
+)
+
+// notInScripts names commands a script may not call (Redis's noscript flag).
+var notInScripts = map[string]bool{
+	"multi": true, "exec": true, "discard": true, "watch": true, "unwatch": true,
+	"subscribe": true, "psubscribe": true, "unsubscribe": true, "punsubscribe": true,
+	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "script": true,
+	"auth": true, "hello": true, "quit": true, "client": true, "wait": true,
+}
+
+// scriptHost is what redis.call reaches: this keyspace at the entry's position
+// in the log (or the read's point in time for read-only scripts).
+type scriptHost struct {
+	k  *Keyspace
+	c  Ctx
+	ro bool
+}
+
+// Call runs one command for a script with Redis's checks and texts.
+func (h *scriptHost) Call(args [][]byte) resp.Value {
+	name := strings.ToLower(string(args[0]))
+	spec, ok := command.Lookup(args[0])
+	if !ok {
+		switch {
+		case name == "ping" && len(args) <= 2:
+			if len(args) == 2 {
+				return resp.Bulk(args[1])
+			}
+			return resp.Simple("PONG")
+		case name == "time" && len(args) == 1:
+			// The stamping leader's wall clock: the same on every replica.
+			t := time.UnixMilli(h.c.Wall)
+			return resp.Array(resp.BulkString(itoa(t.Unix())), resp.BulkString(itoa(int64(t.Nanosecond()/1000))))
+		case notInScripts[name]:
+			return resp.Error(lua.ErrNotAllowed)
+		}
+		return resp.Error(lua.ErrUnknownCommand)
+	}
+	if notInScripts[name] {
+		return resp.Error(lua.ErrNotAllowed)
+	}
+	if !spec.CheckArity(len(args)) {
+		return resp.Error(lua.ErrWrongArity)
+	}
+	if spec.Write && (h.ro || !h.c.Write) {
+		return resp.Error(lua.ErrWriteFromRO)
+	}
+	op, err := spec.Parse(args)
+	if err != nil {
+		return errReply(err)
+	}
+	return h.k.Exec(op, h.c)
+}
+
+// eval runs EVAL/EVALSHA (and their _RO forms). EVAL fills the replicated
+// script cache first.
+func (k *Keyspace) eval(op command.Eval, c Ctx) resp.Value {
+	if op.Source != nil {
+		if !c.Write {
+			return resp.Error("ERR internal: EVAL outside the log")
+		}
+		if _, err := k.scripts.Load(op.Source); err != nil {
+			return resp.Error(err.Error())
+		}
+	}
+	budget := k.budget
+	if budget == 0 {
+		budget = ApplyBudget
+	}
+	return k.scripts.Run(op.SHA, op.Keys, op.Args, &scriptHost{k: k, c: c, ro: op.RO}, lua.Limits{MaxInstructions: budget})
+}
+
+// HasScript reports whether sha is in the replicated script cache, and its source.
+func (k *Keyspace) Script(sha string) ([]byte, bool) { return k.scripts.Source(sha) }
+
+// DryRun runs an EVAL or EVALSHA against a copy of the keyspace, as the leader
+// does before it proposes the script, with DryRunBudget and the given script
+// engine (a private compile cache: the replicated cache changes only in apply).
+// The copy is discarded. Call it on a Clone, never on the live keyspace.
+func (k *Keyspace) DryRun(op command.Eval, src []byte, engine *lua.Engine, now, wall int64) resp.Value {
+	if _, err := engine.Load(src); err != nil {
+		return resp.Error(err.Error())
+	}
+	k.scripts, k.budget = engine, DryRunBudget
+	if now > k.now {
+		k.now = now
+	}
+	op.Source = nil
+	return k.eval(op, Ctx{Index: k.index + 1, Now: k.now, Wall: wall, Write: true})
+}
+
+// Clone returns a copy of the keyspace that shares nothing mutable with it
+// (the trees are copied on write). Call it with the apply lock held: copying a
+// tree marks the original.
+func (k *Keyspace) Clone() *Keyspace {
+	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), now: k.now, index: k.index, scripts: k.scripts}
+}
+
+func itoa(n int64) string { return resp.Int(n).String() }
