@@ -634,3 +634,5 @@ var families = []struct {
 	{"pubsub", pubsubCases},
 	{"command", commandCases},
 }
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }

@@ -1,0 +1,209 @@
+//go:build !compat_redis
+
+package compat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestRealClients runs real, unchanged Redis lock clients against redis-server
+// and against lockd, and requires the same observable story from both: who
+// gets the lock, who is refused, extend, release, expiry. Each scenario returns
+// a log of outcomes; the two logs must be equal.
+func TestRealClients(t *testing.T) {
+	redisAddr := startRedis(t)
+	_, lockdAddr := startOther(t)
+	scenarios := []struct {
+		name string
+		run  func(t *testing.T, addr string) []string
+	}{
+		{"redsync", redsyncScenario},
+		{"redislock", redislockScenario},
+		{"go-redis Script", scriptScenario},
+		{"redis-cli --eval", redisCliEvalScenario},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			want := sc.run(t, redisAddr)
+			got := sc.run(t, lockdAddr)
+			if strings.Join(want, "\n") != strings.Join(got, "\n") {
+				t.Fatalf("outcomes differ\nredis-server:\n  %s\nlockd:\n  %s", strings.Join(want, "\n  "), strings.Join(got, "\n  "))
+			}
+			t.Logf("%d outcomes match:\n  %s", len(got), strings.Join(got, "\n  "))
+		})
+	}
+}
+
+func newClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	if err := c.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatalf("FLUSHALL: %v", err)
+	}
+	return c
+}
+
+// waitUntil polls cond every 10 ms for at most d.
+func waitUntil(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cond()
+}
+
+func clientOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, redsync.ErrFailed), errors.Is(err, redislock.ErrNotObtained):
+		return "not obtained"
+	case errors.Is(err, redsync.ErrLockAlreadyExpired), errors.Is(err, redislock.ErrLockNotHeld):
+		return "not held"
+	}
+	var taken *redsync.ErrTaken
+	if errors.As(err, &taken) {
+		return "taken"
+	}
+	return "error: " + err.Error()
+}
+
+func redsyncScenario(t *testing.T, addr string) []string {
+	ctx := context.Background()
+	c := newClient(t, addr)
+	rs := redsync.New(goredis.NewPool(c))
+	var log []string
+	add := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
+
+	m1 := rs.NewMutex("job", redsync.WithExpiry(2*time.Second), redsync.WithTries(1))
+	add("m1 lock: %s", clientOutcome(m1.LockContext(ctx)))
+	m2 := rs.NewMutex("job", redsync.WithExpiry(2*time.Second), redsync.WithTries(3), redsync.WithRetryDelay(20*time.Millisecond))
+	add("m2 lock while held: %s", clientOutcome(m2.LockContext(ctx)))
+	ok, err := m1.ExtendContext(ctx)
+	add("m1 extend: %v %s", ok, clientOutcome(err))
+	pttl, _ := c.PTTL(ctx, "job").Result()
+	add("extended ttl in (1.5s, 2s]: %v", pttl > 1500*time.Millisecond && pttl <= 2*time.Second)
+	ok, err = m2.UnlockContext(ctx)
+	add("m2 unlock of m1's lock: %v %s", ok, clientOutcome(err))
+	ok, err = m1.UnlockContext(ctx)
+	add("m1 unlock: %v %s", ok, clientOutcome(err))
+	add("m2 lock after release: %s", clientOutcome(m2.LockContext(ctx)))
+
+	// Expiry: a short lock frees itself.
+	m3 := rs.NewMutex("short", redsync.WithExpiry(150*time.Millisecond), redsync.WithTries(1))
+	add("m3 lock: %s", clientOutcome(m3.LockContext(ctx)))
+	gone := waitUntil(5*time.Second, func() bool { n, _ := c.Exists(ctx, "short").Result(); return n == 0 })
+	add("short lock expired: %v", gone)
+	ok, err = m3.ExtendContext(ctx)
+	add("m3 extend after expiry: %v %s", ok, clientOutcome(err))
+	m4 := rs.NewMutex("short", redsync.WithExpiry(time.Second), redsync.WithTries(1))
+	add("m4 lock after expiry: %s", clientOutcome(m4.LockContext(ctx)))
+	ok, err = m3.UnlockContext(ctx)
+	add("m3 unlock after losing it: %v %s", ok, clientOutcome(err))
+	valid, err := m4.ValidContext(ctx)
+	add("m4 valid: %v %s", valid, clientOutcome(err))
+	return log
+}
+
+func redislockScenario(t *testing.T, addr string) []string {
+	ctx := context.Background()
+	c := newClient(t, addr)
+	lc := redislock.New(c)
+	var log []string
+	add := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
+
+	l1, err := lc.Obtain(ctx, "res", time.Second, nil)
+	add("obtain: %s", clientOutcome(err))
+	_, err = lc.Obtain(ctx, "res", time.Second, nil)
+	add("obtain while held: %s", clientOutcome(err))
+	_, err = lc.Obtain(ctx, "res", time.Second, &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(20*time.Millisecond), 3)})
+	add("obtain with retries while held: %s", clientOutcome(err))
+	if l1 == nil {
+		return log
+	}
+	ttl, err := l1.TTL(ctx)
+	add("ttl in (0.5s, 1s]: %v %s", ttl > 500*time.Millisecond && ttl <= time.Second, clientOutcome(err))
+	add("refresh: %s", clientOutcome(l1.Refresh(ctx, 3*time.Second, nil)))
+	ttl, _ = l1.TTL(ctx)
+	add("refreshed ttl in (2.5s, 3s]: %v", ttl > 2500*time.Millisecond && ttl <= 3*time.Second)
+	add("metadata: %q", l1.Metadata())
+	add("release: %s", clientOutcome(l1.Release(ctx)))
+	add("release again: %s", clientOutcome(l1.Release(ctx)))
+	ttl, err = l1.TTL(ctx)
+	add("ttl after release: %v %s", ttl, clientOutcome(err))
+
+	l2, err := lc.Obtain(ctx, "short", 100*time.Millisecond, &redislock.Options{Metadata: "m"})
+	add("obtain short: %s", clientOutcome(err))
+	gone := waitUntil(5*time.Second, func() bool { n, _ := c.Exists(ctx, "short").Result(); return n == 0 })
+	add("short expired: %v", gone)
+	if l2 != nil {
+		add("refresh after expiry: %s", clientOutcome(l2.Refresh(ctx, time.Second, nil)))
+		add("release after expiry: %s", clientOutcome(l2.Release(ctx)))
+	}
+	return log
+}
+
+// scriptScenario uses go-redis's Script: EVALSHA first, EVAL on NOSCRIPT.
+func scriptScenario(t *testing.T, addr string) []string {
+	ctx := context.Background()
+	c := newClient(t, addr)
+	var log []string
+	add := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
+	cad := redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+	c.ScriptFlush(ctx)
+	exists, _ := c.ScriptExists(ctx, cad.Hash()).Result()
+	add("exists before: %v", exists)
+	c.Set(ctx, "k", "me", 0)
+	v, err := cad.Run(ctx, c, []string{"k"}, "other").Result()
+	add("cad other: %v %v", v, err)
+	exists, _ = c.ScriptExists(ctx, cad.Hash()).Result()
+	add("exists after EVAL fallback: %v", exists)
+	v, err = cad.EvalSha(ctx, c, []string{"k"}, "me").Result()
+	add("evalsha me: %v %v", v, err)
+	v, err = cad.Run(ctx, c, []string{"k"}, "me").Result()
+	add("cad again: %v %v", v, err)
+	bad := redis.NewScript(`return redis.call("nosuch")`)
+	_, err = bad.Run(ctx, c, nil).Result()
+	add("bad script: %v", err)
+	ro := redis.NewScript(`return redis.call("get", KEYS[1])`)
+	c.Set(ctx, "r", "x", 0)
+	v, err = ro.RunRO(ctx, c, []string{"r"}).Result()
+	add("run ro: %v %v", v, err)
+	return log
+}
+
+// redisCliEvalScenario runs redis-cli --eval with a script file.
+func redisCliEvalScenario(t *testing.T, addr string) []string {
+	c := newClient(t, addr)
+	c.Set(context.Background(), "k", "v1", 0)
+	host, port, _ := strings.Cut(addr, ":")
+	file := t.TempDir() + "/cas.lua"
+	script := `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[1], ARGV[2]) return 1 end return 0`
+	if err := writeFile(file, script); err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	for _, args := range [][]string{{"k", ",", "v1", "v2"}, {"k", ",", "v1", "v3"}} {
+		out, err := exec.Command("redis-cli", append([]string{"-h", host, "-p", port, "--eval", file}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli --eval: %v: %s", err, out)
+		}
+		log = append(log, strings.TrimSpace(string(out)))
+	}
+	v, _ := c.Get(context.Background(), "k").Result()
+	return append(log, "k="+v)
+}
