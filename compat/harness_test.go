@@ -633,6 +633,7 @@ var families = []struct {
 	{"transactions", multiCases},
 	{"pubsub", pubsubCases},
 	{"command", commandCases},
+	{"scripting", scriptCases},
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
