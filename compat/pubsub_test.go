@@ -54,6 +54,17 @@ var pubsubCases = []tcase{
 		raw("", 1),
 		cmd("UNSUBSCRIBE", "a"),
 	}},
+	{name: "PUBLISH from a script and a transaction", steps: []step{
+		cmd("SUBSCRIBE", "ch"),
+		cmd("EVAL", "redis.call('publish', 'ch', 'from-script') redis.call('publish', 'other', 'x') return 1", "0").on(1),
+		raw("", 1),
+		cmd("MULTI").on(1),
+		cmd("PUBLISH", "ch", "from-tx").on(1),
+		cmd("SET", "k", "v").on(1),
+		cmd("EXEC").on(1),
+		raw("", 1),
+		cmd("UNSUBSCRIBE"),
+	}},
 	{name: "pubsub errors", steps: []step{
 		cmd("SUBSCRIBE"),
 		cmd("PSUBSCRIBE"),

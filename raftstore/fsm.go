@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/fsm"
+
 	"github.com/lockd/lockd/resp"
 )
 
@@ -60,15 +61,7 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 		}
 		out[i] = m.ks.Apply(l.Index, e)
 		if ev := m.ks.TakeEvents(); len(ev) > 0 {
-			n := 0
-			for _, e := range ev {
-				if m.publish != nil {
-					n += m.publish(e.Channel, e.Message)
-				}
-			}
-			if e.Kind == command.KindCommand && len(ev) == 1 && command.EqualFold(e.Args[0], "publish") {
-				out[i] = resp.Int(int64(n))
-			}
+			out[i] = m.deliver(e, ev, out[i].(resp.Value))
 		}
 	}
 	m.mu.Unlock()
@@ -80,6 +73,42 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 	default:
 	}
 	return out
+}
+
+// deliver hands an entry's published messages to this node's subscribers and
+// puts the receiver count of each direct PUBLISH into its reply: the entry's own
+// reply, or that command's element of a transaction's reply.
+func (m *machine) deliver(e command.Entry, ev []fsm.Event, reply resp.Value) resp.Value {
+	var counts []int64
+	for _, x := range ev {
+		n := 0
+		if m.publish != nil {
+			n = m.publish(x.Channel, x.Message)
+		}
+		if x.Direct {
+			counts = append(counts, int64(n))
+		}
+	}
+	if len(counts) == 0 || reply.IsError() {
+		return reply
+	}
+	switch e.Kind {
+	case command.KindCommand:
+		return resp.Int(counts[0])
+	case command.KindTx:
+		tx, err := command.ParseTx(e.Args)
+		if err != nil || reply.Kind != resp.KindArray || len(reply.Elems) != len(tx.Cmds) {
+			return reply
+		}
+		elems := append([]resp.Value(nil), reply.Elems...)
+		for i, c := range tx.Cmds {
+			if len(counts) > 0 && command.EqualFold(c[0], "publish") && elems[i].Kind == resp.KindInt {
+				elems[i], counts = resp.Int(counts[0]), counts[1:]
+			}
+		}
+		return resp.Array(elems...)
+	}
+	return reply
 }
 
 func (m *machine) setApplied(idx uint64) {

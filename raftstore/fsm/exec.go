@@ -177,7 +177,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		// The receiver count is the delivering node's business, not the state
 		// machine's: 0 here (so scripts stay deterministic); the node that
 		// proposed a top-level PUBLISH replies with its own count.
-		k.events = append(k.events, Event{Channel: clone(op.Channel), Message: clone(op.Message)})
+		k.events = append(k.events, Event{Channel: clone(op.Channel), Message: clone(op.Message), Direct: !k.inScript})
 		return resp.Zero
 	case command.HSet:
 		return k.hashWrite(op.Key, op, c)

@@ -70,12 +70,17 @@ type Keyspace struct {
 	events    []Event              // messages published by the entry being applied
 	scripts   *lua.Engine          // the replicated script cache (EVAL, SCRIPT LOAD)
 	budget    int64                // scripts' instruction budget; 0 = ApplyBudget
+	inScript  bool                 // a script is running (its PUBLISHes are not Direct)
 }
 
 // Event is a message published by an applied entry (PUBLISH, at top level, in a
 // transaction or in a script). The node delivers it to its own subscribers.
 type Event struct {
 	Channel, Message []byte
+	// Direct is set for a PUBLISH command of the entry or of its transaction,
+	// whose reply the proposing node fills with its own receiver count; a
+	// PUBLISH from a script answers the script 0 (scripts stay deterministic).
+	Direct bool
 }
 
 // TakeEvents returns and forgets the events of the entries applied since the last

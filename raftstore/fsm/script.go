@@ -88,6 +88,8 @@ func (k *Keyspace) eval(op command.Eval, c Ctx) resp.Value {
 	if budget == 0 {
 		budget = ApplyBudget
 	}
+	k.inScript = true
+	defer func() { k.inScript = false }()
 	return k.scripts.Run(op.SHA, op.Keys, op.Args, &scriptHost{k: k, c: c, ro: op.RO}, lua.Limits{MaxInstructions: budget})
 }
 
