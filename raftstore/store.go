@@ -30,6 +30,13 @@ type Config struct {
 	DataDir string
 	// PeerAddr is the address the peer (Raft) port binds, e.g. "127.0.0.1:7379".
 	PeerAddr string
+	// Peers are the voters of a new cluster, this node included, used only when
+	// the data directory holds no Raft state yet. Empty: a single-node cluster of
+	// this node. Every node of a new cluster is started with the same Peers.
+	Peers []Peer
+	// Join starts a node that waits to be added to a running cluster (RAFT.ADD on
+	// any member) instead of bootstrapping one.
+	Join bool
 	// Logger receives the store's structured logs; nil discards them.
 	Logger *slog.Logger
 	// RaftLogOutput receives hashicorp/raft's own log lines (nil: discarded).
@@ -44,6 +51,44 @@ type Config struct {
 	// subscribers and returns how many received it. It is called on the apply
 	// goroutine and must not block. nil drops published messages.
 	Publish func(channel, message []byte) int
+}
+
+// Peer is one voter of a cluster: its node ID and peer address.
+type Peer struct {
+	ID   string
+	Addr string
+}
+
+// ErrBadPeers reports a -peers list that cannot describe a cluster.
+var ErrBadPeers = errors.New("bad peer list")
+
+// checkPeers validates a bootstrap configuration: unique IDs and addresses, and
+// this node in it at its own peer address.
+func checkPeers(peers []Peer, self, selfAddr string) error {
+	ids, addrs := map[string]bool{}, map[string]bool{}
+	found := false
+	for _, p := range peers {
+		if p.ID == "" || p.Addr == "" {
+			return fmt.Errorf("%w: empty node id or address in %q=%q", ErrBadPeers, p.ID, p.Addr)
+		}
+		if ids[p.ID] {
+			return fmt.Errorf("%w: node id %q appears twice", ErrBadPeers, p.ID)
+		}
+		if addrs[p.Addr] {
+			return fmt.Errorf("%w: peer address %s appears twice", ErrBadPeers, p.Addr)
+		}
+		ids[p.ID], addrs[p.Addr] = true, true
+		if p.ID == self {
+			found = true
+			if p.Addr != selfAddr {
+				return fmt.Errorf("%w: this node (%s) is listed at %s but its peer address is %s", ErrBadPeers, self, p.Addr, selfAddr)
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("%w: this node's id %q is not in the list", ErrBadPeers, self)
+	}
+	return nil
 }
 
 // Store is one node's replicated keyspace: a single Raft group for now. Its
@@ -95,6 +140,12 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("peer port %s: %w", cfg.PeerAddr, err)
 	}
+	if len(cfg.Peers) > 0 {
+		if err := checkPeers(cfg.Peers, cfg.NodeID, string(trans.LocalAddr())); err != nil {
+			trans.Close()
+			return nil, err
+		}
+	}
 	groupDir := filepath.Join(cfg.DataDir, "group-0")
 	if err := os.MkdirAll(groupDir, 0o755); err != nil {
 		trans.Close()
@@ -141,16 +192,23 @@ func Open(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("starting raft: %w", err)
 	}
 	s.raft = r
-	if !has {
-		f := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
-		}}})
-		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+	switch {
+	case !has && cfg.Join:
+		lg.Info("waiting to be added to a cluster (RAFT.ADD on a member)", "node_id", cfg.NodeID, "peer_addr", trans.LocalAddr())
+	case !has:
+		conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr()}}}
+		if len(cfg.Peers) > 0 {
+			conf.Servers = nil
+			for _, p := range cfg.Peers {
+				conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+			}
+		}
+		if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			s.Close()
 			return nil, fmt.Errorf("bootstrapping: %w", err)
 		}
-		lg.Info("bootstrapped a new single-node cluster", "data_dir", cfg.DataDir, "node_id", cfg.NodeID)
-	} else {
+		lg.Info("bootstrapped a new cluster", "data_dir", cfg.DataDir, "node_id", cfg.NodeID, "voters", len(conf.Servers))
+	default:
 		lg.Info("recovered existing raft state", "data_dir", cfg.DataDir, "last_index", logsLast(logs))
 	}
 	s.wg.Add(2)
@@ -168,6 +226,26 @@ func logsLast(l *logstore.Store) uint64 {
 func (s *Store) WaitReady(ctx context.Context) error {
 	for {
 		if s.ready.Load() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closed:
+			return ErrClosed
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// WaitServing blocks until the cluster has a leader that serves (this node or
+// another), or ctx ends.
+func (s *Store) WaitServing(ctx context.Context) error {
+	for {
+		if s.ready.Load() {
+			return nil
+		}
+		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() == raft.Follower {
 			return nil
 		}
 		select {
@@ -296,6 +374,10 @@ func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 		verified = false
 		kind, args := command.KindCommand, r.Args
 		switch op := r.Op.(type) {
+		case command.Admin:
+			flush()
+			out[i] = s.admin(ctx, op)
+			continue
 		case command.Tx:
 			kind, args = command.KindTx, command.TxArgs(op)
 		case command.ScriptLoad, command.ScriptFlush:
@@ -389,6 +471,70 @@ func (s *Store) admitScript(op command.Eval) (resp.Value, bool) {
 		return v, false
 	}
 	return resp.Value{}, true
+}
+
+// admin runs a membership operation on the leader.
+func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
+	if op.Action == "members" {
+		return s.members()
+	}
+	if s.raft.State() != raft.Leader {
+		return resp.Error(ErrNotApplied.Error())
+	}
+	var f raft.Future
+	switch op.Action {
+	case "add":
+		if op.ID == "" || op.Addr == "" {
+			return resp.Error("ERR node id and peer address are required")
+		}
+		f = s.raft.AddVoter(raft.ServerID(op.ID), raft.ServerAddress(op.Addr), 0, s.cfg.ApplyTimeout)
+	case "remove":
+		f = s.raft.RemoveServer(raft.ServerID(op.ID), 0, s.cfg.ApplyTimeout)
+	case "transfer":
+		if op.ID == "" {
+			f = s.raft.LeadershipTransfer()
+		} else {
+			addr := ""
+			for _, srv := range s.configuration() {
+				if string(srv.ID) == op.ID {
+					addr = string(srv.Address)
+				}
+			}
+			if addr == "" {
+				return resp.Error("ERR no such node: " + op.ID)
+			}
+			f = s.raft.LeadershipTransferToServer(raft.ServerID(op.ID), raft.ServerAddress(addr))
+		}
+	default:
+		return resp.Error(string(command.ErrSyntax))
+	}
+	if err := f.Error(); err != nil {
+		return resp.Error("ERR " + op.Action + " failed: " + err.Error())
+	}
+	return resp.OK
+}
+
+func (s *Store) configuration() []raft.Server {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	return f.Configuration().Servers
+}
+
+// members lists the configuration as this node knows it.
+func (s *Store) members() resp.Value {
+	leaderAddr, leaderID := s.raft.LeaderWithID()
+	var out []resp.Value
+	for _, srv := range s.configuration() {
+		out = append(out, resp.Map(
+			resp.BulkString("id"), resp.BulkString(string(srv.ID)),
+			resp.BulkString("addr"), resp.BulkString(string(srv.Address)),
+			resp.BulkString("suffrage"), resp.BulkString(srv.Suffrage.String()),
+			resp.BulkString("leader"), resp.Bool(srv.ID == leaderID && srv.Address == leaderAddr),
+		))
+	}
+	return resp.Array(out...)
 }
 
 // KillScripts stops the scripts in a dry run on this node. It reports whether
@@ -536,6 +682,13 @@ func (s *Store) IsLeader() bool { return s.ready.Load() }
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		// A leader hands over first, so that the cluster does not wait out an
+		// election timeout.
+		if s.raft != nil && s.raft.State() == raft.Leader && len(s.configuration()) > 1 {
+			if err := s.raft.LeadershipTransfer().Error(); err != nil {
+				s.log.Warn("leadership transfer before shutdown failed", "err", err)
+			}
+		}
 		close(s.closed)
 		if s.raft != nil {
 			err = s.raft.Shutdown().Error()

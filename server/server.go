@@ -16,6 +16,7 @@ import (
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/raftstore"
 	"github.com/lockd/lockd/redisproto"
+	"github.com/redis/go-redis/v9"
 )
 
 // Version is lockd's version, reported in INFO.
@@ -27,8 +28,14 @@ type Config struct {
 	RESPAddr string // default "127.0.0.1:6379"
 	PeerAddr string // default "127.0.0.1:7379"
 	HTTPAddr string // "" = no HTTP door
-	DataDir  string // required
-	Logger   *slog.Logger
+	// Peers are the voters of a new cluster, this node included ("" = a
+	// single-node cluster); see raftstore.Config.Peers.
+	Peers []raftstore.Peer
+	// Join, when set, is a member's RESP address: this node starts without a
+	// cluster and asks that member (RAFT ADD) to add it.
+	Join    string
+	DataDir string // required
+	Logger  *slog.Logger
 	// RaftLogOutput receives hashicorp/raft's own log lines; nil discards them.
 	RaftLogOutput io.Writer
 	Limits        redisproto.Limits
@@ -82,7 +89,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	st, err := raftstore.Open(raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr,
-		Logger: lg, RaftLogOutput: cfg.RaftLogOutput, Publish: rs.Publish})
+		Logger: lg, RaftLogOutput: cfg.RaftLogOutput, Publish: rs.Publish, Peers: cfg.Peers, Join: cfg.Join != ""})
 	if err != nil {
 		rs.Close()
 		if s.hln != nil {
@@ -106,12 +113,36 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
 	defer cancel()
-	if err := st.WaitReady(ctx); err != nil {
+	if cfg.Join != "" {
+		if err := join(ctx, cfg.Join, cfg.NodeID, st.PeerAddr()); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("joining through %s: %w", cfg.Join, err)
+		}
+	}
+	if err := st.WaitServing(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("waiting to lead: %w", err)
+		return nil, fmt.Errorf("waiting for a leader: %w", err)
 	}
 	lg.Info("lockd serving", "resp", rs.Addr(), "peer", st.PeerAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir)
 	return s, nil
+}
+
+// join asks a member (by its RESP address) to add this node, retrying while
+// the member has no leader.
+func join(ctx context.Context, member, id, peerAddr string) error {
+	c := redis.NewClient(&redis.Options{Addr: member, MaxRetries: -1})
+	defer c.Close()
+	for {
+		err := c.Do(ctx, "RAFT", "ADD", id, peerAddr).Err()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // RESPAddr is the bound RESP address.

@@ -11,11 +11,26 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/raftstore"
 	"github.com/lockd/lockd/server"
 )
+
+// parsePeers reads "id=addr,id=addr".
+func parsePeers(s string) ([]raftstore.Peer, error) {
+	var out []raftstore.Peer
+	for _, item := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("%q is not id=peer-addr", item)
+		}
+		out = append(out, raftstore.Peer{ID: id, Addr: addr})
+	}
+	return out, nil
+}
 
 // shutdownTimeout bounds a clean shutdown.
 const shutdownTimeout = 15 * time.Second
@@ -33,6 +48,8 @@ func run(args []string, stderr io.Writer) int {
 		httpAddr = fs.String("http-addr", "127.0.0.1:8379", "HTTP listen address (health, readiness); empty disables it")
 		dataDir  = fs.String("data-dir", "lockd-data", "directory for the Raft log and snapshots")
 		nodeID   = fs.String("node-id", "node1", "this node's ID in the Raft configuration")
+		peers    = fs.String("peers", "", "voters of a new cluster, this node included: id=peer-addr,id=peer-addr,... (empty: a single-node cluster)")
+		joinAddr = fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)")
 		maxBulk  = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a request may carry, in bytes")
 		logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		raftLogs = fs.Bool("raft-logs", false, "also print hashicorp/raft's own log lines")
@@ -53,6 +70,19 @@ func run(args []string, stderr io.Writer) int {
 	cfg := server.Config{NodeID: *nodeID, RESPAddr: *respAddr, PeerAddr: *peerAddr, HTTPAddr: *httpAddr,
 		DataDir: abs, Logger: lg}
 	cfg.Limits.MaxBulkLen = *maxBulk
+	cfg.Join = *joinAddr
+	if *peers != "" {
+		ps, err := parsePeers(*peers)
+		if err != nil {
+			fmt.Fprintf(stderr, "lockd: -peers: %v\n", err)
+			return 2
+		}
+		cfg.Peers = ps
+	}
+	if cfg.Join != "" && len(cfg.Peers) > 0 {
+		fmt.Fprintln(stderr, "lockd: -join and -peers exclude each other: -peers starts a new cluster, -join enters a running one")
+		return 2
+	}
 	if *raftLogs {
 		cfg.RaftLogOutput = stderr
 	}

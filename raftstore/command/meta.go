@@ -202,6 +202,36 @@ var metaTable = map[string]CommandMeta{
 		Tips:       []string{"request_policy:all_nodes", "response_policy:all_succeeded"},
 		Doc:        Doc{Summary: "Load the specified Lua script into the script cache.", Since: "2.6.0", Group: "scripting", Complexity: "O(N) with N being the length in bytes of the script body."},
 	},
+	"raft": {
+		Arity:      -2,
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "A container for Raft cluster membership commands (lockd)", Since: "0.1.0", Group: "server", Complexity: "Depends on subcommand."},
+	},
+	"raft|add": {
+		Arity: 4, Flags: words("admin noscript"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "Add a voter to the cluster (lockd)", Since: "0.1.0", Group: "server", Complexity: "O(1)"},
+	},
+	"raft|remove": {
+		Arity: 3, Flags: words("admin noscript"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "Remove a node from the cluster (lockd)", Since: "0.1.0", Group: "server", Complexity: "O(1)"},
+	},
+	"raft|transfer": {
+		Arity: -2, Flags: words("admin noscript"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "Transfer leadership to a node (lockd)", Since: "0.1.0", Group: "server", Complexity: "O(1)"},
+	},
+	"raft|members": {
+		Arity: 2, Flags: words("loading stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "List the members of the cluster (lockd)", Since: "0.1.0", Group: "server", Complexity: "O(N) where N is the number of members"},
+	},
+	"raft|help": {
+		Arity: 2, Flags: words("loading stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "Show helpful text about the different subcommands", Since: "0.1.0", Group: "server", Complexity: "O(1)"},
+	},
 	"get": {
 		Arity: 2, Flags: words("readonly fast"), FirstKey: 1, LastKey: 1, Step: 1,
 		Categories: words("@read @string @fast"),

@@ -1,0 +1,37 @@
+package redisproto
+
+import (
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// RAFT ADD id peer-addr | RAFT REMOVE id | RAFT TRANSFER [id] | RAFT MEMBERS —
+// cluster membership, one command each, sent to any node.
+func init() {
+	r := local("raft", -2, nil)
+	subcmd(r, "add", 4, func(c *conn, a [][]byte) resp.Value {
+		return c.storeOp(command.Admin{Action: "add", ID: string(a[2]), Addr: string(a[3])}, command.AdminSpec)
+	})
+	subcmd(r, "remove", 3, func(c *conn, a [][]byte) resp.Value {
+		return c.storeOp(command.Admin{Action: "remove", ID: string(a[2])}, command.AdminSpec)
+	})
+	subcmd(r, "transfer", -2, func(c *conn, a [][]byte) resp.Value {
+		if len(a) > 3 {
+			return resp.Error(string(command.ErrSyntax))
+		}
+		op := command.Admin{Action: "transfer"}
+		if len(a) == 3 {
+			op.ID = string(a[2])
+		}
+		return c.storeOp(op, command.AdminSpec)
+	})
+	subcmd(r, "members", 2, func(c *conn, _ [][]byte) resp.Value {
+		return c.storeOp(command.Admin{Action: "members"}, command.AdminSpec)
+	})
+	subcmd(r, "help", 2, func(*conn, [][]byte) resp.Value {
+		return help("RAFT", "ADD <node-id> <peer-addr>", "    Add a voter to the cluster (run it on any node).",
+			"REMOVE <node-id>", "    Remove a node from the cluster.", "TRANSFER [<node-id>]",
+			"    Hand leadership to the node, or to any up-to-date voter.", "MEMBERS",
+			"    List the members: id, address, suffrage, leader, applied index.")
+	})
+}
