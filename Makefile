@@ -4,7 +4,7 @@ BIN     := bin
 DATA    ?= lockd-data
 PKGS    := ./...
 
-.PHONY: all build run test deps lint unit compat e2e bench chaos cluster clean
+.PHONY: all build run test deps lint unit compat e2e bench chaos cluster cluster-stop clean
 
 all: build
 
@@ -42,9 +42,12 @@ bench: build deps
 chaos: build
 	$(GO) test -count=1 -run 'Test.*Crash|Test.*Kill' -v ./test/
 
-## cluster: three local nodes (multi-node support arrives with issue 4)
+## cluster: three local nodes (RESP 6391-6393); stop them with make cluster-stop
 cluster: build
-	@echo "make cluster: multi-node clusters are not implemented yet (issue 4); use make run" >&2; exit 1
+	./deploy/cluster.sh start
+
+cluster-stop:
+	./deploy/cluster.sh stop
 
 clean:
 	rm -rf $(BIN)
