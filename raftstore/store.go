@@ -45,6 +45,10 @@ type Config struct {
 	ApplyTimeout time.Duration
 	// SnapshotThreshold is the number of log entries between snapshots (0: 8192).
 	SnapshotThreshold uint64
+	// TrailingLogs is how many entries stay in the log after a snapshot, for
+	// followers that lag (0: 10240). A follower further behind installs the
+	// leader's snapshot instead.
+	TrailingLogs uint64
 	// Now is the monotonic clock (tests inject one); nil means time.Now.
 	Now func() time.Time
 	// Publish delivers a message published by an applied entry to this node's
@@ -108,9 +112,10 @@ type Store struct {
 	inflight *verifyRound
 	next     *verifyRound
 
-	closeOnce sync.Once
-	closed    chan struct{}
-	wg        sync.WaitGroup
+	noHandover bool // tests: Close like a crash, without a leadership transfer
+	closeOnce  sync.Once
+	closed     chan struct{}
+	wg         sync.WaitGroup
 }
 
 // Open opens (or creates) the store in cfg.DataDir, binds the peer port and
@@ -166,6 +171,12 @@ func Open(cfg Config) (*Store, error) {
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Output: out, Level: hclog.Info})
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
+	}
+	// A buffered apply channel lets one connection's pipeline enter the leader
+	// loop as one batch (one fsync). Its cost: a write still in the buffer when
+	// the node shuts down is never answered, so Do also watches for Close.
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 512
 	rc.NoLegacyTelemetry = true
@@ -351,10 +362,30 @@ func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 	}
 	var inflight []pending
 	flush := func() {
-		for _, p := range inflight {
-			out[p.i] = s.result(p.f)
+		if len(inflight) == 0 {
+			return
 		}
-		inflight = inflight[:0]
+		// hashicorp/raft never answers a write still in its (buffered) apply
+		// channel when it shuts down, so the wait also watches for Close.
+		done := make(chan struct{})
+		waiting := inflight
+		go func() {
+			for _, p := range waiting {
+				p.f.Error()
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+			for _, p := range waiting {
+				out[p.i] = s.result(p.f)
+			}
+		case <-s.closed:
+			for _, p := range waiting {
+				out[p.i] = resp.Error(ErrUnknownOutcome.Error())
+			}
+		}
+		inflight = nil
 	}
 	verified := false // a leadership confirmation covers the run of reads after it
 	for i, r := range reqs {
@@ -684,7 +715,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		// A leader hands over first, so that the cluster does not wait out an
 		// election timeout.
-		if s.raft != nil && s.raft.State() == raft.Leader && len(s.configuration()) > 1 {
+		if s.raft != nil && !s.noHandover && s.raft.State() == raft.Leader && len(s.configuration()) > 1 {
 			if err := s.raft.LeadershipTransfer().Error(); err != nil {
 				s.log.Warn("leadership transfer before shutdown failed", "err", err)
 			}
