@@ -19,6 +19,7 @@ import (
 	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/logstore"
+	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/resp"
 )
 
@@ -56,6 +57,12 @@ type Config struct {
 	// goroutine and must not block. nil drops published messages.
 	Publish func(channel, message []byte) int
 }
+
+// Connection headers on the peer port.
+const (
+	headerRaft    byte = 'R' // hashicorp/raft's transport
+	headerForward byte = 'F' // requests forwarded by followers to the leader
+)
 
 // Peer is one voter of a cluster: its node ID and peer address.
 type Peer struct {
@@ -103,6 +110,7 @@ type Store struct {
 	raft  *raft.Raft
 	logs  *logstore.Store
 	trans *raft.NetworkTransport
+	peer  *mux.Mux // the peer port: Raft traffic and forwarding
 	m     *machine
 	dry   *lua.Engine // compiles scripts for dry runs (not the replicated cache)
 	clock *logClock
@@ -140,30 +148,38 @@ func Open(cfg Config) (*Store, error) {
 	}
 	// Bind the peer port before touching the data directory, so that a busy port
 	// leaves nothing behind.
-	trans, err := raft.NewTCPTransportWithLogger(cfg.PeerAddr, nil, 3, 10*time.Second,
-		hclog.New(&hclog.LoggerOptions{Name: "transport", Output: out}))
+	peer, err := mux.Listen(cfg.PeerAddr, lg)
 	if err != nil {
-		return nil, fmt.Errorf("peer port %s: %w", cfg.PeerAddr, err)
+		return nil, err
+	}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: peer.Handle(headerRaft), MaxPool: 3, Timeout: 10 * time.Second,
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "transport", Output: out}),
+	})
+	go peer.Serve()
+	closePeer := func() {
+		trans.Close()
+		peer.Close()
 	}
 	if len(cfg.Peers) > 0 {
 		if err := checkPeers(cfg.Peers, cfg.NodeID, string(trans.LocalAddr())); err != nil {
-			trans.Close()
+			closePeer()
 			return nil, err
 		}
 	}
 	groupDir := filepath.Join(cfg.DataDir, "group-0")
 	if err := os.MkdirAll(groupDir, 0o755); err != nil {
-		trans.Close()
+		closePeer()
 		return nil, fmt.Errorf("data directory %s is unusable: %w", cfg.DataDir, err)
 	}
 	logs, err := logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg})
 	if err != nil {
-		trans.Close()
+		closePeer()
 		return nil, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(groupDir, 2, hclog.New(&hclog.LoggerOptions{Name: "snapshot", Output: out}))
 	if err != nil {
-		trans.Close()
+		closePeer()
 		logs.Close()
 		return nil, fmt.Errorf("snapshot store in %s: %w", groupDir, err)
 	}
@@ -188,17 +204,17 @@ func Open(cfg Config) (*Store, error) {
 
 	m := newMachine()
 	m.publish = cfg.Publish
-	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New()}
+	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New()}
 
 	has, err := raft.HasExistingState(logs, logs, snaps)
 	if err != nil {
-		trans.Close()
+		closePeer()
 		logs.Close()
 		return nil, fmt.Errorf("reading raft state: %w", err)
 	}
 	r, err := raft.NewRaft(rc, s.m, logs, logs, snaps, trans)
 	if err != nil {
-		trans.Close()
+		closePeer()
 		logs.Close()
 		return nil, fmt.Errorf("starting raft: %w", err)
 	}
@@ -726,6 +742,7 @@ func (s *Store) Close() error {
 		}
 		s.wg.Wait()
 		s.trans.Close()
+		s.peer.Close()
 		if cerr := s.logs.Close(); err == nil {
 			err = cerr
 		}

@@ -1,0 +1,193 @@
+package forward
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// Handler answers one request payload with one response payload. It is
+// called concurrently, from one goroutine per request, and may block: other
+// requests on the same connection go on meanwhile. Its ctx ends when the
+// request's connection closes or Serve stops; the response is then dropped.
+// req is the handler's to keep. A response above DefaultMaxFrame is not sent:
+// the caller gets an error wrapping ErrUnknown and ErrFrameTooLarge.
+type Handler func(ctx context.Context, req []byte) []byte
+
+// maxInFlightPerConn bounds the handler calls one connection may have
+// running; the server stops reading that connection while at the bound.
+const maxInFlightPerConn = 1024
+
+// Serve accepts connections on ln and answers their requests with h until ln
+// is closed or ctx ends (Serve then closes ln itself). It runs the accept
+// loop on the calling goroutine and one goroutine per connection, which
+// reads requests and starts one goroutine per request to call h; responses
+// are written as handlers return, so requests on one connection may be
+// answered out of order (each response carries its request's id).
+//
+// Frames above DefaultMaxFrame, frames of the wrong type and a wrong
+// preamble close the connection. Temporary accept errors are logged and
+// retried with backoff.
+//
+// Before returning, Serve closes every connection it accepted, cancels the
+// handlers' ctx and waits for them to return: requests still in flight are
+// not answered (their callers get ErrUnknown). It returns nil when stopped by
+// ln's closing or ctx, else the accept error. A nil log discards output.
+func Serve(ctx context.Context, ln net.Listener, h Handler, log *slog.Logger) error {
+	return serve(ctx, ln, h, log, DefaultMaxFrame)
+}
+
+type server struct {
+	h        Handler
+	log      *slog.Logger
+	maxFrame uint64
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func serve(ctx context.Context, ln net.Listener, h Handler, log *slog.Logger, maxFrame int) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &server{h: h, log: log, maxFrame: uint64(maxFrame), conns: make(map[net.Conn]struct{})}
+	sctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+
+	var err error
+	var backoff time.Duration
+	for {
+		nc, aerr := ln.Accept()
+		if aerr != nil {
+			if ctx.Err() != nil || errors.Is(aerr, net.ErrClosed) {
+				break
+			}
+			var te interface{ Temporary() bool }
+			if errors.As(aerr, &te) && te.Temporary() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				log.Warn("forward: accept failed; retrying", "err", aerr, "backoff", backoff)
+				t := time.NewTimer(backoff)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
+				continue
+			}
+			err = fmt.Errorf("forward: accept: %w", aerr)
+			break
+		}
+		backoff = 0
+		s.mu.Lock()
+		s.conns[nc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(sctx, nc)
+	}
+
+	stop()
+	ln.Close()
+	cancel()
+	s.mu.Lock()
+	for nc := range s.conns {
+		nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+// serveConn reads the requests of one connection and starts their handlers.
+func (s *server) serveConn(ctx context.Context, nc net.Conn) {
+	ctx, cancel := context.WithCancel(ctx)
+	var handlers sync.WaitGroup
+	log := s.log
+	if ra := nc.RemoteAddr(); ra != nil {
+		log = log.With("remote", ra.String())
+	}
+	defer func() {
+		cancel()
+		nc.Close()
+		handlers.Wait()
+		s.mu.Lock()
+		delete(s.conns, nc)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+
+	br := bufio.NewReaderSize(nc, 64<<10)
+	var pre [len(preamble)]byte
+	if _, err := io.ReadFull(br, pre[:]); err != nil {
+		log.Debug("forward: connection closed before its preamble", "err", err)
+		return
+	}
+	if pre != preamble {
+		log.Warn("forward: bad preamble; closing connection", "preamble", fmt.Sprintf("%q", pre[:]))
+		return
+	}
+	log.Debug("forward: connection open")
+
+	var wmu sync.Mutex // serialises the handlers' response frames
+	respond := func(typ byte, id uint64, payload []byte) {
+		wmu.Lock()
+		_, _, err := writeFrame(nc, nil, typ, id, payload)
+		wmu.Unlock()
+		if err != nil {
+			log.Debug("forward: writing response failed; closing connection", "err", err)
+			nc.Close() // the read loop then ends and cleans up
+		}
+	}
+
+	sem := make(chan struct{}, maxInFlightPerConn)
+	var hdr [headerLen]byte
+	for {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			if !errors.Is(err, io.EOF) {
+				log.Debug("forward: connection lost", "err", err)
+			}
+			return
+		}
+		typ, n, id := parseHeader(&hdr)
+		if typ != typeRequest {
+			log.Warn("forward: unexpected frame type; closing connection", "type", typ)
+			return
+		}
+		if n > s.maxFrame {
+			log.Warn("forward: request frame too large; closing connection", "bytes", n, "max", s.maxFrame)
+			return
+		}
+		req := make([]byte, n)
+		if _, err := io.ReadFull(br, req); err != nil {
+			log.Debug("forward: connection lost in a request", "err", err)
+			return
+		}
+		handlers.Add(1)
+		go func() {
+			defer handlers.Done()
+			defer func() { <-sem }()
+			resp := s.h(ctx, req)
+			if ctx.Err() != nil {
+				return // the connection is closing: nobody to answer
+			}
+			if uint64(len(resp)) > s.maxFrame {
+				log.Warn("forward: response too large; sending an error instead", "bytes", len(resp), "max", s.maxFrame)
+				msg := fmt.Sprintf("response of %d bytes exceeds the server's max frame of %d", len(resp), s.maxFrame)
+				respond(typeError, id, append([]byte{codeTooLarge}, msg...))
+				return
+			}
+			respond(typeResponse, id, resp)
+		}()
+	}
+}
