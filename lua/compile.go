@@ -14,8 +14,19 @@ import (
 // gopher-lua's parser words them differently and accepts a few things
 // Lua 5.1 refuses.
 func compile(src []byte, chunkname string) (*glua.FunctionProto, string) {
-	if msg := checkSyntax(src, chunkname); msg != "" {
+	msg, edits := checkSyntax(src, chunkname)
+	if msg != "" {
 		return nil, msg
+	}
+	if len(edits) > 0 {
+		var b []byte
+		last := 0
+		for _, e := range edits {
+			b = append(b, src[last:e.start]...)
+			b = append(b, e.text...)
+			last = e.end
+		}
+		src = append(b, src[last:]...)
 	}
 	chunk, err := parse.Parse(bytes.NewReader(src), chunkname)
 	if err != nil {

@@ -59,7 +59,11 @@ func TestScratch(t *testing.T) {
 			}
 			out = resp.Append(nil, e.Run(sha, keys, args, h, Limits{}), c.P)
 		}
-		b, _ := json.Marshal(map[string]any{"s": c.S, "p": c.P, "r": string(out)})
+		rs := make([]rune, len(out))
+		for i, c := range out {
+			rs[i] = rune(c)
+		}
+		b, _ := json.Marshal(map[string]any{"s": c.S, "p": c.P, "r": string(rs)})
 		fmt.Println(string(b))
 	}
 }

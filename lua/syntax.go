@@ -11,8 +11,13 @@ import (
 // ("user_script:1: unexpected symbol near '<eof>'"), and the refusals:
 // gopher-lua's own parser accepts a few chunks Lua 5.1 rejects ("1e",
 // "\300").
-func checkSyntax(src []byte, chunkname string) (msg string) {
+//
+// It also returns the edits gopher-lua needs to read the chunk as Lua does:
+// hexadecimal numbers with a fraction or exponent ("0x1p4", which glibc's
+// strtod reads for Lua) are rewritten in decimal.
+func checkSyntax(src []byte, chunkname string) (msg string, edits []edit) {
 	p := &parser{lx: lexer{src: src, line: 1, chunk: chunkname}, ahead: noToken}
+	defer func() { edits = p.lx.edits }()
 	defer func() {
 		if r := recover(); r != nil {
 			se, ok := r.(syntaxError)
@@ -27,7 +32,13 @@ func checkSyntax(src []byte, chunkname string) (msg string) {
 	p.openFunc(true)
 	p.chunk()
 	p.check(tkEOS)
-	return ""
+	return "", nil
+}
+
+// edit replaces src[start:end] by text.
+type edit struct {
+	start, end int
+	text       string
 }
 
 type syntaxError string
@@ -105,6 +116,7 @@ type lexer struct {
 	line    int
 	chunk   string
 	buf     []byte
+	edits   []edit
 }
 
 func (l *lexer) next() {
@@ -162,6 +174,11 @@ func (l *lexer) checkNext(set string) bool {
 }
 
 func (l *lexer) readNumeral() {
+	start := l.pos - 1
+	if l.current == eoz {
+		start = l.pos
+	}
+	start -= len(l.buf) // a leading '.' was saved already
 	for {
 		l.saveAndNext()
 		if !lisdigit(l.current) && l.current != '.' {
@@ -174,9 +191,28 @@ func (l *lexer) readNumeral() {
 	for lisalnum(l.current) || l.current == '_' {
 		l.saveAndNext()
 	}
-	if _, ok := str2number(string(l.buf)); !ok {
+	f, ok := str2number(string(l.buf))
+	if !ok {
 		l.errorf("malformed number", tkNumber)
 	}
+	if len(l.buf) > 2 && l.buf[0] == '0' && (l.buf[1] == 'x' || l.buf[1] == 'X') && bytesAny(l.buf[2:], ".pP") {
+		end := l.pos - 1
+		if l.current == eoz {
+			end = l.pos
+		}
+		l.edits = append(l.edits, edit{start, end, fmtArg(f)})
+	}
+}
+
+func bytesAny(b []byte, chars string) bool {
+	for _, c := range b {
+		for i := 0; i < len(chars); i++ {
+			if c == chars[i] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // skipSep reads the '=' of a long bracket: their count, or -count-1 when the
@@ -208,11 +244,10 @@ func (l *lexer) readLongString(isString bool, sep int) {
 			}
 			l.errorf("unfinished long comment", tkEOS)
 		case '[':
+			// Redis's Lua is built without LUA_COMPAT_LSTR's nesting
+			// check: a nested "[[" is plain text.
 			if l.skipSep() == sep {
 				l.saveAndNext()
-				if sep == 0 {
-					l.errorf("nesting of [[...]] is deprecated", '[')
-				}
 			}
 		case ']':
 			if l.skipSep() == sep {
