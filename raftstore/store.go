@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/raftstore/forward"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/resp"
@@ -111,6 +112,7 @@ type Store struct {
 	logs  *logstore.Store
 	trans *raft.NetworkTransport
 	peer  *mux.Mux // the peer port: Raft traffic and forwarding
+	fwd   *forward.Client
 	m     *machine
 	dry   *lua.Engine // compiles scripts for dry runs (not the replicated cache)
 	clock *logClock
@@ -156,6 +158,7 @@ func Open(cfg Config) (*Store, error) {
 		Stream: peer.Handle(headerRaft), MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "transport", Output: out}),
 	})
+	fwdLayer := peer.Handle(headerForward)
 	go peer.Serve()
 	closePeer := func() {
 		trans.Close()
@@ -238,9 +241,11 @@ func Open(cfg Config) (*Store, error) {
 	default:
 		lg.Info("recovered existing raft state", "data_dir", cfg.DataDir, "last_index", logsLast(logs))
 	}
-	s.wg.Add(2)
+	s.fwd = forward.NewClient(dialForward, forward.Options{Logger: lg})
+	s.wg.Add(3)
 	go s.watchLeadership()
 	go s.expiryLoop()
+	go s.serveForwarded(fwdLayer)
 	return s, nil
 }
 
@@ -368,9 +373,18 @@ func (s *Store) expiryLoop() {
 }
 
 // Do executes a batch of commands (one client's pipeline) in order and returns one
-// reply per command. Writes are proposed back to back so that Raft commits them
-// with one fsync; a read waits for the writes before it, so it sees them.
+// reply per command. A follower forwards the batch to the leader; the leader (or
+// a node still electing itself) runs it with doLocal.
 func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
+	if addr, ok := s.leaderToForward(); ok {
+		return s.forwardBatch(ctx, addr, reqs)
+	}
+	return s.doLocal(ctx, reqs)
+}
+
+// doLocal executes a batch on this node. Writes are proposed back to back so that Raft commits them
+// with one fsync; a read waits for the writes before it, so it sees them.
+func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Value {
 	out := make([]resp.Value, len(reqs))
 	type pending struct {
 		i int
@@ -743,6 +757,9 @@ func (s *Store) Close() error {
 		s.wg.Wait()
 		s.trans.Close()
 		s.peer.Close()
+		if s.fwd != nil {
+			s.fwd.Close()
+		}
 		if cerr := s.logs.Close(); err == nil {
 			err = cerr
 		}
