@@ -17,6 +17,7 @@ import (
 // cluster is an in-process cluster of Stores on loopback ports.
 type cluster struct {
 	t     *testing.T
+	mu    sync.Mutex // guards nodes
 	peers []Peer
 	dirs  []string
 	nodes []*Store // nil while a node is down
@@ -41,10 +42,8 @@ func newCluster(t *testing.T, n int) *cluster {
 		c.start(i)
 	}
 	t.Cleanup(func() {
-		for _, s := range c.nodes {
-			if s != nil {
-				s.Close()
-			}
+		for _, s := range c.running() {
+			s.Close()
 		}
 	})
 	return c
@@ -56,22 +55,47 @@ func (c *cluster) start(i int) {
 	if err != nil {
 		c.t.Fatalf("start %s: %v", c.peers[i].ID, err)
 	}
+	c.mu.Lock()
 	c.nodes[i] = s
+	c.mu.Unlock()
+}
+
+// node returns node i, or nil while it is down.
+func (c *cluster) node(i int) *Store {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i]
+}
+
+// running returns the nodes that are up.
+func (c *cluster) running() []*Store {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*Store
+	for _, s := range c.nodes {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // crash stops node i without handing leadership over.
 func (c *cluster) crash(i int) {
-	c.nodes[i].noHandover = true
-	c.nodes[i].Close()
+	c.mu.Lock()
+	s := c.nodes[i]
 	c.nodes[i] = nil
+	c.mu.Unlock()
+	s.noHandover = true
+	s.Close()
 }
 
 // leader waits for a node that leads and serves.
 func (c *cluster) leader() (int, *Store) {
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		for i, s := range c.nodes {
-			if s != nil && s.IsLeader() {
+		for i := range c.peers {
+			if s := c.node(i); s != nil && s.IsLeader() {
 				return i, s
 			}
 		}
@@ -89,10 +113,7 @@ func (c *cluster) converge() {
 	for {
 		var idx []uint64
 		var snaps [][]byte
-		for _, s := range c.nodes {
-			if s == nil {
-				continue
-			}
+		for _, s := range c.running() {
 			s.m.mu.Lock()
 			var buf bytes.Buffer
 			s.m.ks.Snapshot().WriteTo(&buf)
@@ -128,7 +149,7 @@ func req(cmd ...string) command.Request {
 	return command.Request{Args: args, Op: op, Spec: spec}
 }
 
-// TestClusterFailover runs lock traffic (SET NX PX FENCE, compare-and-delete
+// TestClusterFailover runs lock traffic, through every node, (SET NX PX FENCE, compare-and-delete
 // release) on a 3-node cluster while the leader crashes, restarts and falls
 // behind (catching up from a snapshot). Every acknowledged grant must survive,
 // tokens per name must only grow, no name may be granted while held, and the
@@ -157,7 +178,12 @@ func TestClusterFailover(t *testing.T) {
 					return
 				default:
 				}
-				_, s := c.leader()
+				// Each worker talks to "its" node, which forwards to the leader
+				// when it is a follower; while its node is down, to the leader.
+				s := c.node(w % len(c.peers))
+				if s == nil {
+					_, s = c.leader()
+				}
 				name := fmt.Sprintf("lock:%d", (w+i)%names)
 				owner := fmt.Sprintf("w%d-%d", w, i)
 				v := s.Do(ctx, []command.Request{req("SET", name, owner, "NX", "PX", "60000", "FENCE")})[0]
@@ -189,10 +215,8 @@ func TestClusterFailover(t *testing.T) {
 				return
 			}
 			if time.Now().After(deadline) {
-				for i, s := range c.nodes {
-					if s != nil {
-						t.Logf("node %d ready=%v state=%v stats=%v", i, s.IsLeader(), s.raft.State(), s.raft.Stats())
-					}
+				for i, s := range c.running() {
+					t.Logf("node %d ready=%v state=%v stats=%v", i, s.IsLeader(), s.raft.State(), s.raft.Stats())
 				}
 				t.Fatalf("only %d grants acknowledged, want %d", got, n)
 			}
