@@ -411,10 +411,11 @@ func (cn *conn) call(ctx context.Context, req []byte) ([]byte, error) {
 		// A partial frame leaves the stream unusable.
 		cn.forget(id)
 		cn.fail(fmt.Errorf("write: %w", err))
+		cause := cn.cause() // ours, or the failure (Close, a lost connection) that made the write fail
 		if n < total {
-			return nil, notSent(cn.addr, err)
+			return nil, notSent(cn.addr, cause)
 		}
-		return nil, unknown(cn.addr, err)
+		return nil, unknown(cn.addr, cause)
 	}
 
 	select {

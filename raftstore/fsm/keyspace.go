@@ -286,9 +286,17 @@ func (k *Keyspace) putItem(it *item) {
 	}
 }
 
-// expireDue removes every item whose deadline has passed.
+// MaxExpirePerTick bounds the keys one tick entry removes, so that a backlog of
+// expiries (many leases due together, or due just after a failover) is spread
+// over several entries instead of stalling the apply loop in one. Keys past
+// their deadline are absent for every command meanwhile, so the bound changes
+// only when their memory is freed.
+const MaxExpirePerTick = 1000
+
+// expireDue removes up to MaxExpirePerTick items whose deadline has passed,
+// earliest first.
 func (k *Keyspace) expireDue() {
-	for {
+	for n := 0; n < MaxExpirePerTick; n++ {
 		it, ok := k.deadlines.Min()
 		if !ok || it.deadline > k.now {
 			return

@@ -199,6 +199,25 @@ func TestTickRemovesExpired(t *testing.T) {
 	}
 }
 
+func TestTickIsBounded(t *testing.T) {
+	h := newHarness(t)
+	for i := 0; i < MaxExpirePerTick+10; i++ {
+		h.do(fmt.Sprintf("SET k%d v PX 10", i))
+	}
+	h.now = 20
+	if got := h.read("DBSIZE"); got != num(0) {
+		t.Fatalf("DBSIZE = %q: expired keys must be absent before any tick", got)
+	}
+	h.tick()
+	if n := h.ks.items.Len(); n != 10 {
+		t.Fatalf("one tick left %d items, want 10", n)
+	}
+	h.tick()
+	if n := h.ks.items.Len(); n != 0 {
+		t.Fatalf("two ticks left %d items", n)
+	}
+}
+
 func TestLogTimeNeverGoesBack(t *testing.T) {
 	h := newHarness(t)
 	h.now = 1000
