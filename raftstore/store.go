@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,6 +54,9 @@ type Config struct {
 	TrailingLogs uint64
 	// Now is the monotonic clock (tests inject one); nil means time.Now.
 	Now func() time.Time
+	// faults, set by tests only, injects partitions on the peer links.
+	faults *faults
+
 	// Publish delivers a message published by an applied entry to this node's
 	// subscribers and returns how many received it. It is called on the apply
 	// goroutine and must not block. nil drops published messages.
@@ -154,8 +158,13 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	raftLayer := peer.Handle(headerRaft)
+	var stream raft.StreamLayer = raftLayer
+	if cfg.faults != nil {
+		stream = faultLayer{raftLayer, cfg.faults}
+	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: peer.Handle(headerRaft), MaxPool: 3, Timeout: 10 * time.Second,
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "transport", Output: out}),
 	})
 	fwdLayer := peer.Handle(headerForward)
@@ -241,7 +250,13 @@ func Open(cfg Config) (*Store, error) {
 	default:
 		lg.Info("recovered existing raft state", "data_dir", cfg.DataDir, "last_index", logsLast(logs))
 	}
-	s.fwd = forward.NewClient(dialForward, forward.Options{Logger: lg})
+	dial := dialForward
+	if cfg.faults != nil {
+		dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			return cfg.faults.dial(addr, func() (net.Conn, error) { return dialForward(ctx, addr) })
+		}
+	}
+	s.fwd = forward.NewClient(dial, forward.Options{Logger: lg})
 	s.wg.Add(3)
 	go s.watchLeadership()
 	go s.expiryLoop()

@@ -369,6 +369,10 @@ func (cn *conn) call(ctx context.Context, req []byte) ([]byte, error) {
 		return nil, notSent(cn.addr, ctx.Err())
 	}
 
+	if err := ctx.Err(); err != nil {
+		<-cn.wsem
+		return nil, notSent(cn.addr, err)
+	}
 	cn.mu.Lock()
 	if cn.broken {
 		err := cn.err
@@ -394,11 +398,13 @@ func (cn *conn) call(ctx context.Context, req []byte) ([]byte, error) {
 		pre = preamble[:]
 	}
 	n, total, err := writeFrame(nc, pre, typeRequest, id, req)
-	if !stop() {
+	wasInterrupted := !stop()
+	if wasInterrupted {
 		<-interrupted
-		if err == nil {
+		if err == nil || n == 0 {
 			nc.SetWriteDeadline(time.Time{})
-		} else {
+		}
+		if err != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
 	}
@@ -408,8 +414,14 @@ func (cn *conn) call(ctx context.Context, req []byte) ([]byte, error) {
 	<-cn.wsem
 
 	if err != nil {
-		// A partial frame leaves the stream unusable.
 		cn.forget(id)
+		if n == 0 && wasInterrupted {
+			// Nothing was written: the stream is intact and the
+			// connection stays (a connection the deadline did break,
+			// such as TLS, fails its next write, again with nothing sent).
+			return nil, notSent(cn.addr, err)
+		}
+		// A partial frame leaves the stream unusable.
 		cn.fail(fmt.Errorf("write: %w", err))
 		cause := cn.cause() // ours, or the failure (Close, a lost connection) that made the write fail
 		if n < total {

@@ -256,7 +256,8 @@ func stallingPeer(t *testing.T, n int) (Dialer, *atomic.Int64) {
 
 // TestCancelDuringWrite: a write that blocks is interrupted by ctx. Until the
 // whole frame is written the request is not sent (a partial frame is never
-// handled); the stream is then broken, and the next call dials again.
+// handled); a partial frame breaks the stream, and the next call dials again,
+// while a write that wrote nothing leaves the connection in use.
 func TestCancelDuringWrite(t *testing.T) {
 	req := bytes.Repeat([]byte{'x'}, 1000)
 	whole := len(preamble) + headerLen + len(req)
@@ -264,11 +265,13 @@ func TestCancelDuringWrite(t *testing.T) {
 		name string
 		read int
 		want error
+		keep bool // the connection is intact and reused
 	}{
-		{"nothing read", 0, ErrNotSent},
-		{"preamble and header read", len(preamble) + headerLen, ErrNotSent},
-		{"all but one byte read", whole - 1, ErrNotSent},
-		{"whole frame read, no answer", whole, ErrUnknown},
+		{"nothing read", 0, ErrNotSent, true},
+		{"part of the preamble read", 2, ErrNotSent, false},
+		{"preamble and header read", len(preamble) + headerLen, ErrNotSent, false},
+		{"all but one byte read", whole - 1, ErrNotSent, false},
+		{"whole frame read, no answer", whole, ErrUnknown, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dial, dials := stallingPeer(t, tc.read)
@@ -283,8 +286,8 @@ func TestCancelDuringWrite(t *testing.T) {
 			defer cancel2()
 			c.Call(ctx2, "peer", req)
 			wantDials := int64(2)
-			if tc.want == ErrUnknown {
-				wantDials = 1 // the connection is intact: it is reused
+			if tc.keep {
+				wantDials = 1
 			}
 			if n := dials.Load(); n != wantDials {
 				t.Fatalf("%d dials, want %d", n, wantDials)
