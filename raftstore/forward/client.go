@@ -40,11 +40,16 @@ type Options struct {
 // connections, each carrying many requests at once (pipelining).
 //
 // Connections are dialed lazily, in a background goroutine, when a Call
-// finds no connection or only busy ones and fewer than MaxConnsPerAddr; a
-// broken connection is dropped, and the next Call dials a new one. Each
-// connection has one reader goroutine. Nothing is retried: a failed dial or
-// a broken connection fails the Calls that needed it, and the caller decides
-// from ErrNotSent or ErrUnknown whether to call again.
+// finds no connection or only busy ones and fewer than MaxConnsPerAddr are
+// open; a Call picks the least loaded open connection, and waits for a dial
+// only when none is open. Connections stay open, idle or not, until they
+// break or Close; a broken one is dropped, and a later Call dials anew. Each
+// connection has one reader goroutine, and requests are written by their
+// Calls, one at a time per connection, each frame in a single write.
+//
+// Nothing is retried: a failed dial or a broken connection fails the Calls
+// that needed it, and the caller decides from ErrNotSent or ErrUnknown
+// whether to call again.
 type Client struct {
 	dial     Dialer
 	maxConns int

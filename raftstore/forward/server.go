@@ -31,9 +31,10 @@ const maxInFlightPerConn = 1024
 // are written as handlers return, so requests on one connection may be
 // answered out of order (each response carries its request's id).
 //
-// Frames above DefaultMaxFrame, frames of the wrong type and a wrong
-// preamble close the connection. Temporary accept errors are logged and
-// retried with backoff.
+// A connection runs at most 1024 handlers at once; at that bound Serve stops
+// reading it until one returns. Frames above DefaultMaxFrame, frames of the
+// wrong type and a wrong preamble close the connection. Temporary accept
+// errors are logged and retried with backoff.
 //
 // Before returning, Serve closes every connection it accepted, cancels the
 // handlers' ctx and waits for them to return: requests still in flight are
