@@ -197,3 +197,36 @@ func TestPipelineSharesFsync(t *testing.T) {
 	}
 	t.Logf("500 pipelined writes: %d synced log writes", batches)
 }
+
+func TestCheckPeers(t *testing.T) {
+	p := func(id, addr string) Peer { return Peer{ID: id, Addr: addr} }
+	cases := []struct {
+		peers []Peer
+		want  string // "" = valid
+	}{
+		{[]Peer{p("n1", "a:1"), p("n2", "a:2")}, ""},
+		{[]Peer{p("n1", "a:1"), p("n1", "a:2")}, `node id "n1" appears twice`},
+		{[]Peer{p("n1", "a:1"), p("n2", "a:1")}, "peer address a:1 appears twice"},
+		{[]Peer{p("n2", "a:2"), p("n3", "a:3")}, `this node's id "n1" is not in the list`},
+		{[]Peer{p("n1", "a:9"), p("n2", "a:2")}, "this node (n1) is listed at a:9 but its peer address is a:1"},
+		{[]Peer{p("n1", "a:1"), p("", "a:2")}, "empty node id or address"},
+	}
+	for _, c := range cases {
+		err := checkPeers(c.peers, "n1", "a:1")
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.peers, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrBadPeers)):
+			t.Errorf("%v: err %v, want %q", c.peers, err, c.want)
+		}
+	}
+	// Open refuses a bad list before touching the data directory.
+	dir := t.TempDir() + "/data"
+	_, err := Open(Config{NodeID: "n1", DataDir: dir, PeerAddr: "127.0.0.1:0", Peers: []Peer{p("n2", "127.0.0.1:1")}})
+	if !errors.Is(err, ErrBadPeers) {
+		t.Fatalf("Open with a bad peer list: %v", err)
+	}
+	if _, serr := os.Stat(dir); !os.IsNotExist(serr) {
+		t.Fatalf("a refused configuration created %s", dir)
+	}
+}
