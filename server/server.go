@@ -39,6 +39,10 @@ type Config struct {
 	// RaftLogOutput receives hashicorp/raft's own log lines; nil discards them.
 	RaftLogOutput io.Writer
 	Limits        redisproto.Limits
+	// SnapshotThreshold and TrailingLogs tune Raft snapshots (0: the store's
+	// defaults, 8192 and 10240 entries).
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
 	// ReadyTimeout bounds how long New waits for this node to lead (default 30s).
 	ReadyTimeout time.Duration
 }
@@ -89,7 +93,8 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	st, err := raftstore.Open(raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr,
-		Logger: lg, RaftLogOutput: cfg.RaftLogOutput, Publish: rs.Publish, Peers: cfg.Peers, Join: cfg.Join != ""})
+		Logger: lg, RaftLogOutput: cfg.RaftLogOutput, Publish: rs.Publish, Peers: cfg.Peers, Join: cfg.Join != "",
+		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs})
 	if err != nil {
 		rs.Close()
 		if s.hln != nil {

@@ -50,6 +50,8 @@ func run(args []string, stderr io.Writer) int {
 		nodeID   = fs.String("node-id", "node1", "this node's ID in the Raft configuration")
 		peers    = fs.String("peers", "", "voters of a new cluster, this node included: id=peer-addr,id=peer-addr,... (empty: a single-node cluster)")
 		joinAddr = fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)")
+		snapN    = fs.Uint64("snapshot-threshold", 8192, "log entries between Raft snapshots")
+		trailing = fs.Uint64("trailing-logs", 10240, "log entries kept after a snapshot for lagging followers (a follower further behind installs the snapshot)")
 		maxBulk  = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a request may carry, in bytes")
 		logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		raftLogs = fs.Bool("raft-logs", false, "also print hashicorp/raft's own log lines")
@@ -70,6 +72,7 @@ func run(args []string, stderr io.Writer) int {
 	cfg := server.Config{NodeID: *nodeID, RESPAddr: *respAddr, PeerAddr: *peerAddr, HTTPAddr: *httpAddr,
 		DataDir: abs, Logger: lg}
 	cfg.Limits.MaxBulkLen = *maxBulk
+	cfg.SnapshotThreshold, cfg.TrailingLogs = *snapN, *trailing
 	cfg.Join = *joinAddr
 	if *peers != "" {
 		ps, err := parsePeers(*peers)
