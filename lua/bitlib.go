@@ -44,16 +44,16 @@ func (s *state) bitFuncs() map[string]glua.LValue {
 		})
 	}
 	return map[string]glua.LValue{
-		"tobit": L.NewFunction(func(L *glua.LState) int { return bitRet(L, bitArg(L, 1)) }),
-		"bnot":  L.NewFunction(func(L *glua.LState) int { return bitRet(L, ^bitArg(L, 1)) }),
-		"band":  fold(func(a, b uint32) uint32 { return a & b }),
-		"bor":   fold(func(a, b uint32) uint32 { return a | b }),
-		"bxor":  fold(func(a, b uint32) uint32 { return a ^ b }),
-		"lshift": shift(func(b, n uint32) uint32 { return b << n }),
-		"rshift": shift(func(b, n uint32) uint32 { return b >> n }),
+		"tobit":   L.NewFunction(func(L *glua.LState) int { return bitRet(L, bitArg(L, 1)) }),
+		"bnot":    L.NewFunction(func(L *glua.LState) int { return bitRet(L, ^bitArg(L, 1)) }),
+		"band":    fold(func(a, b uint32) uint32 { return a & b }),
+		"bor":     fold(func(a, b uint32) uint32 { return a | b }),
+		"bxor":    fold(func(a, b uint32) uint32 { return a ^ b }),
+		"lshift":  shift(func(b, n uint32) uint32 { return b << n }),
+		"rshift":  shift(func(b, n uint32) uint32 { return b >> n }),
 		"arshift": shift(func(b, n uint32) uint32 { return uint32(int32(b) >> n) }),
-		"rol":    shift(func(b, n uint32) uint32 { return b<<n | b>>((32-n)&31) }),
-		"ror":    shift(func(b, n uint32) uint32 { return b<<((32-n)&31) | b>>n }),
+		"rol":     shift(func(b, n uint32) uint32 { return b<<n | b>>((32-n)&31) }),
+		"ror":     shift(func(b, n uint32) uint32 { return b<<((32-n)&31) | b>>n }),
 		"bswap": L.NewFunction(func(L *glua.LState) int {
 			b := bitArg(L, 1)
 			return bitRet(L, b>>24|(b>>8)&0xff00|(b&0xff00)<<8|b<<24)

@@ -30,21 +30,37 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // pcall in the script may catch the error, but the next instruction raises
 // it again, so the script cannot outlive its budget.
 type budget struct {
-	left  int64
-	spent bool
+	left   int64
+	spent  bool
+	cancel <-chan struct{} // Limits.Cancel: SCRIPT KILL (nil: none)
+	killed bool
+	n      int64
 }
 
 func (b *budget) Done() <-chan struct{} {
-	if b.left <= 0 {
-		b.spent = true
+	if b.left <= 0 || b.killed {
+		b.spent = !b.killed
 		return closedChan
 	}
 	b.left--
+	if b.cancel != nil {
+		if b.n++; b.n&1023 == 0 {
+			select {
+			case <-b.cancel:
+				b.killed = true
+				return closedChan
+			default:
+			}
+		}
+	}
 	return nil // a nil channel never fires: the select takes its default
 }
 
+// KilledErrorText is the error reply of a run stopped through Limits.Cancel.
+const KilledErrorText = "ERR Script killed by user with SCRIPT KILL..."
+
 func (b *budget) Err() error {
-	if b.spent {
+	if b.spent || b.killed {
 		return ErrBudget
 	}
 	return nil

@@ -47,7 +47,6 @@ func (s *state) luaCoResume(L *glua.LState) int {
 	if !ok {
 		typeError(L, 1, "coroutine")
 	}
-	top := L.GetTop()
 	n := s.coResume.GFunction(L)
 	if n >= 2 && L.Get(L.GetTop()-n+1) == glua.LFalse {
 		at := L.GetTop() - n + 2
@@ -64,7 +63,6 @@ func (s *state) luaCoResume(L *glua.LState) int {
 			}
 		}
 	}
-	_ = top
 	return n
 }
 
@@ -94,4 +92,15 @@ func (s *state) luaCoWrap(L *glua.LState) int {
 		return L.GetTop()
 	}))
 	return 1
+}
+
+// yieldFn is coroutine.yield: gopher-lua's, except in the main thread,
+// where Lua 5.1 refuses with its own message.
+func (s *state) yieldFn(orig *glua.LFunction) glua.LValue {
+	return s.L.NewFunction(func(L *glua.LState) int {
+		if L == L.G.MainThread {
+			L.Error(glua.LString("attempt to yield across metamethod/C-call boundary"), 0)
+		}
+		return orig.GFunction(L)
+	})
 }

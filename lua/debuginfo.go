@@ -131,14 +131,14 @@ func register(L *glua.LState, f frame, reg int) regValue {
 }
 
 // Instruction fields (gopher-lua's layout: opcode in the top 6 bits).
-func opOf(i uint32) int { return int(i >> 26) }
-func argA(i uint32) int { return int(i>>18) & 0xff }
-func argB(i uint32) int { return int(i & 0x1ff) }
-func argC(i uint32) int { return int(i>>9) & 0x1ff }
-func argBx(i uint32) int { return int(i & 0x3ffff) }
+func opOf(i uint32) int   { return int(i >> 26) }
+func argA(i uint32) int   { return int(i>>18) & 0xff }
+func argB(i uint32) int   { return int(i & 0x1ff) }
+func argC(i uint32) int   { return int(i>>9) & 0x1ff }
+func argBx(i uint32) int  { return int(i & 0x3ffff) }
 func argSbx(i uint32) int { return argBx(i) - (1<<18-1)>>1 }
-func isK(x int) bool     { return x&(1<<8) != 0 }
-func indexK(x int) int   { return x &^ (1 << 8) }
+func isK(x int) bool      { return x&(1<<8) != 0 }
+func indexK(x int) int    { return x &^ (1 << 8) }
 
 // setsA reports whether an opcode writes register A (Lua 5.1 testAMode;
 // TEST counts, as in Lua's table).

@@ -61,6 +61,10 @@ type Limits struct {
 	// MaxInstructions stops a run after this many Lua VM instructions with
 	// the error reply BudgetErrorPrefix+"...". 0 means unlimited.
 	MaxInstructions int64
+	// Cancel, when closed, stops the run (SCRIPT KILL) with KilledErrorText.
+	// A run that replicas must agree on never has one: only a leader's dry run
+	// or a read may be killed.
+	Cancel <-chan struct{}
 	// MaxStringLen caps the strings string.rep, string.format and
 	// table.concat may build ("ERR ... string length overflow" error
 	// otherwise). 0 means DefaultMaxStringLen.

@@ -147,12 +147,18 @@ func (s *state) positionOf(msg string) (source, line string, ok bool) {
 
 // The messages of gopher-lua that Lua 5.1 words differently.
 var (
-	reBadArg  = regexp.MustCompile(`^bad argument #(\d+) to ([^' ]\S*) \((.*)\)$`)
-	reArith   = regexp.MustCompile(`^cannot perform (\w+) operation between (\w+) and (\w+)$`)
-	reConcat  = regexp.MustCompile(`^cannot perform concat operation between (\w+) and (\w+)$`)
-	reIndex   = regexp.MustCompile(`^attempt to index a non-table object\((\w+)\) with key '`)
-	reCompare = regexp.MustCompile(`^attempt to compare (\w+) with (\w+)$`)
-	forMsgs   = map[string]string{
+	reBadArg    = regexp.MustCompile(`^bad argument #(\d+) to ([^' ]\S*) \((.*)\)$`)
+	reArith     = regexp.MustCompile(`^cannot perform (\w+) operation between (\w+) and (\w+)$`)
+	reConcat    = regexp.MustCompile(`^cannot perform concat operation between (\w+) and (\w+)$`)
+	reIndex     = regexp.MustCompile(`^attempt to index a non-table object\((\w+)\) with key '`)
+	reCompare   = regexp.MustCompile(`^attempt to compare (\w+) with (\w+)$`)
+	rePattern   = regexp.MustCompile(`^(unfinished capture|invalid capture index|invalid '\)') at (?:\d+|EOS)$`)
+	patternMsgs = map[string]string{
+		"unfinished capture":    "unfinished capture",
+		"invalid capture index": "invalid capture index",
+		"invalid ')'":           "invalid pattern capture",
+	}
+	forMsgs = map[string]string{
 		"for statement init must be a number":  "'for' initial value must be a number",
 		"for statement limit must be a number": "'for' limit must be a number",
 		"for statement step must be a number":  "'for' step must be a number",
@@ -203,6 +209,9 @@ func (s *state) translate(L *glua.LState, obj glua.LValue, level int) glua.LValu
 		return obj
 	}
 	body := msg[len(pre):]
+	if m := rePattern.FindStringSubmatch(body); m != nil {
+		return glua.LString(where(L, level+1) + patternMsgs[m[1]])
+	}
 	m := reBadArg.FindStringSubmatch(body)
 	if m == nil {
 		return obj

@@ -11,8 +11,10 @@ import (
 // arguments as Lua 5.1's C library would: a number where a string is
 // expected becomes its "%.14g" text, a numeric string where a number is
 // expected becomes the number. spec has one letter per argument: 's'
-// string, 'n' number, anything else untouched; a trailing '*' repeats the
-// letter before it for the remaining arguments.
+// string, 'n' number, 'p' a pattern (a string checked by checkPattern),
+// 'P' the pattern of string.find (not checked for a plain search),
+// anything else untouched; a trailing '*' repeats the letter before it for
+// the remaining arguments.
 func (s *state) coerce(orig *glua.LFunction, spec string) glua.LValue {
 	upvalues := make([]glua.LValue, len(orig.Upvalues))
 	for i, uv := range orig.Upvalues {
@@ -33,9 +35,12 @@ func (s *state) coerce(orig *glua.LFunction, spec string) glua.LValue {
 			}
 			v := L.Get(i)
 			switch c {
-			case 's':
+			case 's', 'p', 'P':
 				if n, ok := v.(glua.LNumber); ok {
 					L.Replace(i, glua.LString(fmtNumber(float64(n))))
+				}
+				if c == 'p' || c == 'P' && !glua.LVAsBool(L.Get(4)) {
+					checkPattern(L, i)
 				}
 			case 'n':
 				if str, ok := v.(glua.LString); ok {
@@ -87,9 +92,11 @@ func (s *state) luaConcat(L *glua.LState) int {
 	}
 	var b strings.Builder
 	add := func(i int32) {
-		str, ok := toStringLua(t.RawGetInt(int(i)))
+		v := t.RawGetInt(int(i))
+		str, ok := toStringLua(v)
 		if !ok {
-			raisef(L, "invalid value (at index %d) in table for 'concat'", i)
+			// Redis's Lua words it so (not Lua 5.1's "(at index %d)").
+			raisef(L, "invalid value (%s) at index %d in table for 'concat'", typeOf(v), i)
 		}
 		if b.Len()+len(str) > s.r.maxStr {
 			raisef(L, "resulting string too large")
@@ -221,4 +228,113 @@ func (s *state) luaRandom(L *glua.LState) int {
 func (s *state) luaRandomseed(L *glua.LState) int {
 	s.r.rand.seed(checkInt(L, 1))
 	return 0
+}
+
+// posRelat is Lua 5.1's posrelat: a negative string position counts from
+// the end.
+func posRelat(pos int64, n int) int64 {
+	if pos < 0 {
+		pos += int64(n) + 1
+	}
+	if pos < 0 {
+		return 0
+	}
+	return pos
+}
+
+// luaByte is string.byte(s [, i [, j]]).
+func luaByte(L *glua.LState) int {
+	s := checkString(L, 1)
+	posi := posRelat(toInt64(optNumber(L, 2, 1)), len(s))
+	pose := posRelat(toInt64(optNumber(L, 3, float64(posi))), len(s))
+	if posi <= 0 {
+		posi = 1
+	}
+	if pose > int64(len(s)) {
+		pose = int64(len(s))
+	}
+	if posi > pose {
+		return 0
+	}
+	n := pose - posi + 1
+	if n+int64(L.GetTop()) > luaMaxCStack {
+		raisef(L, "stack overflow (string slice too long)")
+	}
+	for i := posi; i <= pose; i++ {
+		L.Push(glua.LNumber(s[i-1]))
+	}
+	return int(n)
+}
+
+// luaSub is string.sub(s, i [, j]).
+func luaSub(L *glua.LState) int {
+	s := checkString(L, 1)
+	start := posRelat(toInt64(checkNumber(L, 2)), len(s))
+	end := posRelat(toInt64(optNumber(L, 3, -1)), len(s))
+	if start < 1 {
+		start = 1
+	}
+	if end > int64(len(s)) {
+		end = int64(len(s))
+	}
+	if start <= end {
+		L.Push(glua.LString(s[start-1 : end]))
+	} else {
+		L.Push(glua.LString(""))
+	}
+	return 1
+}
+
+// checkPattern raises Lua 5.1's errors for a malformed pattern (lstrlib.c
+// classEnd and the '%f' check) before gopher-lua's matcher, which words
+// them differently, sees it. Lua finds these while matching, so it only
+// reports them if the match gets that far; gopher-lua compiles the whole
+// pattern first, and so does this check.
+func checkPattern(L *glua.LState, n int) {
+	v, ok := L.Get(n).(glua.LString)
+	if !ok {
+		return
+	}
+	p := cString(string(v))
+	for i := 0; i < len(p); {
+		c := p[i]
+		i++
+		switch c {
+		case '%':
+			if i >= len(p) {
+				raisef(L, "malformed pattern (ends with '%%')")
+			}
+			if p[i] == 'f' && (i+1 >= len(p) || p[i+1] != '[') {
+				raisef(L, "missing '[' after '%%f' in pattern")
+			}
+			if p[i] == 'b' {
+				if i+2 >= len(p) {
+					raisef(L, "unbalanced pattern")
+				}
+				i += 2
+			}
+			i++
+		case '[':
+			if i < len(p) && p[i] == '^' {
+				i++
+			}
+			for {
+				if i >= len(p) {
+					raisef(L, "malformed pattern (missing ']')")
+				}
+				ch := p[i]
+				i++
+				if ch == '%' && i < len(p) {
+					i++
+				}
+				if i < len(p) && p[i] == ']' {
+					i++
+					break
+				}
+				if i >= len(p) {
+					raisef(L, "malformed pattern (missing ']')")
+				}
+			}
+		}
+	}
 }

@@ -224,4 +224,3 @@ func (s *state) redisACLCheck(L *glua.LState) int {
 	L.Push(glua.LBool(allowed))
 	return 1
 }
-

@@ -153,20 +153,20 @@ func (s *state) build() {
 	// expects the other), and our own rep, format and dump.
 	str := lib(glua.StringLibName)
 	strFns := map[string]glua.LValue{
-		"byte":    s.coerce(fn(str, "byte"), "snn"),
+		"byte":    gofn(luaByte),
 		"char":    s.coerce(fn(str, "char"), "n*"),
 		"dump":    gofn(luaStringDump),
-		"find":    s.coerce(fn(str, "find"), "ssn"),
+		"find":    s.coerce(fn(str, "find"), "sPn"),
 		"format":  gofn(s.luaFormat),
-		"gfind":   s.coerce(fn(str, "gfind"), "ss"),
-		"gmatch":  s.coerce(fn(str, "gmatch"), "ss"),
-		"gsub":    s.coerce(fn(str, "gsub"), "ss?n"),
+		"gfind":   s.coerce(fn(str, "gfind"), "sp"),
+		"gmatch":  s.coerce(fn(str, "gmatch"), "sp"),
+		"gsub":    s.coerce(fn(str, "gsub"), "sp?n"),
 		"len":     s.coerce(fn(str, "len"), "s"),
 		"lower":   s.coerce(fn(str, "lower"), "s"),
-		"match":   s.coerce(fn(str, "match"), "ssn"),
+		"match":   s.coerce(fn(str, "match"), "spn"),
 		"rep":     gofn(s.luaRep),
 		"reverse": s.coerce(fn(str, "reverse"), "s"),
-		"sub":     s.coerce(fn(str, "sub"), "snn"),
+		"sub":     gofn(luaSub),
 		"upper":   s.coerce(fn(str, "upper"), "s"),
 	}
 
@@ -203,7 +203,7 @@ func (s *state) build() {
 		"running": co.RawGetString("running"),
 		"status":  co.RawGetString("status"),
 		"wrap":    gofn(s.luaCoWrap),
-		"yield":   co.RawGetString("yield"),
+		"yield":   s.yieldFn(fn(co, "yield")),
 	}
 
 	libs := map[string]map[string]glua.LValue{
@@ -366,8 +366,12 @@ func (s *state) run(sc *script, keys, argv [][]byte, host Host, lim Limits, logf
 	L.SetTop(0)
 	L.Env = s.genv
 	L.G.Global = s.genv
-	if lim.MaxInstructions > 0 {
-		s.r.budget = &budget{left: lim.MaxInstructions}
+	if lim.MaxInstructions > 0 || lim.Cancel != nil {
+		left := lim.MaxInstructions
+		if left <= 0 {
+			left = 1<<63 - 1
+		}
+		s.r.budget = &budget{left: left, cancel: lim.Cancel}
 		L.SetContext(s.r.budget)
 	}
 	L.Push(L.NewFunctionFromProto(sc.proto))
@@ -375,6 +379,8 @@ func (s *state) run(sc *script, keys, argv [][]byte, host Host, lim Limits, logf
 	var out resp.Value
 	switch {
 	case s.r.hostPanic != nil:
+	case s.r.budget != nil && s.r.budget.killed:
+		out = resp.Error(KilledErrorText)
 	case s.r.budget != nil && s.r.budget.spent:
 		out = resp.Error(budgetReply(lim.MaxInstructions))
 	case err != nil:

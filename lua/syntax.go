@@ -128,8 +128,8 @@ func (l *lexer) next() {
 	}
 }
 
-func (l *lexer) save(c int)     { l.buf = append(l.buf, byte(c)) }
-func (l *lexer) saveAndNext()   { l.save(l.current); l.next() }
+func (l *lexer) save(c int)      { l.buf = append(l.buf, byte(c)) }
+func (l *lexer) saveAndNext()    { l.save(l.current); l.next() }
 func (l *lexer) isNewline() bool { return l.current == '\n' || l.current == '\r' }
 
 func (l *lexer) inclinenumber() {
@@ -477,7 +477,7 @@ func (p *parser) lookahead() int {
 	return p.ahead
 }
 
-func (p *parser) errorf(msg string)  { p.lx.errorf(msg, p.t) }
+func (p *parser) errorf(msg string)   { p.lx.errorf(msg, p.t) }
 func (p *parser) errorExpected(t int) { p.errorf("'" + token2str(t) + "' expected") }
 
 func (p *parser) check(t int) {

@@ -119,8 +119,11 @@ type Store struct {
 	fwd   *forward.Client
 	m     *machine
 	dry   *lua.Engine // compiles scripts for dry runs (not the replicated cache)
-	clock *logClock
-	ready atomic.Bool // leader, and log time has caught up with the log
+
+	killMu  sync.Mutex
+	dryRuns map[chan struct{}]struct{} // dry runs in progress, for SCRIPT KILL
+	clock   *logClock
+	ready   atomic.Bool // leader, and log time has caught up with the log
 
 	rmu      sync.Mutex
 	inflight *verifyRound
@@ -216,7 +219,8 @@ func Open(cfg Config) (*Store, error) {
 
 	m := newMachine()
 	m.publish = cfg.Publish
-	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New()}
+	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
+		dryRuns: map[chan struct{}]struct{}{}}
 
 	has, err := raft.HasExistingState(logs, logs, snaps)
 	if err != nil {
@@ -542,8 +546,16 @@ func (s *Store) admitScript(op command.Eval) (resp.Value, bool) {
 	scratch := s.m.ks.Clone()
 	s.m.mu.Unlock()
 	now, wall := s.clock.read()
-	v := scratch.DryRun(op, src, s.dry, now, wall)
-	if v.IsError() && (lua.IsBudgetError(v) || strings.HasPrefix(v.String(), "ERR Error compiling script")) {
+	kill := make(chan struct{})
+	s.killMu.Lock()
+	s.dryRuns[kill] = struct{}{}
+	s.killMu.Unlock()
+	v := scratch.DryRun(op, src, s.dry, now, wall, kill)
+	s.killMu.Lock()
+	delete(s.dryRuns, kill)
+	s.killMu.Unlock()
+	if v.IsError() && (lua.IsBudgetError(v) || v.String() == lua.KilledErrorText ||
+		strings.HasPrefix(v.String(), "ERR Error compiling script")) {
 		return v, false
 	}
 	return resp.Value{}, true
@@ -650,8 +662,18 @@ func (s *Store) members(ctx context.Context) resp.Value {
 }
 
 // KillScripts stops the scripts in a dry run on this node. It reports whether
-// there were any.
-func (s *Store) KillScripts() bool { return false }
+// there were any. A killed script is answered with lua.KilledErrorText and never
+// enters the log; scripts already in the log are bounded by fsm.ApplyBudget.
+func (s *Store) KillScripts() bool {
+	s.killMu.Lock()
+	defer s.killMu.Unlock()
+	n := len(s.dryRuns)
+	for ch := range s.dryRuns {
+		close(ch)
+		delete(s.dryRuns, ch)
+	}
+	return n > 0
+}
 
 // readBarrier makes the reads that follow linearizable: after it returns, this
 // node has confirmed with a quorum (after the reads arrived) that it still leads,

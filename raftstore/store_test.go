@@ -230,3 +230,33 @@ func TestCheckPeers(t *testing.T) {
 		t.Fatalf("a refused configuration created %s", dir)
 	}
 }
+
+// SCRIPT KILL stops a script in its dry run; it never enters the log.
+func TestKillScriptInDryRun(t *testing.T) {
+	s := open(t, t.TempDir(), 0)
+	defer s.Close()
+	if s.KillScripts() {
+		t.Fatal("KillScripts with nothing running reported a kill")
+	}
+	before := s.raft.LastIndex()
+	done := make(chan resp.Value, 1)
+	go func() { done <- do(s, "EVAL", "local i = 0 while true do i = i + 1 end", "0") }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.KillScripts() {
+		if time.Now().After(deadline) {
+			t.Fatal("the script never showed up as running")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case v := <-done:
+		if v.String() != "ERR Script killed by user with SCRIPT KILL..." {
+			t.Fatalf("killed script answered %q", v.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("killed script did not return")
+	}
+	if s.raft.LastIndex() != before {
+		t.Fatalf("a killed script reached the log (%d -> %d)", before, s.raft.LastIndex())
+	}
+}

@@ -71,6 +71,7 @@ type Keyspace struct {
 	scripts   *lua.Engine          // the replicated script cache (EVAL, SCRIPT LOAD)
 	budget    int64                // scripts' instruction budget; 0 = ApplyBudget
 	inScript  bool                 // a script is running (its PUBLISHes are not Direct)
+	cancel    <-chan struct{}      // dry runs only: closed by SCRIPT KILL
 }
 
 // Event is a message published by an applied entry (PUBLISH, at top level, in a

@@ -90,7 +90,7 @@ func (k *Keyspace) eval(op command.Eval, c Ctx) resp.Value {
 	}
 	k.inScript = true
 	defer func() { k.inScript = false }()
-	return k.scripts.Run(op.SHA, op.Keys, op.Args, &scriptHost{k: k, c: c, ro: op.RO}, lua.Limits{MaxInstructions: budget})
+	return k.scripts.Run(op.SHA, op.Keys, op.Args, &scriptHost{k: k, c: c, ro: op.RO}, lua.Limits{MaxInstructions: budget, Cancel: k.cancel})
 }
 
 // HasScript reports whether sha is in the replicated script cache, and its source.
@@ -100,11 +100,12 @@ func (k *Keyspace) Script(sha string) ([]byte, bool) { return k.scripts.Source(s
 // does before it proposes the script, with DryRunBudget and the given script
 // engine (a private compile cache: the replicated cache changes only in apply).
 // The copy is discarded. Call it on a Clone, never on the live keyspace.
-func (k *Keyspace) DryRun(op command.Eval, src []byte, engine *lua.Engine, now, wall int64) resp.Value {
+// Closing cancel stops it (SCRIPT KILL).
+func (k *Keyspace) DryRun(op command.Eval, src []byte, engine *lua.Engine, now, wall int64, cancel <-chan struct{}) resp.Value {
 	if _, err := engine.Load(src); err != nil {
 		return resp.Error(err.Error())
 	}
-	k.scripts, k.budget = engine, DryRunBudget
+	k.scripts, k.budget, k.cancel = engine, DryRunBudget, cancel
 	if now > k.now {
 		k.now = now
 	}
