@@ -634,6 +634,7 @@ var families = []struct {
 	{"pubsub", pubsubCases},
 	{"command", commandCases},
 	{"scripting", scriptCases},
+	{"scripting-every-command", everyCommandFromScripts},
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
