@@ -307,7 +307,7 @@ func (s *state) luaPcall(L *glua.LState) int {
 		L.Push(glua.LString("attempt to call a " + typeOf(fn) + " value"))
 		return 2
 	}
-	if err := L.PCall(nargs-1, glua.MultRet, s.translateHandler()); err != nil {
+	if err := L.PCall(nargs-1, glua.MultRet, s.pcallEH); err != nil {
 		obj := errObject(err)
 		if t, ok := obj.(*glua.LTable); ok {
 			if str, ok := toStringLua(t.RawGetString("err")); ok {
@@ -355,13 +355,11 @@ func (s *state) luaXpcall(L *glua.LState) int {
 	return L.GetTop()
 }
 
-// translateHandler is the message handler of pcall: it only rewords
+// pcallHandler is the message handler of pcall: it only rewords
 // gopher-lua's messages, while the stack of the error still exists.
-func (s *state) translateHandler() *glua.LFunction {
-	return s.L.NewFunction(func(L *glua.LState) int {
-		L.Push(s.translate(L, L.Get(1), 1))
-		return 1
-	})
+func (s *state) pcallHandler(L *glua.LState) int {
+	L.Push(s.translate(L, L.Get(1), 1))
+	return 1
 }
 
 func (s *state) callMeta(v glua.LValue) glua.LValue {

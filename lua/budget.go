@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/lockd/lockd/resp"
 )
 
 // ErrBudget is the error a run ends with when it executes more VM
@@ -57,7 +60,15 @@ func (b *budget) Done() <-chan struct{} {
 }
 
 // KilledErrorText is the error reply of a run stopped through Limits.Cancel.
+// (Redis 7.0.15 appends the usual " script: <sha>, on @user_script:<line>."
+// to it; IsKilledError accepts both forms.)
 const KilledErrorText = "ERR Script killed by user with SCRIPT KILL..."
+
+// IsKilledError reports whether v is the error reply of a run stopped
+// through Limits.Cancel.
+func IsKilledError(v resp.Value) bool {
+	return v.Kind == resp.KindError && strings.HasPrefix(string(v.Str), KilledErrorText)
+}
 
 func (b *budget) Err() error {
 	if b.spent || b.killed {

@@ -105,3 +105,20 @@ func TestStringLimit(t *testing.T) {
 		t.Fatalf("got %s", render(v))
 	}
 }
+
+func TestCancel(t *testing.T) {
+	e := New()
+	sha, _ := e.Load([]byte(`while true do redis.call('ping') end`))
+	cancel := make(chan struct{})
+	h := &countingHost{}
+	go close(cancel)
+	v := e.Run(sha, nil, nil, h, Limits{Cancel: cancel})
+	if !IsKilledError(v) || string(v.Str) != KilledErrorText || IsBudgetError(v) {
+		t.Fatalf("got %s", render(v))
+	}
+	// A cancel channel that never closes changes nothing.
+	sha, _ = e.Load([]byte(`local n = 0 for i = 1, 5000 do n = n + 1 end return n`))
+	if v := e.Run(sha, nil, nil, nil, Limits{Cancel: make(chan struct{})}); v.Int != 5000 {
+		t.Fatalf("got %s", render(v))
+	}
+}

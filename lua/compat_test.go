@@ -1402,6 +1402,585 @@ var compatCases = []compatCase{
 	// redis-cli -p 6455 EVAL $'#!lua\nreturn redis.call(\'get\',\'x\')' 0
 	{script: "#!lua\nreturn redis.call('get','x')",
 		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL $'return 0.1 .. \'\'' 0
+	{script: "return 0.1 .. ''",
+		want: "$3\r\n0.1\r\n"},
+	// redis-cli -p 6455 EVAL 'local function f(...) return type(arg) end return f(1)' 0
+	{script: "local function f(...) return type(arg) end return f(1)",
+		want: "$5\r\ntable\r\n"},
+	// redis-cli -p 6455 EVAL $'return \'10\' + 1' 0
+	{script: "return '10' + 1",
+		want: ":11\r\n"},
+	// redis-cli -p 6455 EVAL $'return \'0x10\' + 0' 0
+	{script: "return '0x10' + 0",
+		want: ":16\r\n"},
+	// redis-cli -p 6455 EVAL $'return \' 5 \' * 2' 0
+	{script: "return ' 5 ' * 2",
+		want: ":10\r\n"},
+	// redis-cli -p 6455 EVAL $'return \'1e2\' + 0' 0
+	{script: "return '1e2' + 0",
+		want: ":100\r\n"},
+	// redis-cli -p 6455 EVAL $'return \'abc\' + 1' 0
+	{script: "return 'abc' + 1",
+		want: "-ERR user_script:1: attempt to perform arithmetic on a string value script: 3873d685c167fe7cb897e2e6baa1a014d9267373, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'return #{1, 2, nil, 4}' 0
+	{script: "return #{1, 2, nil, 4}",
+		want: ":4\r\n"},
+	// redis-cli -p 6455 EVAL 'local t = {} t[1]=1 t[2]=2 t[4]=4 return #t' 0
+	{script: "local t = {} t[1]=1 t[2]=2 t[4]=4 return #t",
+		want: ":4\r\n"},
+	// redis-cli -p 6455 EVAL $'return math.max(1, \'5\')' 0
+	{script: "return math.max(1, '5')",
+		want: ":5\r\n"},
+	// redis-cli -p 6455 EVAL 'return string.rep(5, 2)' 0
+	{script: "return string.rep(5, 2)",
+		want: "$2\r\n55\r\n"},
+	// redis-cli -p 6455 EVAL $'return (\'x\'):rep(\'3\')' 0
+	{script: "return ('x'):rep('3')",
+		want: "$3\r\nxxx\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.sub(\'hello\', \'2\', 3.9)' 0
+	{script: "return string.sub('hello', '2', 3.9)",
+		want: "$2\r\nel\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.byte(\'A\')' 0
+	{script: "return string.byte('A')",
+		want: ":65\r\n"},
+	// redis-cli -p 6455 EVAL $'return {string.byte(\'abc\', 1, -1)}' 0
+	{script: "return {string.byte('abc', 1, -1)}",
+		want: "*3\r\n:97\r\n:98\r\n:99\r\n"},
+	// redis-cli -p 6455 EVAL 'return string.char(72, 105)' 0
+	{script: "return string.char(72, 105)",
+		want: "$2\r\nHi\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'hello\', \'l\')' 0
+	{script: "return string.find('hello', 'l')",
+		want: ":3\r\n"},
+	// redis-cli -p 6455 EVAL $'return {string.find(\'a.b\', \'.\', 1, true)}' 0
+	{script: "return {string.find('a.b', '.', 1, true)}",
+		want: "*2\r\n:2\r\n:2\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%5.3s|%-8d|%+d|% d|%05d|%x|%#x|%#o|%e|%G\', \'abcdef\', 42, 7, 7, -42, 255, 255, 8, 0.000123, 1e-10)' 0
+	{script: "return string.format('%5.3s|%-8d|%+d|% d|%05d|%x|%#x|%#o|%e|%G', 'abcdef', 42, 7, 7, -42, 255, 255, 8, 0.000123, 1e-10)",
+		want: "$57\r\n  abc|42      |+7| 7|-0042|ff|0xff|010|1.230000e-04|1E-10\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%10.4f|%-10.2e|%g|%g|%g\', math.pi, -12345.6789, 100000, 1000000, 1e-5)' 0
+	{script: "return string.format('%10.4f|%-10.2e|%g|%g|%g', math.pi, -12345.6789, 100000, 1000000, 1e-5)",
+		want: "$40\r\n    3.1416|-1.23e+04 |100000|1e+06|1e-05\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%c%c%c\', 76, 117, 97)' 0
+	{script: "return string.format('%c%c%c', 76, 117, 97)",
+		want: "$3\r\nLua\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%q\', 1/3)' 0
+	{script: "return string.format('%q', 1/3)",
+		want: "$18\r\n\"0.33333333333333\"\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%d\', 2^53)' 0
+	{script: "return string.format('%d', 2^53)",
+		want: "$16\r\n9007199254740992\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%.0f\', 0.5)' 0
+	{script: "return string.format('%.0f', 0.5)",
+		want: "$1\r\n0\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%.0f\', 1.5)' 0
+	{script: "return string.format('%.0f', 1.5)",
+		want: "$1\r\n2\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%5.1s|\', \'xyz\')' 0
+	{script: "return string.format('%5.1s|', 'xyz')",
+		want: "$6\r\n    x|\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%#g\', 1)' 0
+	{script: "return string.format('%#g', 1)",
+		want: "$7\r\n1.00000\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%#.3g\', 1)' 0
+	{script: "return string.format('%#.3g', 1)",
+		want: "$4\r\n1.00\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%g\', 0/0)' 0
+	{script: "return string.format('%g', 0/0)",
+		want: "$4\r\n-nan\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%f\', 1/0)' 0
+	{script: "return string.format('%f', 1/0)",
+		want: "$3\r\ninf\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.format(\'%s\', nil)' 0
+	{script: "return string.format('%s', nil)",
+		want: "-ERR user_script:1: bad argument #2 to 'format' (string expected, got nil) script: 26f8f7a3e95cdd62565575aed83f6787b72b4cf7, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(nil) .. tostring(true)' 0
+	{script: "return tostring(nil) .. tostring(true)",
+		want: "$7\r\nniltrue\r\n"},
+	// redis-cli -p 6455 EVAL $'return table.concat({1, 2.5, \'x\'}, \', \')' 0
+	{script: "return table.concat({1, 2.5, 'x'}, ', ')",
+		want: "$9\r\n1, 2.5, x\r\n"},
+	// redis-cli -p 6455 EVAL 'return table.concat({1, {}, 3})' 0
+	{script: "return table.concat({1, {}, 3})",
+		want: "-ERR user_script:1: invalid value (table) at index 2 in table for 'concat' script: 1256855af13e156c2831028e4a486ab1d403bde8, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return table.concat({}, \'x\')' 0
+	{script: "return table.concat({}, 'x')",
+		want: "$0\r\n\r\n"},
+	// redis-cli -p 6455 EVAL $'return table.concat({\'a\',\'b\',\'c\'}, \'-\', 2, 3)' 0
+	{script: "return table.concat({'a','b','c'}, '-', 2, 3)",
+		want: "$3\r\nb-c\r\n"},
+	// redis-cli -p 6455 EVAL 'local t = {3,1,2} table.sort(t) return t' 0
+	{script: "local t = {3,1,2} table.sort(t) return t",
+		want: "*3\r\n:1\r\n:2\r\n:3\r\n"},
+	// redis-cli -p 6455 EVAL $'local t = {\'b\',\'a\',\'c\'} table.sort(t, function(a,b) return a > b end) return t' 0
+	{script: "local t = {'b','a','c'} table.sort(t, function(a,b) return a > b end) return t",
+		want: "*3\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n"},
+	// redis-cli -p 6455 EVAL 'local t = {1,2,3} table.insert(t, 2, 9) return t' 0
+	{script: "local t = {1,2,3} table.insert(t, 2, 9) return t",
+		want: "*4\r\n:1\r\n:9\r\n:2\r\n:3\r\n"},
+	// redis-cli -p 6455 EVAL 'local t = {1,2,3} return {table.remove(t), #t}' 0
+	{script: "local t = {1,2,3} return {table.remove(t), #t}",
+		want: "*2\r\n:3\r\n:2\r\n"},
+	// redis-cli -p 6455 EVAL 'local t = {1,2,3} return {table.remove(t, 1), t[1]}' 0
+	{script: "local t = {1,2,3} return {table.remove(t, 1), t[1]}",
+		want: "*2\r\n:1\r\n:2\r\n"},
+	// redis-cli -p 6455 EVAL 'return table.getn({1,2})' 0
+	{script: "return table.getn({1,2})",
+		want: ":2\r\n"},
+	// redis-cli -p 6455 EVAL 'return table.maxn({1,nil,3})' 0
+	{script: "return table.maxn({1,nil,3})",
+		want: ":3\r\n"},
+	// redis-cli -p 6455 EVAL $'return select(\'#\', 1, nil, 3)' 0
+	{script: "return select('#', 1, nil, 3)",
+		want: ":3\r\n"},
+	// redis-cli -p 6455 EVAL $'return {select(2, \'a\', \'b\', \'c\')}' 0
+	{script: "return {select(2, 'a', 'b', 'c')}",
+		want: "*2\r\n$1\r\nb\r\n$1\r\nc\r\n"},
+	// redis-cli -p 6455 EVAL $'return select(-1, \'a\', \'b\')' 0
+	{script: "return select(-1, 'a', 'b')",
+		want: "$1\r\nb\r\n"},
+	// redis-cli -p 6455 EVAL 'return {unpack({1,2,3})}' 0
+	{script: "return {unpack({1,2,3})}",
+		want: "*3\r\n:1\r\n:2\r\n:3\r\n"},
+	// redis-cli -p 6455 EVAL 'return {unpack({1,2,3}, 2)}' 0
+	{script: "return {unpack({1,2,3}, 2)}",
+		want: "*2\r\n:2\r\n:3\r\n"},
+	// redis-cli -p 6455 EVAL 'return type(next({}))' 0
+	{script: "return type(next({}))",
+		want: "$3\r\nnil\r\n"},
+	// redis-cli -p 6455 EVAL $'return rawequal(\'a\', \'a\')' 0
+	{script: "return rawequal('a', 'a')",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL 'return rawlen' 0
+	{script: "return rawlen",
+		want: "-ERR user_script:1: Script attempted to access nonexistent global variable 'rawlen' script: ed47cb414b36a1a6d28657111c90e9969a0496fe, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'return math.floor(-3.5)' 0
+	{script: "return math.floor(-3.5)",
+		want: ":-4\r\n"},
+	// redis-cli -p 6455 EVAL 'return math.ceil(-3.5)' 0
+	{script: "return math.ceil(-3.5)",
+		want: ":-3\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.sqrt(2))' 0
+	{script: "return tostring(math.sqrt(2))",
+		want: "$15\r\n1.4142135623731\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.abs(-0))' 0
+	{script: "return tostring(math.abs(-0))",
+		want: "$1\r\n0\r\n"},
+	// redis-cli -p 6455 EVAL 'return math.max(3, 9, 1)' 0
+	{script: "return math.max(3, 9, 1)",
+		want: ":9\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.fmod(7, 3))' 0
+	{script: "return tostring(math.fmod(7, 3))",
+		want: "$1\r\n1\r\n"},
+	// redis-cli -p 6455 EVAL 'return {math.modf(3.7)}' 0
+	{script: "return {math.modf(3.7)}",
+		want: "*2\r\n:3\r\n:0\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.log(100, 10))' 0
+	{script: "return tostring(math.log(100, 10))",
+		want: "$15\r\n4.6051701859881\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.log10(1000))' 0
+	{script: "return tostring(math.log10(1000))",
+		want: "$1\r\n3\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.exp(1))' 0
+	{script: "return tostring(math.exp(1))",
+		want: "$14\r\n2.718281828459\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(2^0.5)' 0
+	{script: "return tostring(2^0.5)",
+		want: "$15\r\n1.4142135623731\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.huge)' 0
+	{script: "return tostring(math.huge)",
+		want: "$3\r\ninf\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(-math.huge)' 0
+	{script: "return tostring(-math.huge)",
+		want: "$4\r\n-inf\r\n"},
+	// redis-cli -p 6455 EVAL 'return math.frexp(8)' 0
+	{script: "return math.frexp(8)",
+		want: ":0\r\n"},
+	// redis-cli -p 6455 EVAL 'return math.ldexp(1, 10)' 0
+	{script: "return math.ldexp(1, 10)",
+		want: ":1024\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.tan(1))' 0
+	{script: "return tostring(math.tan(1))",
+		want: "$15\r\n1.5574077246549\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.atan2(1, 2))' 0
+	{script: "return tostring(math.atan2(1, 2))",
+		want: "$16\r\n0.46364760900081\r\n"},
+	// redis-cli -p 6455 EVAL 'return math.mod(7, 3)' 0
+	{script: "return math.mod(7, 3)",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(math.deg(math.pi))' 0
+	{script: "return tostring(math.deg(math.pi))",
+		want: "$3\r\n180\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.band(0xff, 0x0f)' 0
+	{script: "return bit.band(0xff, 0x0f)",
+		want: ":15\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.bor(1, 2, 4)' 0
+	{script: "return bit.bor(1, 2, 4)",
+		want: ":7\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.bxor(5, 3)' 0
+	{script: "return bit.bxor(5, 3)",
+		want: ":6\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.bnot(0)' 0
+	{script: "return bit.bnot(0)",
+		want: ":-1\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.lshift(1, 31)' 0
+	{script: "return bit.lshift(1, 31)",
+		want: ":-2147483648\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.rshift(-1, 28)' 0
+	{script: "return bit.rshift(-1, 28)",
+		want: ":15\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.arshift(-256, 4)' 0
+	{script: "return bit.arshift(-256, 4)",
+		want: ":-16\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.rol(0x12345678, 8)' 0
+	{script: "return bit.rol(0x12345678, 8)",
+		want: ":878082066\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.ror(0x12345678, 8)' 0
+	{script: "return bit.ror(0x12345678, 8)",
+		want: ":2014458966\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.tohex(255)' 0
+	{script: "return bit.tohex(255)",
+		want: "$8\r\n000000ff\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.tohex(-1, -4)' 0
+	{script: "return bit.tohex(-1, -4)",
+		want: "$4\r\nFFFF\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.bswap(0x12345678)' 0
+	{script: "return bit.bswap(0x12345678)",
+		want: ":2018915346\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.tobit(2^32 + 5)' 0
+	{script: "return bit.tobit(2^32 + 5)",
+		want: ":5\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.tobit(1.5)' 0
+	{script: "return bit.tobit(1.5)",
+		want: ":2\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.tobit(2.5)' 0
+	{script: "return bit.tobit(2.5)",
+		want: ":2\r\n"},
+	// redis-cli -p 6455 EVAL $'return bit.band(\'x\')' 0
+	{script: "return bit.band('x')",
+		want: "-ERR user_script:1: bad argument #1 to 'band' (number expected, got string) script: d35c9a1d4f4825ae2c0656c3cb8c9f397ca6d9b1, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'return bit.tohex(1, 20)' 0
+	{script: "return bit.tohex(1, 20)",
+		want: "$8\r\n00000001\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.upper(\'abc\') .. string.lower(\'DEF\') .. string.reverse(\'xyz\') .. string.len(\'hello\')' 0
+	{script: "return string.upper('abc') .. string.lower('DEF') .. string.reverse('xyz') .. string.len('hello')",
+		want: "$10\r\nABCdefzyx5\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.gsub(\'hello world\', \'o\', \'0\')' 0
+	{script: "return string.gsub('hello world', 'o', '0')",
+		want: "$11\r\nhell0 w0rld\r\n"},
+	// redis-cli -p 6455 EVAL $'return {string.gsub(\'abc\', \'%w\', \'%0%0\')}' 0
+	{script: "return {string.gsub('abc', '%w', '%0%0')}",
+		want: "*2\r\n$6\r\naabbcc\r\n:3\r\n"},
+	// redis-cli -p 6455 EVAL $'return {string.gsub(\'abc\', \'b\', {b = \'X\'})}' 0
+	{script: "return {string.gsub('abc', 'b', {b = 'X'})}",
+		want: "*2\r\n$3\r\naXc\r\n:1\r\n"},
+	// redis-cli -p 6455 EVAL $'return {string.gsub(\'abc\', \'(b)\', function(c) return c:upper() end)}' 0
+	{script: "return {string.gsub('abc', '(b)', function(c) return c:upper() end)}",
+		want: "*2\r\n$3\r\naBc\r\n:1\r\n"},
+	// redis-cli -p 6455 EVAL $'return {string.match(\'key:123\', \'(%a+):(%d+)\')}' 0
+	{script: "return {string.match('key:123', '(%a+):(%d+)')}",
+		want: "*2\r\n$3\r\nkey\r\n$3\r\n123\r\n"},
+	// redis-cli -p 6455 EVAL $'local r = {} for w in string.gmatch(\'a b c\', \'%a\') do r[#r+1] = w end return r' 0
+	{script: "local r = {} for w in string.gmatch('a b c', '%a') do r[#r+1] = w end return r",
+		want: "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'abc\', \'[\')' 0
+	{script: "return string.find('abc', '[')",
+		want: "-ERR user_script:1: malformed pattern (missing ']') script: 52eefdf51a917058f63ec416a2655501f5a7bdcf, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.rep(\'ab\', 3, \',\')' 0
+	{script: "return string.rep('ab', 3, ',')",
+		want: "$6\r\nababab\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(1e100)' 0
+	{script: "return tostring(1e100)",
+		want: "$6\r\n1e+100\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(-1e-100)' 0
+	{script: "return tostring(-1e-100)",
+		want: "$7\r\n-1e-100\r\n"},
+	// redis-cli -p 6455 EVAL 'return tostring(123456.789)' 0
+	{script: "return tostring(123456.789)",
+		want: "$10\r\n123456.789\r\n"},
+	// redis-cli -p 6455 EVAL $'return 12345678901234 .. \'\'' 0
+	{script: "return 12345678901234 .. ''",
+		want: "$14\r\n12345678901234\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'\')' 0
+	{script: "return tonumber('')",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'  \')' 0
+	{script: "return tonumber('  ')",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'1e\')' 0
+	{script: "return tonumber('1e')",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'-0x10\')' 0
+	{script: "return tonumber('-0x10')",
+		want: ":-16\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'10\', 2)' 0
+	{script: "return tonumber('10', 2)",
+		want: ":2\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'ff\', 16)' 0
+	{script: "return tonumber('ff', 16)",
+		want: ":255\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'-ff\', 16)' 0
+	{script: "return tonumber('-ff', 16)",
+		want: ":-9223372036854775808\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'1.5\', 10)' 0
+	{script: "return tonumber('1.5', 10)",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL 'return tonumber(nil)' 0
+	{script: "return tonumber(nil)",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL 'return tonumber()' 0
+	{script: "return tonumber()",
+		want: "-ERR user_script:1: bad argument #1 to 'tonumber' (value expected) script: f4853cecaf5a268432ec56257ce33f680863445e, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'return tonumber({})' 0
+	{script: "return tonumber({})",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL $'return tostring(tonumber(\'-inf\'))' 0
+	{script: "return tostring(tonumber('-inf'))",
+		want: "$4\r\n-inf\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'0x1p3\')' 0
+	{script: "return tonumber('0x1p3')",
+		want: ":8\r\n"},
+	// redis-cli -p 6455 EVAL $'return tonumber(\'infinity\') > 0' 0
+	{script: "return tonumber('infinity') > 0",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL 'return coroutine.running()' 0
+	{script: "return coroutine.running()",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL 'local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end) local _, x = coroutine.resume(co, 1) local _, y = coroutine.resume(co, 10) return {x, y, coroutine.status(co)}' 0
+	{script: "local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end) local _, x = coroutine.resume(co, 1) local _, y = coroutine.resume(co, 10) return {x, y, coroutine.status(co)}",
+		want: "*3\r\n:2\r\n:20\r\n$4\r\ndead\r\n"},
+	// redis-cli -p 6455 EVAL 'local co = coroutine.create(function() end) coroutine.resume(co) return {coroutine.resume(co)}' 0
+	{script: "local co = coroutine.create(function() end) coroutine.resume(co) return {coroutine.resume(co)}",
+		want: "*2\r\n$-1\r\n$28\r\ncannot resume dead coroutine\r\n"},
+	// redis-cli -p 6455 EVAL 'return coroutine.yield(1)' 0
+	{script: "return coroutine.yield(1)",
+		want: "-ERR attempt to yield across metamethod/C-call boundary script: c0c3d8a4cbcee35be6b566d6fb3a7a74f0fdcc6f, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'local f = coroutine.wrap(function() coroutine.yield(1) end) f() f() return f()' 0
+	{script: "local f = coroutine.wrap(function() coroutine.yield(1) end) f() f() return f()",
+		want: "-ERR user_script:1: cannot resume dead coroutine script: 8dcc3ab396b484b9a292972cf54fff32cbccec95, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'return {pcall(coroutine.create, print)}' 0
+	{script: "return {pcall(coroutine.create, print)}",
+		want: "-ERR user_script:1: Script attempted to access nonexistent global variable 'print' script: 89a382ae0583f83d814926d69332712626765ebe, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'return {pcall(string.rep)}' 0
+	{script: "return {pcall(string.rep)}",
+		want: "*2\r\n$-1\r\n$54\r\nbad argument #1 to '?' (string expected, got no value)\r\n"},
+	// redis-cli -p 6455 EVAL $'return {pcall(string.rep, \'x\')}' 0
+	{script: "return {pcall(string.rep, 'x')}",
+		want: "*2\r\n$-1\r\n$54\r\nbad argument #2 to '?' (number expected, got no value)\r\n"},
+	// redis-cli -p 6455 EVAL 'return select(2, pcall(error))' 0
+	{script: "return select(2, pcall(error))",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL 'return {pcall(error, nil)}' 0
+	{script: "return {pcall(error, nil)}",
+		want: "*1\r\n$-1\r\n"},
+	// redis-cli -p 6455 EVAL 'return {xpcall(function() return 1, 2 end, print)}' 0
+	{script: "return {xpcall(function() return 1, 2 end, print)}",
+		want: "-ERR user_script:1: Script attempted to access nonexistent global variable 'print' script: d2a27347d037a174241adf0aae21ee8dba4296ac, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return {xpcall(function() error(\'x\') end, function(m) return \'h:\' .. m end)}' 0
+	{script: "return {xpcall(function() error('x') end, function(m) return 'h:' .. m end)}",
+		want: "*2\r\n$-1\r\n$18\r\nh:user_script:1: x\r\n"},
+	// redis-cli -p 6455 EVAL $'return {xpcall(nil, function(m) return \'h:\' .. m end)}' 0
+	{script: "return {xpcall(nil, function(m) return 'h:' .. m end)}",
+		want: "*2\r\n$-1\r\n$29\r\nh:attempt to call a nil value\r\n"},
+	// redis-cli -p 6455 EVAL 'return {assert(1, 2, 3)}' 0
+	{script: "return {assert(1, 2, 3)}",
+		want: "*3\r\n:1\r\n:2\r\n:3\r\n"},
+	// redis-cli -p 6455 EVAL 'assert(false)' 0
+	{script: "assert(false)",
+		want: "-ERR user_script:1: assertion failed! script: 2878c2ae3cafd05c022d4f19e4b521d97df409a2, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'assert(nil, \'msg\')' 0
+	{script: "assert(nil, 'msg')",
+		want: "-ERR user_script:1: msg script: 4793a8d9e7a612cce1b627528068a30822fa54b7, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'assert(false, 12)' 0
+	{script: "assert(false, 12)",
+		want: "-ERR user_script:1: 12 script: fe4a5ec4594940024ce243ad9138d0d1ce3c9141, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'assert()' 0
+	{script: "assert()",
+		want: "-ERR user_script:1: bad argument #1 to 'assert' (value expected) script: 63ae10d79f4a0c4781e4e9b2dacd5c9896a57556, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'local t = setmetatable({}, {__tostring = function() return \'T!\' end}) return tostring(t)' 0
+	{script: "local t = setmetatable({}, {__tostring = function() return 'T!' end}) return tostring(t)",
+		want: "$2\r\nT!\r\n"},
+	// redis-cli -p 6455 EVAL $'local t = setmetatable({}, {__index = function(t, k) return k .. \'!\' end}) return t.x' 0
+	{script: "local t = setmetatable({}, {__index = function(t, k) return k .. '!' end}) return t.x",
+		want: "$2\r\nx!\r\n"},
+	// redis-cli -p 6455 EVAL $'local t = setmetatable({}, {__metatable = \'locked\'}) return getmetatable(t)' 0
+	{script: "local t = setmetatable({}, {__metatable = 'locked'}) return getmetatable(t)",
+		want: "$6\r\nlocked\r\n"},
+	// redis-cli -p 6455 EVAL $'local t = setmetatable({}, {__metatable = \'locked\'}) setmetatable(t, {})' 0
+	{script: "local t = setmetatable({}, {__metatable = 'locked'}) setmetatable(t, {})",
+		want: "-ERR user_script:1: cannot change a protected metatable script: 656b6d7d2ee4e5e74e6465d6ecee289169ed97cd, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'local t = setmetatable({}, {__call = function(self, a) return a * 2 end}) return t(21)' 0
+	{script: "local t = setmetatable({}, {__call = function(self, a) return a * 2 end}) return t(21)",
+		want: ":42\r\n"},
+	// redis-cli -p 6455 EVAL 'local mt = {__add = function(a, b) return 42 end} local t = setmetatable({}, mt) return t + 1' 0
+	{script: "local mt = {__add = function(a, b) return 42 end} local t = setmetatable({}, mt) return t + 1",
+		want: ":42\r\n"},
+	// redis-cli -p 6455 EVAL 'local mt = {__eq = function() return true end} local a = setmetatable({}, mt) local b = setmetatable({}, mt) return a == b' 0
+	{script: "local mt = {__eq = function() return true end} local a = setmetatable({}, mt) local b = setmetatable({}, mt) return a == b",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL 'local mt = {__lt = function() return true end} local a = setmetatable({}, mt) return a < setmetatable({}, mt)' 0
+	{script: "local mt = {__lt = function() return true end} local a = setmetatable({}, mt) return a < setmetatable({}, mt)",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL $'local mt = {__concat = function(a, b) return \'cc\' end} return setmetatable({}, mt) .. \'x\'' 0
+	{script: "local mt = {__concat = function(a, b) return 'cc' end} return setmetatable({}, mt) .. 'x'",
+		want: "$2\r\ncc\r\n"},
+	// redis-cli -p 6455 EVAL 'local mt = {__unm = function() return 7 end} return -setmetatable({}, mt)' 0
+	{script: "local mt = {__unm = function() return 7 end} return -setmetatable({}, mt)",
+		want: ":7\r\n"},
+	// redis-cli -p 6455 EVAL 'local t = setmetatable({}, {__newindex = function(t, k, v) rawset(t, k, v * 2) end}) t.a = 2 return t.a' 0
+	{script: "local t = setmetatable({}, {__newindex = function(t, k, v) rawset(t, k, v * 2) end}) t.a = 2 return t.a",
+		want: ":4\r\n"},
+	// redis-cli -p 6455 EVAL $'return getmetatable(\'\').__index == string' 0
+	{script: "return getmetatable('').__index == string",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL $'return (\'abc\'):upper()' 0
+	{script: "return ('abc'):upper()",
+		want: "$3\r\nABC\r\n"},
+	// redis-cli -p 6455 EVAL 'return #KEYS' 0
+	{script: "return #KEYS",
+		want: ":0\r\n"},
+	// redis-cli -p 6455 EVAL 'return ARGV' 0
+	{script: "return ARGV",
+		want: "*0\r\n"},
+	// redis-cli -p 6455 EVAL 'return type(_G)' 0
+	{script: "return type(_G)",
+		want: "$5\r\ntable\r\n"},
+	// redis-cli -p 6455 EVAL 'return _G._G == _G' 0
+	{script: "return _G._G == _G",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL 'return _G.redis == redis' 0
+	{script: "return _G.redis == redis",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL $'return string == getmetatable(\'\').__index' 0
+	{script: "return string == getmetatable('').__index",
+		want: ":1\r\n"},
+	// redis-cli -p 6455 EVAL $'return {loadstring(\'return ...\')(1, 2)}' 0
+	{script: "return {loadstring('return ...')(1, 2)}",
+		want: "*2\r\n:1\r\n:2\r\n"},
+	// redis-cli -p 6455 EVAL $'return {loadstring(\'syntax error here\')}' 0
+	{script: "return {loadstring('syntax error here')}",
+		want: "*0\r\n"},
+	// redis-cli -p 6455 EVAL $'return {loadstring(\'x\', \'mychunk\')}' 0
+	{script: "return {loadstring('x', 'mychunk')}",
+		want: "*0\r\n"},
+	// redis-cli -p 6455 EVAL $'return {loadstring(\'return 1 +\', \'=mine\')}' 0
+	{script: "return {loadstring('return 1 +', '=mine')}",
+		want: "*0\r\n"},
+	// redis-cli -p 6455 EVAL $'return {loadstring(\'return 1 +\', \'@file.lua\')}' 0
+	{script: "return {loadstring('return 1 +', '@file.lua')}",
+		want: "*0\r\n"},
+	// redis-cli -p 6455 EVAL 'return {load(function() return nil end)}' 0
+	{script: "return {load(function() return nil end)}",
+		want: "*1\r\n$-1\r\n"},
+	// redis-cli -p 6455 EVAL $'local parts = {\'return \', \'4\', \'2\'} local i = 0 return load(function() i = i + 1 return parts[i] end)()' 0
+	{script: "local parts = {'return ', '4', '2'} local i = 0 return load(function() i = i + 1 return parts[i] end)()",
+		want: ":42\r\n"},
+	// redis-cli -p 6455 EVAL 'return {load(function() return {} end)}' 0
+	{script: "return {load(function() return {} end)}",
+		want: "*0\r\n"},
+	// redis-cli -p 6455 EVAL 'return unpack({}, 1, 8000)' 0
+	{script: "return unpack({}, 1, 8000)",
+		want: "-ERR user_script:1: too many results to unpack script: 5b1dac8de4fd064f21a51743e90e8ec7995a87c1, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'return #{unpack({}, 1, 7998)}' 0
+	{script: "return #{unpack({}, 1, 7998)}",
+		want: "-ERR user_script:1: too many results to unpack script: 5cba909eb1e4bc6d5a769fd34a8b4fff978b4b04, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.byte(string.rep(\'x\', 9000), 1, -1)' 0
+	{script: "return string.byte(string.rep('x', 9000), 1, -1)",
+		want: "-ERR user_script:1: stack overflow (string slice too long) script: 18c16b39594d14710e753dd25932eabdd0748b76, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return collectgarbage(\'bad\')' 0
+	{script: "return collectgarbage('bad')",
+		want: "-ERR user_script:1: bad argument #1 to 'collectgarbage' (invalid option 'bad') script: 76c87f2ae346c9f77c0637a3f32e5a7f34d2e55a, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL 'return collectgarbage()' 0
+	{script: "return collectgarbage()",
+		want: ":0\r\n"},
+	// redis-cli -p 6455 EVAL $'return collectgarbage(\'step\')' 0
+	{script: "return collectgarbage('step')",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL 'local t = {a=1} t.a = nil return next(t)' 0
+	{script: "local t = {a=1} t.a = nil return next(t)",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'abc\', \'a%\')' 0
+	{script: "return string.find('abc', 'a%')",
+		want: "-ERR user_script:1: malformed pattern (ends with '%') script: 6b875a16991b3d90f98d24a3f9e73028ca1f4aff, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'abc\', \'%f\')' 0
+	{script: "return string.find('abc', '%f')",
+		want: "-ERR user_script:1: missing '[' after '%f' in pattern script: fd0f72268f01136e562d49fa6d825c710c5b0a50, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'abc\', \'%fx\')' 0
+	{script: "return string.find('abc', '%fx')",
+		want: "-ERR user_script:1: missing '[' after '%f' in pattern script: 0b7435f309234f6b553a0ca2a7dfbf4b5a4f798f, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'a[b]\', \'%b[]\')' 0
+	{script: "return string.find('a[b]', '%b[]')",
+		want: ":2\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'abc\', \'%b\')' 0
+	{script: "return string.find('abc', '%b')",
+		want: "-ERR user_script:1: unbalanced pattern script: 5abc18984f07f4d34860ebf835a8593c2a03d0c4, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'abc\', \'[]]\')' 0
+	{script: "return string.find('abc', '[]]')",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'a]c\', \'[]]\')' 0
+	{script: "return string.find('a]c', '[]]')",
+		want: ":2\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'abc\', \'[^]\')' 0
+	{script: "return string.find('abc', '[^]')",
+		want: "-ERR user_script:1: malformed pattern (missing ']') script: b67f591e9982d593018ae534ae4dcd427d19df00, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'abc\', \'[a%]\')' 0
+	{script: "return string.find('abc', '[a%]')",
+		want: "-ERR user_script:1: malformed pattern (missing ']') script: eac955607cfc0297c36c2074c817676332cd092d, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.find(\'abc\', \'[\', 1, true)' 0
+	{script: "return string.find('abc', '[', 1, true)",
+		want: "$-1\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.match(\'abc\', \'(\')' 0
+	{script: "return string.match('abc', '(')",
+		want: "-ERR user_script:1: unfinished capture script: 381c1b114aa04d719cc079d81faf039c28a0ad73, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.match(\'abc\', \')\')' 0
+	{script: "return string.match('abc', ')')",
+		want: "-ERR user_script:1: invalid pattern capture script: 5220ef521cbfdde219a6191514b3bf0d5cf94780, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.gsub(\'abc\', \'%\', \'x\')' 0
+	{script: "return string.gsub('abc', '%', 'x')",
+		want: "-ERR user_script:1: malformed pattern (ends with '%') script: 9f39a04d9953b9d16eb4f88eb5885e8fa7206081, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return {string.byte(\'hello\', -3, -1)}' 0
+	{script: "return {string.byte('hello', -3, -1)}",
+		want: "*3\r\n:108\r\n:108\r\n:111\r\n"},
+	// redis-cli -p 6455 EVAL $'return {string.byte(\'hello\', 10)}' 0
+	{script: "return {string.byte('hello', 10)}",
+		want: "*0\r\n"},
+	// redis-cli -p 6455 EVAL $'return {string.byte(\'hello\', 0)}' 0
+	{script: "return {string.byte('hello', 0)}",
+		want: "*0\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.sub(\'hello\', 2)' 0
+	{script: "return string.sub('hello', 2)",
+		want: "$4\r\nello\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.sub(\'hello\', -3, -2)' 0
+	{script: "return string.sub('hello', -3, -2)",
+		want: "$2\r\nll\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.sub(\'hello\', 0, 100)' 0
+	{script: "return string.sub('hello', 0, 100)",
+		want: "$5\r\nhello\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.sub(\'hello\', 4, 2)' 0
+	{script: "return string.sub('hello', 4, 2)",
+		want: "$0\r\n\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.sub(\'hello\')' 0
+	{script: "return string.sub('hello')",
+		want: "-ERR user_script:1: bad argument #2 to 'sub' (number expected, got no value) script: 10e06b956e281f25f9da7cfa271142ea0bf6dcea, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.sub(\'hello\', \'x\')' 0
+	{script: "return string.sub('hello', 'x')",
+		want: "-ERR user_script:1: bad argument #2 to 'sub' (number expected, got string) script: 1f25c90b8f48add9e6e09ee9aaef34be32c58e6c, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return string.sub(\'hello\', \'2\', \'3\')' 0
+	{script: "return string.sub('hello', '2', '3')",
+		want: "$2\r\nel\r\n"},
+	// redis-cli -p 6455 EVAL 'return table.concat({1, 2, nil, 3})' 0
+	{script: "return table.concat({1, 2, nil, 3})",
+		want: "-ERR user_script:1: invalid value (nil) at index 3 in table for 'concat' script: 40306fa64d88f3fe79aff641f2632d4f5e813d97, on @user_script:1.\r\n"},
+	// redis-cli -p 6455 EVAL $'return (\'hello\'):sub(2, 3)' 0
+	{script: "return ('hello'):sub(2, 3)",
+		want: "$2\r\nel\r\n"},
+	// redis-cli -p 6455 EVAL $'return (\'hello\'):byte()' 0
+	{script: "return ('hello'):byte()",
+		want: ":104\r\n"},
+	// redis-cli -p 6455 EVAL 'return string.byte()' 0
+	{script: "return string.byte()",
+		want: "-ERR user_script:1: bad argument #1 to 'byte' (string expected, got no value) script: 30371f269decc301bbc519c7032935369e3d5607, on @user_script:1.\r\n"},
 }
 
 func bytesArgs(ss []string) [][]byte {

@@ -161,10 +161,10 @@ func (s *state) toResp(v glua.LValue, depth int) resp.Value {
 			return resp.Bulk([]byte(mapLineBreaks(string(b))))
 		}
 		if vt, ok := x.RawGetString("verbatim_string").(*glua.LTable); ok {
-			f, okf := vt.RawGetString("format").(glua.LString)
+			// resp.Value carries only the "txt" format.
+			_, okf := vt.RawGetString("format").(glua.LString)
 			str, oks := vt.RawGetString("string").(glua.LString)
 			if okf && oks {
-				_ = f // resp.Value carries only the "txt" format
 				return resp.Verbatim(string(str))
 			}
 		}

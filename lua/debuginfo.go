@@ -309,3 +309,17 @@ func varInfo(p *glua.FunctionProto, pc, reg int) string {
 	}
 	return " " + kind + " '" + name + "'"
 }
+
+// registryCap is the capacity of an interpreter's value stack, or 0 when it
+// cannot be read.
+func registryCap(L *glua.LState) int {
+	rv := reflect.ValueOf(L).Elem().FieldByName("reg")
+	if !rv.IsValid() || rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return 0
+	}
+	arr := rv.Elem().FieldByName("array")
+	if !arr.IsValid() || arr.Kind() != reflect.Slice {
+		return 0
+	}
+	return arr.Cap()
+}

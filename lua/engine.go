@@ -65,9 +65,9 @@ type Limits struct {
 	// A run that replicas must agree on never has one: only a leader's dry run
 	// or a read may be killed.
 	Cancel <-chan struct{}
-	// MaxStringLen caps the strings string.rep, string.format and
-	// table.concat may build ("ERR ... string length overflow" error
-	// otherwise). 0 means DefaultMaxStringLen.
+	// MaxStringLen caps the strings string.rep, string.format,
+	// table.concat and load may build (the script fails with "resulting
+	// string too large" otherwise). 0 means DefaultMaxStringLen.
 	MaxStringLen int
 }
 
@@ -217,8 +217,8 @@ func (e *Engine) Scripts() map[string][]byte {
 // Run runs the cached script sha (any case) with KEYS and ARGV, calling host
 // for redis.call and redis.pcall, and returns its reply exactly as Redis 7.0
 // would build it (errors included, with Redis's texts). An unknown sha gives
-// ErrNoScript. Run is deterministic and runs entirely on the caller's
-// goroutine. A panic in host is re-raised from Run after the interpreter has
+// ErrNoScript. host may be nil: every command is then unknown. Run is
+// deterministic and runs entirely on the caller's goroutine. A panic in host is re-raised from Run after the interpreter has
 // been cleaned up.
 func (e *Engine) Run(sha string, keys, argv [][]byte, host Host, lim Limits) resp.Value {
 	sc := e.lookup(sha)
@@ -238,6 +238,10 @@ func (e *Engine) Run(sha string, keys, argv [][]byte, host Host, lim Limits) res
 // a fixed 1.6 MB call stack).
 const maxIdle = 8
 
+// maxIdleRegistry is the largest value stack (in slots) an idle
+// interpreter may keep.
+const maxIdleRegistry = 64 << 10
+
 func (e *Engine) getState() *state {
 	e.poolMu.Lock()
 	if n := len(e.idle); n > 0 {
@@ -251,6 +255,9 @@ func (e *Engine) getState() *state {
 }
 
 func (e *Engine) putState(st *state) {
+	if registryCap(st.L) > maxIdleRegistry {
+		return // a run grew its value stack: let the memory go
+	}
 	e.poolMu.Lock()
 	if len(e.idle) < maxIdle {
 		e.idle = append(e.idle, st)

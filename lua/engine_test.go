@@ -213,3 +213,24 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestDeepRecursionAndBigStacks(t *testing.T) {
+	e := New()
+	// Lua 5.1 allows 20000 nested calls (LUAI_MAXCALLS).
+	// redis-cli EVAL 'local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(15000)' 0
+	if v := run(t, e, nil, `local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(15000)`, nil, nil); v.Int != 15000 {
+		t.Fatalf("got %s", render(v))
+	}
+	src := `local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(100000)`
+	want := "-ERR user_script:1: stack overflow script: " + SHA1Hex([]byte(src)) + ", on @user_script:1.\r\n"
+	if got := render(run(t, e, nil, src, nil, nil)); got != want {
+		t.Fatalf("got %q", got)
+	}
+	// A big value stack is not kept by the pool.
+	run(t, e, nil, `local t = {} for i = 1, 7000 do t[i] = i end local function f(...) return select('#', ...) end return f(unpack(t))`, nil, nil)
+	for _, st := range e.idle {
+		if c := registryCap(st.L); c == 0 || c > maxIdleRegistry {
+			t.Fatalf("idle interpreter with a %d-slot stack", c)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 
@@ -181,14 +180,4 @@ func (h *fakeHost) del(k string) {
 	delete(h.hash, k)
 	delete(h.sets, k)
 	delete(h.zsets, k)
-}
-
-// sortedKeys is a helper for deterministic assertions.
-func sortedKeys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

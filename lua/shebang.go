@@ -3,6 +3,8 @@ package lua
 import (
 	"errors"
 	"strings"
+
+	"github.com/lockd/lockd/splitargs"
 )
 
 var scriptFlagNames = []struct {
@@ -61,91 +63,15 @@ func parseShebang(src []byte) ([]byte, Flags, error) {
 	return src[end:], flags, nil
 }
 
-// splitArgs is Redis's sdssplitargs: words separated by blanks, with
-// "double quoted" (C escapes, \xHH) and 'single quoted' words. ok is false
-// for unbalanced quotes or a closing quote not followed by a blank.
-func splitArgs(line string) (args []string, ok bool) {
-	p := 0
-	at := func(i int) byte {
-		if i < len(line) {
-			return line[i]
-		}
-		return 0
+// splitArgs is Redis's sdssplitargs, which Redis also uses on shebang lines.
+func splitArgs(line string) ([]string, bool) {
+	parts, ok := splitargs.Split([]byte(line))
+	if !ok {
+		return nil, false
 	}
-	for {
-		for p < len(line) && isSpace(line[p]) {
-			p++
-		}
-		if p >= len(line) {
-			return args, true
-		}
-		var cur []byte
-		inq, insq, done := false, false, false
-		for !done {
-			c := at(p)
-			switch {
-			case inq:
-				switch {
-				case c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
-					cur = append(cur, byte(hexVal(at(p+2))*16+hexVal(at(p+3))))
-					p += 3
-				case c == '\\' && at(p+1) != 0:
-					p++
-					e := at(p)
-					switch e {
-					case 'n':
-						e = '\n'
-					case 'r':
-						e = '\r'
-					case 't':
-						e = '\t'
-					case 'b':
-						e = '\b'
-					case 'a':
-						e = '\a'
-					}
-					cur = append(cur, e)
-				case c == '"':
-					if n := at(p + 1); n != 0 && !isSpace(n) {
-						return nil, false
-					}
-					done = true
-				case c == 0:
-					return nil, false
-				default:
-					cur = append(cur, c)
-				}
-			case insq:
-				switch {
-				case c == '\\' && at(p+1) == '\'':
-					p++
-					cur = append(cur, '\'')
-				case c == '\'':
-					if n := at(p + 1); n != 0 && !isSpace(n) {
-						return nil, false
-					}
-					done = true
-				case c == 0:
-					return nil, false
-				default:
-					cur = append(cur, c)
-				}
-			default:
-				switch c {
-				case ' ', '\n', '\r', '\t', 0:
-					done = true
-				case '"':
-					inq = true
-				case '\'':
-					insq = true
-				default:
-					cur = append(cur, c)
-				}
-			}
-			if at(p) != 0 {
-				p++
-			}
-		}
-		args = append(args, string(cur))
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = string(p)
 	}
+	return out, true
 }

@@ -29,6 +29,7 @@ type state struct {
 	roIndex   *glua.LFunction // __newindex of every proxy
 	errorFn   *glua.LFunction // our error(): its messages are never translated
 	runErrH   *glua.LFunction // the error handler of a run
+	pcallEH   *glua.LFunction // the error handler of pcall
 	coResume  *glua.LFunction // gopher-lua's coroutine.resume
 	coCreate  *glua.LFunction // gopher-lua's coroutine.create
 	nextFn    *glua.LFunction // our next (pairs returns it, as Lua 5.1 does)
@@ -243,6 +244,7 @@ func (s *state) build() {
 	s.protect(s.strMT)
 
 	s.runErrH = L.NewFunction(s.runErrorHandler)
+	s.pcallEH = L.NewFunction(s.pcallHandler)
 	L.G.Global = s.genv
 	L.Env = s.genv
 }
@@ -366,6 +368,7 @@ func (s *state) run(sc *script, keys, argv [][]byte, host Host, lim Limits, logf
 	L.SetTop(0)
 	L.Env = s.genv
 	L.G.Global = s.genv
+	L.G.CurrentThread = L
 	if lim.MaxInstructions > 0 || lim.Cancel != nil {
 		left := lim.MaxInstructions
 		if left <= 0 {

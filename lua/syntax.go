@@ -20,11 +20,13 @@ func checkSyntax(src []byte, chunkname string) (msg string, edits []edit) {
 	defer func() { edits = p.lx.edits }()
 	defer func() {
 		if r := recover(); r != nil {
-			se, ok := r.(syntaxError)
-			if !ok {
-				panic(r)
+			if se, ok := r.(syntaxError); ok {
+				msg = string(se)
+			} else {
+				// A bug here must not take the server down: let
+				// gopher-lua's parser judge the chunk alone.
+				msg, p.lx.edits = "", nil
 			}
-			msg = string(se)
 		}
 	}()
 	p.lx.next()
@@ -541,13 +543,14 @@ func (p *parser) openFunc(main bool) {
 
 func (p *parser) closeFunc() { p.fs = p.fs.prev }
 
-func (p *parser) newLocal(name string) {
+// newLocal declares a local (named for the reader; activate makes it
+// visible), checking Lua's limit on locals.
+func (p *parser) newLocal(string) {
 	fs := p.fs
 	if len(fs.actVars)+fs.pending+1 > maxVars {
 		p.errorLimit(maxVars, "local variables")
 	}
 	fs.pending++
-	_ = name
 }
 
 // activate makes the pending locals visible.

@@ -554,7 +554,7 @@ func (s *Store) admitScript(op command.Eval) (resp.Value, bool) {
 	s.killMu.Lock()
 	delete(s.dryRuns, kill)
 	s.killMu.Unlock()
-	if v.IsError() && (lua.IsBudgetError(v) || v.String() == lua.KilledErrorText ||
+	if v.IsError() && (lua.IsBudgetError(v) || lua.IsKilledError(v) ||
 		strings.HasPrefix(v.String(), "ERR Error compiling script")) {
 		return v, false
 	}

@@ -1,0 +1,612 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed release.lua
+	releaseScript string
+	//go:embed keepalive.lua
+	keepaliveScript string
+)
+
+// errNoFence: -fence against a server whose SET has no FENCE option.
+var errNoFence = errors.New("-fence needs lockd")
+
+// errClass sorts error replies the way a lock client must: TRYAGAIN (rejected
+// before it entered the log: safe to retry), UNKNOWNOUTCOME (may or may not
+// have been applied: never retry an acquire blindly), anything else.
+type errClass int
+
+const (
+	ecTryAgain errClass = iota
+	ecUnknownOutcome
+	ecOther
+	numErrClasses
+)
+
+var errClassNames = [numErrClasses]string{"TRYAGAIN", "UNKNOWNOUTCOME", "other"}
+
+func classify(err error) errClass {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "TRYAGAIN"):
+		return ecTryAgain
+	case strings.HasPrefix(msg, "UNKNOWNOUTCOME"):
+		return ecUnknownOutcome
+	}
+	return ecOther
+}
+
+// maxErrorSamples bounds the distinct error messages kept for the report.
+const maxErrorSamples = 5
+
+// shared is the state every worker of one run sees.
+type shared struct {
+	cfg          *config
+	runID        string
+	keyPrefix    string
+	ttlMS        int64
+	releaseSHA   string
+	keepaliveSHA string
+	interrupt    context.Context // done on SIGINT/SIGTERM: stop, and ignore the errors it causes
+	deadline     time.Time       // zero: none
+	budget       atomic.Int64    // operations left to claim when cfg.n > 0
+
+	// Live counters for the progress line (the report merges the workers' own).
+	ops  atomic.Uint64
+	errs [numErrClasses]atomic.Uint64
+
+	// Fencing check (contended with -fence): the last token seen per name.
+	tokens     map[string]*tokenTrack
+	checked    atomic.Uint64
+	violations atomic.Uint64
+
+	mu         sync.Mutex
+	errSamples []string
+}
+
+// tokenTrack is the last token granted for one name. A client records its
+// token as soon as the grant's reply arrives, before it sends the release; the
+// next grant of that name is applied after the release, so it is recorded
+// after this one (unless the lease expired in between, which -ttl far above
+// the latencies rules out): recorded tokens must strictly increase.
+type tokenTrack struct {
+	mu   sync.Mutex
+	last int64
+}
+
+func (s *shared) checkToken(name string, token int64) {
+	tr := s.tokens[name]
+	if tr == nil {
+		return
+	}
+	tr.mu.Lock()
+	last := tr.last
+	if token > last {
+		tr.last = token
+	}
+	tr.mu.Unlock()
+	s.checked.Add(1)
+	if token <= last {
+		s.violations.Add(1)
+		s.sample(fmt.Sprintf("fencing violation: %s granted with token %d after token %d", name, token, last))
+	}
+}
+
+func (s *shared) sample(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.errSamples) >= maxErrorSamples {
+		return
+	}
+	for _, m := range s.errSamples {
+		if m == msg {
+			return
+		}
+	}
+	s.errSamples = append(s.errSamples, msg)
+}
+
+// claim takes up to k operations from what the run has left: none once the
+// deadline has passed, the run was interrupted or -n is used up.
+func (s *shared) claim(k int) int {
+	if s.interrupt.Err() != nil || (!s.deadline.IsZero() && !time.Now().Before(s.deadline)) {
+		return 0
+	}
+	if s.cfg.n == 0 {
+		return k
+	}
+	for {
+		left := s.budget.Load()
+		if left <= 0 {
+			return 0
+		}
+		take := min(int64(k), left)
+		if s.budget.CompareAndSwap(left, left-take) {
+			return int(take)
+		}
+	}
+}
+
+// heldLock is a lock a client holds: its name and the owner value it set.
+type heldLock struct {
+	name, owner string
+}
+
+// op is one command of a batch.
+type op struct {
+	kind kind
+	lock heldLock
+	slot int // mixed: the index in held of the lock it works on, else -1
+	cmd  *redis.Cmd
+}
+
+// outcome is what an operation's reply meant.
+type outcome int
+
+const (
+	outError   outcome = iota // an error reply or no reply
+	outGranted                // SET NX wrote the value
+	outTaken                  // SET NX found the name taken
+	outDone                   // release or keepalive applied, read found the lock
+	outLost                   // release, keepalive or read found the lock gone or someone else's
+)
+
+// worker is one client: one connection, its own counters and histograms.
+type worker struct {
+	id  int
+	s   *shared
+	c   *redis.Client
+	rng *rand.Rand
+	mix *mixer
+	seq uint64
+
+	held []heldLock // oldest first
+
+	lat       [numKinds]hist
+	count     [numKinds]uint64
+	errs      [numKinds][numErrClasses]uint64
+	grants    uint64
+	taken     uint64
+	lost      uint64
+	fallbacks uint64
+	end       time.Time
+}
+
+func (w *worker) owner() string {
+	w.seq++
+	return fmt.Sprintf("%s:%d:%d", w.s.runID, w.id, w.seq)
+}
+
+func (w *worker) acquire(ctx context.Context, name, owner string) *redis.Cmd {
+	args := []any{"set", name, owner, "nx", "px", w.s.ttlMS}
+	if w.s.cfg.fence {
+		args = append(args, "fence")
+	}
+	return redis.NewCmd(ctx, args...)
+}
+
+func (w *worker) newOp(ctx context.Context, k kind, l heldLock, slot int) op {
+	o := op{kind: k, lock: l, slot: slot}
+	switch k {
+	case kAcquire:
+		o.cmd = w.acquire(ctx, l.name, l.owner)
+	case kTrylock:
+		// Another owner's try on a name this client holds.
+		o.lock.owner = w.owner()
+		o.cmd = w.acquire(ctx, l.name, o.lock.owner)
+	case kRelease:
+		o.cmd = redis.NewCmd(ctx, "evalsha", w.s.releaseSHA, 1, l.name, l.owner)
+	case kKeepalive:
+		o.cmd = redis.NewCmd(ctx, "evalsha", w.s.keepaliveSHA, 1, l.name, l.owner, w.s.ttlMS)
+	case kRead:
+		o.cmd = redis.NewCmd(ctx, "pttl", l.name)
+	}
+	return o
+}
+
+// exec sends a batch, pipelined when it holds more than one command, and
+// returns how long the round trip took: the latency of each of its commands.
+func (w *worker) exec(ctx context.Context, ops []op) time.Duration {
+	start := time.Now()
+	if len(ops) == 1 {
+		_ = w.c.Process(ctx, ops[0].cmd)
+	} else {
+		_, _ = w.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range ops {
+				_ = p.Process(ctx, ops[i].cmd)
+			}
+			return nil
+		})
+	}
+	return time.Since(start)
+}
+
+// settle accounts for one reply.
+func (w *worker) settle(o *op, lat time.Duration) outcome {
+	err := o.cmd.Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		if w.s.interrupt.Err() != nil {
+			return outError // caused by the interrupt: not the server's
+		}
+		c := classify(err)
+		w.errs[o.kind][c]++
+		w.s.errs[c].Add(1)
+		w.s.sample(fmt.Sprintf("%s: %v", o.kind, err))
+		return outError
+	}
+	w.lat[o.kind].record(lat)
+	w.count[o.kind]++
+	w.s.ops.Add(1)
+	switch o.kind {
+	case kAcquire, kTrylock:
+		if err != nil { // nil reply: not written
+			w.taken++
+			return outTaken
+		}
+		w.grants++
+		if token, ok := o.cmd.Val().(int64); ok {
+			w.s.checkToken(o.lock.name, token)
+		}
+		return outGranted
+	case kRelease, kKeepalive:
+		if v, _ := o.cmd.Val().(int64); v == 1 {
+			return outDone
+		}
+	case kRead:
+		if v, _ := o.cmd.Val().(int64); v != -2 {
+			return outDone
+		}
+	}
+	w.lost++
+	return outLost
+}
+
+// run is the measured loop of one client.
+func (w *worker) run(ctx context.Context) {
+	defer func() { w.end = time.Now() }()
+	switch w.s.cfg.workload {
+	case "uncontended", "contended":
+		w.runPairs(ctx)
+	case "mixed":
+		w.runMixed(ctx)
+	}
+}
+
+// runPairs: a batch of acquires (fresh names of this client's own, or random
+// shared ones), then a batch releasing those granted.
+func (w *worker) runPairs(ctx context.Context) {
+	cfg := w.s.cfg
+	for {
+		k := w.s.claim(cfg.pipeline)
+		if k == 0 {
+			return
+		}
+		ops := make([]op, k)
+		for i := range ops {
+			var name string
+			if cfg.workload == "contended" {
+				name = fmt.Sprintf("%s:c:%d", w.s.keyPrefix, w.rng.IntN(cfg.names))
+			} else {
+				name = fmt.Sprintf("%s:u:%d:%d", w.s.keyPrefix, w.id, w.seq+1)
+			}
+			ops[i] = w.newOp(ctx, kAcquire, heldLock{name: name, owner: w.owner()}, -1)
+		}
+		lat := w.exec(ctx, ops)
+		for i := range ops {
+			if w.settle(&ops[i], lat) == outGranted {
+				w.held = append(w.held, ops[i].lock)
+			}
+		}
+		if len(w.held) == 0 {
+			continue
+		}
+		if cfg.hold > 0 {
+			select {
+			case <-time.After(cfg.hold):
+			case <-ctx.Done():
+			}
+		}
+		k = w.s.claim(len(w.held))
+		if k == 0 {
+			return // the rest is released, unmeasured, by cleanup
+		}
+		ops = ops[:0]
+		for _, l := range w.held[:k] {
+			ops = append(ops, w.newOp(ctx, kRelease, l, -1))
+		}
+		lat = w.exec(ctx, ops)
+		for i := range ops {
+			w.settle(&ops[i], lat)
+		}
+		w.held = append(w.held[:0], w.held[k:]...)
+	}
+}
+
+// mixedPool is how many locks a mixed client holds before the run starts, so
+// that a batch always finds locks to release, keep alive, read and try.
+func mixedPool(pipeline int) int { return 2*pipeline + 2 }
+
+// runMixed deals the seed mix (see planMixed).
+func (w *worker) runMixed(ctx context.Context) {
+	for {
+		k := w.s.claim(w.s.cfg.pipeline)
+		if k == 0 {
+			return
+		}
+		plan, fb := planMixed(w.mix, len(w.held), k, w.rng.IntN)
+		w.fallbacks += uint64(fb)
+		ops := make([]op, len(plan))
+		released := 0
+		for i, sl := range plan {
+			var l heldLock
+			if sl.kind == kAcquire {
+				l = heldLock{name: fmt.Sprintf("%s:m:%d:%d", w.s.keyPrefix, w.id, w.seq+1), owner: w.owner()}
+			} else {
+				l = w.held[sl.held]
+			}
+			if sl.kind == kRelease {
+				released++
+			}
+			ops[i] = w.newOp(ctx, sl.kind, l, sl.held)
+		}
+		lat := w.exec(ctx, ops)
+		var fresh []heldLock
+		for i := range ops {
+			o := &ops[i]
+			if w.settle(o, lat) != outGranted {
+				continue
+			}
+			if o.kind == kAcquire {
+				fresh = append(fresh, o.lock)
+			} else { // a try-lock won: the lease had ended; the new owner holds it
+				w.held[o.slot] = o.lock
+			}
+		}
+		// planMixed releases the oldest locks first.
+		w.held = append(w.held[released:], fresh...)
+	}
+}
+
+// cleanup releases, unmeasured, what the client still holds.
+func (w *worker) cleanup() {
+	if len(w.held) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*w.s.cfg.timeout)
+	defer cancel()
+	_, _ = w.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, l := range w.held {
+			p.EvalSha(ctx, w.s.releaseSHA, []string{l.name}, l.owner)
+		}
+		return nil
+	})
+	w.held = nil
+}
+
+func sha1hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func (cfg *config) options(addr string) *redis.Options {
+	retries := cfg.retries
+	if retries == 0 {
+		retries = -1 // go-redis: -1 disables retries, 0 means its default (3)
+	}
+	// One connection per client: pipelines go over it too (no separate
+	// pipeline pool), and nothing dials a second one.
+	return &redis.Options{
+		Addr:             addr,
+		Protocol:         cfg.resp,
+		PoolSize:         1,
+		MaxActiveConns:   1,
+		PipelinePoolSize: -1,
+		MaxRetries:       retries,
+		DialTimeout:      cfg.timeout,
+		ReadTimeout:      cfg.timeout,
+		WriteTimeout:     cfg.timeout,
+		PoolTimeout:      cfg.timeout,
+		ConnMaxIdleTime:  -1,
+		DisableIdentity:  true,
+	}
+}
+
+// prepare checks each server once: it answers, has FENCE if -fence asks for
+// it, and has the two scripts loaded under the SHAs this program computed.
+func prepare(ctx context.Context, cfg *config, s *shared) error {
+	s.releaseSHA, s.keepaliveSHA = sha1hex(releaseScript), sha1hex(keepaliveScript)
+	seen := map[string]bool{}
+	for _, addr := range cfg.addrs {
+		if seen[addr] {
+			continue
+		}
+		seen[addr] = true
+		if err := prepareAddr(ctx, cfg, s, addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func prepareAddr(ctx context.Context, cfg *config, s *shared, addr string) error {
+	c := redis.NewClient(cfg.options(addr))
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	if cfg.fence {
+		key := s.keyPrefix + ":probe"
+		v, err := c.Do(ctx, "set", key, "probe", "nx", "px", 10000, "fence").Result()
+		switch {
+		case err != nil && !errors.Is(err, redis.Nil):
+			var rerr redis.Error
+			if errors.As(err, &rerr) {
+				return fmt.Errorf("%w: %s answered SET … FENCE with %q, so it is not lockd (FENCE is lockd's fencing-token option); run without -fence", errNoFence, addr, err.Error())
+			}
+			return fmt.Errorf("%s: probing FENCE: %w", addr, err)
+		case err == nil:
+			if _, ok := v.(int64); !ok {
+				return fmt.Errorf("%w: %s answered SET … FENCE with %v instead of a token; run without -fence", errNoFence, addr, v)
+			}
+		}
+		if err := c.Del(ctx, key).Err(); err != nil {
+			return fmt.Errorf("%s: %w", addr, err)
+		}
+	}
+	for _, sc := range []struct{ src, sha string }{{releaseScript, s.releaseSHA}, {keepaliveScript, s.keepaliveSHA}} {
+		sha, err := c.ScriptLoad(ctx, sc.src).Result()
+		if err != nil {
+			return fmt.Errorf("%s: SCRIPT LOAD: %w", addr, err)
+		}
+		if sha != sc.sha {
+			return fmt.Errorf("%s: SCRIPT LOAD answered %s, want the script's SHA1 %s", addr, sha, sc.sha)
+		}
+	}
+	return nil
+}
+
+// bench runs one workload as cfg says and returns its report.
+func bench(ctx context.Context, cfg *config, progress io.Writer) (*result, error) {
+	var idb [4]byte
+	_, _ = crand.Read(idb[:])
+	s := &shared{cfg: cfg, runID: hex.EncodeToString(idb[:]), ttlMS: cfg.ttl.Milliseconds(), interrupt: ctx}
+	s.keyPrefix = cfg.prefix + ":" + s.runID
+	s.budget.Store(cfg.n)
+	if cfg.workload == "contended" && cfg.fence {
+		s.tokens = make(map[string]*tokenTrack, cfg.names)
+		for i := 0; i < cfg.names; i++ {
+			s.tokens[fmt.Sprintf("%s:c:%d", s.keyPrefix, i)] = &tokenTrack{}
+		}
+	}
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := prepare(setupCtx, cfg, s); err != nil {
+		return nil, err
+	}
+
+	// Connect every client (and, for mixed, take its initial locks) before the
+	// clock starts.
+	workers := make([]*worker, cfg.clients)
+	for i := range workers {
+		workers[i] = &worker{
+			id:  i,
+			s:   s,
+			c:   redis.NewClient(cfg.options(cfg.addrs[i%len(cfg.addrs)])),
+			rng: rand.New(rand.NewPCG(uint64(i)+1, uint64(idb[0])<<8|uint64(idb[1]))),
+			mix: newMixer(seedMix, i*7),
+		}
+	}
+	defer func() {
+		for _, w := range workers {
+			_ = w.c.Close()
+		}
+	}()
+	var wg sync.WaitGroup
+	setupErrs := make([]error, len(workers))
+	for i, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			setupErrs[i] = w.setup(setupCtx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(setupErrs...); err != nil {
+		for _, w := range workers {
+			w.cleanup()
+		}
+		return nil, fmt.Errorf("setting up the clients: %w", err)
+	}
+
+	start := time.Now()
+	if cfg.duration > 0 {
+		s.deadline = start.Add(cfg.duration)
+	}
+	done := make(chan struct{})
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(ctx)
+			w.cleanup()
+		}()
+	}
+	var pwg sync.WaitGroup
+	pwg.Add(1)
+	go func() {
+		defer pwg.Done()
+		reportProgress(s, start, done, progress)
+	}()
+	wg.Wait()
+	close(done)
+	pwg.Wait()
+
+	end := start
+	for _, w := range workers {
+		if w.end.After(end) {
+			end = w.end
+		}
+	}
+	return summarize(cfg, s, workers, end.Sub(start), ctx.Err() != nil), nil
+}
+
+// setup connects the client and, for mixed, takes its initial locks.
+func (w *worker) setup(ctx context.Context) error {
+	if err := w.c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("client %d: %w", w.id, err)
+	}
+	if w.s.cfg.workload != "mixed" {
+		return nil
+	}
+	for i := 0; i < mixedPool(w.s.cfg.pipeline); i++ {
+		l := heldLock{name: fmt.Sprintf("%s:m:%d:%d", w.s.keyPrefix, w.id, w.seq+1), owner: w.owner()}
+		cmd := w.acquire(ctx, l.name, l.owner)
+		if err := w.c.Process(ctx, cmd); err != nil {
+			return fmt.Errorf("client %d: initial lock: %w", w.id, err)
+		}
+		w.held = append(w.held, l)
+	}
+	return nil
+}
+
+// reportProgress prints a line a second until done.
+func reportProgress(s *shared, start time.Time, done <-chan struct{}, out io.Writer) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var lastOps uint64
+	last := start
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			ops := s.ops.Load()
+			var e [numErrClasses]uint64
+			for i := range e {
+				e[i] = s.errs[i].Load()
+			}
+			el := now.Sub(start).Seconds()
+			fmt.Fprintf(out, "lockbench: %5.1fs %10d ops %9.0f ops/s (last 1s: %9.0f)  errors %d (TRYAGAIN %d, UNKNOWNOUTCOME %d, other %d)\n",
+				el, ops, float64(ops)/el, float64(ops-lastOps)/now.Sub(last).Seconds(),
+				e[0]+e[1]+e[2], e[0], e[1], e[2])
+			lastOps, last = ops, now
+		}
+	}
+}

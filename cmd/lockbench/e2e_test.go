@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/server"
+)
+
+// TestEndToEnd runs each workload for a second against an in-process
+// single-node lockd, through the command's own flags and -json report.
+func TestEndToEnd(t *testing.T) {
+	srv, err := server.New(server.Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Logf("close: %v", err)
+		}
+	})
+	addr := srv.RESPAddr()
+
+	for _, tc := range []struct {
+		workload string
+		extra    []string
+	}{
+		{"contended", []string{"-fence", "-names", "4"}},
+		{"uncontended", []string{"-fence", "-pipeline", "4"}},
+		{"mixed", nil},
+	} {
+		t.Run(tc.workload, func(t *testing.T) {
+			args := append([]string{"-addr", addr, "-workload", tc.workload, "-clients", "8",
+				"-duration", "1s", "-json", "-quiet"}, tc.extra...)
+			var stdout, stderr bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if code := run(ctx, args, &stdout, &stderr); code != 0 {
+				t.Fatalf("lockbench %s: exit %d\nstderr: %s\nstdout: %s", strings.Join(args, " "), code, stderr.String(), stdout.String())
+			}
+			var r result
+			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+				t.Fatalf("-json output: %v\n%s", err, stdout.String())
+			}
+			if r.Grants == 0 {
+				t.Errorf("no grants:\n%s", stdout.String())
+			}
+			if r.FenceViolations != 0 {
+				t.Errorf("%d fencing violations: %v", r.FenceViolations, r.ErrorSamples)
+			}
+			if r.Errors.Total != 0 {
+				// Counted and reported, not a failure of the tool: a loaded
+				// machine can time a command out.
+				t.Logf("%d errors: %v", r.Errors.Total, r.ErrorSamples)
+			}
+			if r.Seconds < 1 || r.Seconds > 10 {
+				t.Errorf("ran %.2fs, want about 1s", r.Seconds)
+			}
+			kinds := map[string]kindResult{}
+			for _, k := range r.Kinds {
+				kinds[k.Kind] = k
+			}
+			for _, k := range []string{"acquire", "release"} {
+				if kr := kinds[k]; kr.Count == 0 || kr.P50MS <= 0 || kr.P99MS < kr.P50MS || kr.MaxMS < kr.P999MS {
+					t.Errorf("%s latency: %+v", k, kr)
+				}
+			}
+			switch tc.workload {
+			case "contended":
+				if r.Taken == 0 {
+					t.Errorf("8 clients on 4 names never found one taken")
+				}
+				if r.FenceChecked != r.Grants {
+					t.Errorf("%d grants but %d tokens checked", r.Grants, r.FenceChecked)
+				}
+			case "uncontended":
+				if r.Taken != 0 {
+					t.Errorf("%d acquires of a client's own fresh names found them taken", r.Taken)
+				}
+			case "mixed":
+				if r.Note == "" || (r.Errors.Total == 0 && (r.MixFallbacks != 0 || r.Lost != 0)) {
+					t.Errorf("note %q, %d fallbacks, %d lost", r.Note, r.MixFallbacks, r.Lost)
+				}
+				if share := r.Mix["keepalive"]; share < 0.07 || share > 0.09 {
+					t.Errorf("keepalives are %.3f of the mix, want 0.08", share)
+				}
+			}
+		})
+	}
+
+	// -n bounds a run by operations instead of time.
+	t.Run("n", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		args := []string{"-addr", addr, "-workload", "mixed", "-clients", "4", "-n", "500", "-json", "-quiet"}
+		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var r result
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Ops+r.Errors.Total != 500 {
+			t.Errorf("-n 500 sent %d operations", r.Ops+r.Errors.Total)
+		}
+	})
+}
+
+func TestParseFlags(t *testing.T) {
+	var sink bytes.Buffer
+	cfg, err := parseFlags([]string{"-addr", "a:1,b:2", "-addr", "c:3", "-workload", "mixed"}, &sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.addrs, " "); got != "a:1 b:2 c:3" {
+		t.Errorf("addrs %q", got)
+	}
+	if cfg.duration != 10*time.Second || cfg.n != 0 {
+		t.Errorf("neither -duration nor -n: duration %v n %d, want 10s and 0", cfg.duration, cfg.n)
+	}
+	if cfg, err = parseFlags([]string{"-n", "100"}, &sink); err != nil || cfg.duration != 0 || cfg.addrs[0] != "127.0.0.1:6379" {
+		t.Errorf("-n 100: %+v, %v", cfg, err)
+	}
+	for _, bad := range [][]string{
+		{"-workload", "sessions"}, {"-clients", "0"}, {"-ttl", "1500us"}, {"-pipeline", "0"},
+		{"-resp", "4"}, {"-names", "0"}, {"extra"},
+	} {
+		if _, err := parseFlags(bad, &sink); !errors.Is(err, errUsage) {
+			t.Errorf("%q: err %v, want a usage error", bad, err)
+		}
+	}
+}
+
+func TestCheckToken(t *testing.T) {
+	s := &shared{tokens: map[string]*tokenTrack{"a": {}, "b": {}}}
+	for _, g := range []struct {
+		name  string
+		token int64
+	}{{"a", 5}, {"b", 3}, {"a", 9}, {"b", 4}, {"a", 9}, {"a", 7}, {"c", 1}} {
+		s.checkToken(g.name, g.token)
+	}
+	if s.checked.Load() != 6 || s.violations.Load() != 2 {
+		t.Errorf("checked %d, violations %d; want 6 and 2 (a: 9 after 9, 7 after 9)", s.checked.Load(), s.violations.Load())
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for msg, want := range map[string]errClass{
+		"TRYAGAIN write not applied: no leader":                         ecTryAgain,
+		"UNKNOWNOUTCOME the write may or may not have been applied (x)": ecUnknownOutcome,
+		"ERR syntax error":                         ecOther,
+		"dial tcp 127.0.0.1:1: connection refused": ecOther,
+	} {
+		if got := classify(errors.New(msg)); got != want {
+			t.Errorf("%q: %s, want %s", msg, errClassNames[got], errClassNames[want])
+		}
+	}
+}

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# lockbench.sh — cmd/lockbench's lock workloads (uncontended, contended, mixed)
+# against a fresh single-node lockd and a durable redis-server (appendonly yes,
+# appendfsync always, no RDB), both on 127.0.0.1 in temporary directories, and
+# a table of the results side by side with the ratio lockd/redis (for ops/s
+# above 1 is lockd faster; for latencies above 1 is lockd slower). The runs go
+# one at a time, so they never compete for the CPUs or the disk. Last, a
+# contended run with FENCE against lockd checks that the fencing tokens of each
+# name strictly increase; the script fails if one does not.
+#
+# It builds bin/lockd and bin/lockbench; it installs nothing (redis-server and
+# redis-cli must be on PATH: `make deps` installs them).
+# Environment:
+#   LB_DURATION  how long each run lasts (default 10s; a Go duration)
+#   LB_CLIENTS   clients, one connection each (default 50)
+#   LB_PIPELINE  operations per round trip (default 1)
+#   LB_NAMES     shared names of the contended workload (default 8)
+#   LB_OUT       a directory to keep every run's full lockbench report in
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() {
+	echo "lockbench.sh: $*" >&2
+	exit 1
+}
+
+positive() { # positive NAME VALUE
+	[[ $2 =~ ^[1-9][0-9]*$ ]] || die "$1 must be a positive integer, got '$2'"
+	echo "$2"
+}
+
+DURATION=${LB_DURATION:-10s}
+[[ $DURATION =~ ^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$ ]] || die "LB_DURATION must be a Go duration such as 10s, got '$DURATION'"
+CLIENTS=$(positive LB_CLIENTS "${LB_CLIENTS:-50}")
+PIPELINE=$(positive LB_PIPELINE "${LB_PIPELINE:-1}")
+NAMES=$(positive LB_NAMES "${LB_NAMES:-8}")
+OUT=${LB_OUT:-}
+START_TIMEOUT=30 # seconds for a server to answer PING
+WORKLOADS=(uncontended contended mixed)
+
+for tool in go redis-server redis-cli; do
+	command -v "$tool" >/dev/null || die "$tool is not on PATH (redis-server, redis-cli: run 'make deps')"
+done
+mkdir -p bin
+go build -o bin/lockd ./cmd/lockd
+go build -o bin/lockbench ./cmd/lockbench
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/lockbench.XXXXXX")
+pids=() # every process this script started, and only those
+
+# stop PID: SIGTERM, then SIGKILL if it is still there after 10 s; then reap it
+# and forget it, so that a reused PID is never signalled.
+stop() {
+	local pid=$1 i kept=()
+	if kill "$pid" 2>/dev/null; then
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+	for i in ${pids[@]+"${pids[@]}"}; do
+		[[ $i == "$pid" ]] || kept+=("$i")
+	done
+	pids=(${kept[@]+"${kept[@]}"})
+}
+
+cleanup() {
+	local rc=$? pid
+	for pid in ${pids[@]+"${pids[@]}"}; do
+		stop "$pid"
+	done
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# free_port: a port on 127.0.0.1 that nothing listens on now. Another process may
+# take it before the server binds it; the start is then retried.
+free_port() {
+	local p i
+	for ((i = 0; i < 200; i++)); do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free port found"
+}
+
+# wait_ping PORT PID: poll PING until PONG, while PID lives, for START_TIMEOUT s.
+wait_ping() {
+	local port=$1 pid=$2 deadline=$((SECONDS + START_TIMEOUT))
+	while ((SECONDS < deadline)); do
+		kill -0 "$pid" 2>/dev/null || return 1
+		if [[ $(timeout 2 redis-cli -h 127.0.0.1 -p "$port" PING 2>/dev/null) == PONG ]]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+declare -A PORT=() # server -> RESP port
+
+# start_server NAME: a fresh server in its own directory, retried on a port race.
+start_server() {
+	local name=$1 attempt dir log port pid
+	for attempt in 1 2 3 4 5; do
+		port=$(free_port)
+		dir="$work/$name-$attempt"
+		log="$work/$name-$attempt.log"
+		mkdir -p "$dir"
+		case $name in
+		redis)
+			redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --appendonly yes \
+				--appendfsync always --save '' --daemonize no >"$log" 2>&1 &
+			;;
+		lockd)
+			bin/lockd -addr "127.0.0.1:$port" -peer-addr 127.0.0.1:0 -http-addr "" \
+				-data-dir "$dir" >"$log" 2>&1 &
+			;;
+		esac
+		pid=$!
+		pids+=("$pid")
+		if wait_ping "$port" "$pid"; then
+			PORT[$name]=$port
+			echo "lockbench.sh: $name on 127.0.0.1:$port" >&2
+			return 0
+		fi
+		stop "$pid"
+		echo "lockbench.sh: $name did not start on port $port (attempt $attempt); its log:" >&2
+		tail -n 5 "$log" >&2
+	done
+	die "$name did not start"
+}
+
+# lb SERVER WORKLOAD [ARGS...]: one lockbench run; its report goes to
+# $work/SERVER-WORKLOAD.txt (and LB_OUT).
+lb() {
+	local server=$1 workload=$2 tag rc=0
+	shift 2
+	tag="$server-$workload${1:+-fenced}"
+	echo "lockbench.sh: $workload against $server for $DURATION${1:+ ($*)}" >&2
+	bin/lockbench -addr "127.0.0.1:${PORT[$server]}" -workload "$workload" -duration "$DURATION" \
+		-clients "$CLIENTS" -pipeline "$PIPELINE" -names "$NAMES" -quiet "$@" \
+		>"$work/$tag.txt" 2>"$work/$tag.err" || rc=$?
+	if [[ -n $OUT ]]; then
+		mkdir -p "$OUT"
+		cp "$work/$tag.txt" "$OUT/$tag.txt"
+	fi
+	if ((rc != 0)); then
+		cat "$work/$tag.txt" "$work/$tag.err" >&2
+		die "lockbench $workload against $server failed (exit $rc)"
+	fi
+}
+
+# field FILE TABLE ROW COLUMN: the value in the report's table whose header
+# begins with TABLE (workload or op), in the row that begins with ROW, under the
+# header named COLUMN; "-" when there is no such row.
+field() {
+	awk -v table="$2" -v row="$3" -v col="$4" '
+		NF == 0 { intable = 0; next }
+		$1 == table { intable = 1; idx = 0; for (i = 1; i <= NF; i++) if ($i == col) idx = i; next }
+		intable && $1 == row && idx { print $idx; found = 1; exit }
+		END { if (!found) print "-" }
+	' "$1"
+}
+
+start_server redis
+start_server lockd
+for w in "${WORKLOADS[@]}"; do
+	lb redis "$w"
+	lb lockd "$w"
+done
+lb lockd contended -fence
+
+# The side-by-side table.
+ratio() {
+	awk -v l="$2" -v r="$1" 'BEGIN { if (r ~ /^[0-9.]+$/ && l ~ /^[0-9.]+$/ && r > 0) printf "%.2f", l / r; else print "-" }'
+}
+echo
+echo "lockbench, $CLIENTS clients, pipeline $PIPELINE, $DURATION per run, contended on $NAMES names; redis-server: appendonly yes, appendfsync always"
+echo "(mixed: 40% acquire, 40% release, 8% keepalive = compare-and-pexpire script, lockd has no sessions yet, 6% read, 6% try-lock on a taken lock)"
+echo "(lockd/redis: above 1 means lockd is faster for ops/s, slower for latencies)"
+printf '%-12s %-18s %12s %12s %12s\n' workload metric redis lockd lockd/redis
+for w in "${WORKLOADS[@]}"; do
+	r="$work/redis-$w.txt"
+	l="$work/lockd-$w.txt"
+	rows=("ops/s|workload|$w|ops/s" "grants|workload|$w|grants" "taken|workload|$w|taken"
+		"errors|workload|$w|errors" "acquire p50 ms|op|acquire|p50_ms" "acquire p99 ms|op|acquire|p99_ms"
+		"acquire p99.9 ms|op|acquire|p99.9_ms" "release p50 ms|op|release|p50_ms" "release p99 ms|op|release|p99_ms")
+	if [[ $w == mixed ]]; then
+		rows+=("keepalive p99 ms|op|keepalive|p99_ms")
+	fi
+	for spec in "${rows[@]}"; do
+		IFS='|' read -r label table row col <<<"$spec"
+		rv=$(field "$r" "$table" "$row" "$col")
+		lv=$(field "$l" "$table" "$row" "$col")
+		case $label in
+		ops/s | acquire* | release* | keepalive*) ratio=$(ratio "$rv" "$lv") ;;
+		*) ratio=- ;;
+		esac
+		printf '%-12s %-18s %12s %12s %12s\n' "$w" "$label" "$rv" "$lv" "$ratio"
+	done
+done
+
+f="$work/lockd-contended-fenced.txt"
+checked=$(awk '/^fencing:/ { print $2 }' "$f")
+violations=$(field "$f" workload contended fence_violations)
+echo
+echo "lockd contended with FENCE: $(field "$f" workload contended grants) grants, ${checked:-?} tokens checked, $violations fencing violations (must be 0), $(field "$f" workload contended ops/s) ops/s"
+[[ $violations == 0 ]] || die "fencing tokens did not strictly increase"
