@@ -34,9 +34,10 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: redis-benchmark against lockd and a durable redis-server, side by side
+## bench: redis-benchmark and lockbench against lockd and a durable redis-server, side by side
 bench: build deps
 	./scripts/bench.sh
+	./scripts/lockbench.sh
 
 ## chaos: the fault-injection suite (kill -9 under load and restart)
 chaos: build

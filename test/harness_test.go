@@ -119,12 +119,22 @@ func freeLockdAddrs(t testing.TB) lockdAddrs {
 
 // spawnLockd starts a lockd process and returns at once. Only the flags a user
 // must give are passed: the addresses and the data directory. The process is
-// killed in t.Cleanup, and its stderr is logged there if the test failed.
+// killed in t.Cleanup, and its stderr is logged there if the test failed (or
+// always, with LOCKD_TEST_LOGS=1 in the environment).
 func spawnLockd(t testing.TB, name, dataDir string, a lockdAddrs) *lockdProc {
+	t.Helper()
+	return spawnLockdArgs(t, name, dataDir, a)
+}
+
+// spawnLockdArgs is spawnLockd with more flags after the addresses and the data
+// directory (a cluster node's -node-id and -peers).
+func spawnLockdArgs(t testing.TB, name, dataDir string, a lockdAddrs, extra ...string) *lockdProc {
 	t.Helper()
 	p := &lockdProc{t: t, name: name, dataDir: dataDir, addr: a.resp, peerAddr: a.peer, httpAddr: a.http,
 		stderr: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(lockdBin, "-addr", a.resp, "-peer-addr", a.peer, "-http-addr", a.http, "-data-dir", dataDir)
+	args := append([]string{"-addr", a.resp, "-peer-addr", a.peer, "-http-addr", a.http, "-data-dir", dataDir}, extra...)
+	p.cmd = exec.Command(lockdBin, args...)
+	dieWithTest(p.cmd)
 	p.cmd.Stdout = p.stderr
 	p.cmd.Stderr = p.stderr
 	p.started = time.Now()
@@ -142,7 +152,7 @@ func spawnLockd(t testing.TB, name, dataDir string, a lockdAddrs) *lockdProc {
 		case <-time.After(exitTimeout):
 			t.Errorf("%s (pid %d) did not exit within %v of SIGKILL", name, p.cmd.Process.Pid, exitTimeout)
 		}
-		if t.Failed() {
+		if t.Failed() || os.Getenv("LOCKD_TEST_LOGS") != "" {
 			t.Logf("---- %s stderr (pid %d, resp %s, data %s) ----\n%s", name, p.cmd.Process.Pid, p.addr, p.dataDir, p.stderr)
 		}
 	})
@@ -212,6 +222,14 @@ func (p *lockdProc) kill() {
 	}
 	if _, ok := p.waitExit(exitTimeout); !ok {
 		p.t.Fatalf("%s (pid %d) still running %v after SIGKILL", p.name, p.cmd.Process.Pid, exitTimeout)
+	}
+}
+
+// signal sends sig (SIGTERM: a clean shutdown) and returns at once.
+func (p *lockdProc) signal(sig os.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("%s: signal %v: %v", p.name, sig, err)
 	}
 }
 
