@@ -17,12 +17,13 @@ import (
 
 // cluster is an in-process cluster of Stores on loopback ports.
 type cluster struct {
-	t      *testing.T
-	faults []*faults
-	mu     sync.Mutex // guards nodes
-	peers  []Peer
-	dirs   []string
-	nodes  []*Store // nil while a node is down
+	t       *testing.T
+	faults  []*faults
+	history []*history // per node: what its state machine applied
+	mu      sync.Mutex // guards nodes
+	peers   []Peer
+	dirs    []string
+	nodes   []*Store // nil while a node is down
 }
 
 func freeAddr(t *testing.T) string {
@@ -40,6 +41,7 @@ func newCluster(t *testing.T, n int) *cluster {
 		c.peers = append(c.peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: freeAddr(t)})
 		c.dirs = append(c.dirs, t.TempDir())
 		c.faults = append(c.faults, newFaults())
+		c.history = append(c.history, &history{holder: map[string]string{}})
 	}
 	for i := range c.nodes {
 		c.start(i)
@@ -54,7 +56,7 @@ func newCluster(t *testing.T, n int) *cluster {
 
 func (c *cluster) start(i int) {
 	s, err := Open(Config{NodeID: c.peers[i].ID, DataDir: c.dirs[i], PeerAddr: c.peers[i].Addr, Peers: c.peers,
-		ApplyTimeout: 3 * time.Second, SnapshotThreshold: 100, TrailingLogs: 20, faults: c.faults[i]})
+		ApplyTimeout: 3 * time.Second, SnapshotThreshold: 100, TrailingLogs: 20, faults: c.faults[i], observe: c.history[i].observe})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", c.peers[i].ID, err)
 	}
@@ -257,6 +259,16 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}
 	t.Logf("%d grants acknowledged across 2 crashes", len(acked))
+	for i, h := range c.history {
+		h.mu.Lock()
+		if len(h.violations) > 0 {
+			t.Errorf("node %d applied two holders: %v", i, h.violations)
+		}
+		if h.grants == 0 {
+			t.Errorf("node %d applied no grants: the history check saw nothing", i)
+		}
+		h.mu.Unlock()
+	}
 	if !strings.Contains(fmt.Sprint(s.Stats()), "raft_state leader") {
 		t.Fatalf("stats: %v", s.Stats())
 	}
@@ -340,5 +352,47 @@ func TestMinorityGrantsNothing(t *testing.T) {
 	}
 	if v := old.Do(ctx, []command.Request{req("GET", "lock:b")})[0]; v.String() != "majority" {
 		t.Fatalf("healed old leader reads lock:b = %v (through forwarding)", v)
+	}
+}
+
+// history checks, on one replica, the lock traffic of the failover test as the
+// state machine applies it: a grant (SET NX that wrote) of a name must never
+// happen while another owner holds it, and a release (compare-and-delete that
+// deleted) must be by the holder. A replica that restores a snapshot forgets
+// what it saw before (the snapshot holds no history), and so does a replica
+// that replays its log after a restart or skips indexes (entries the state
+// machine never sees, such as barriers): its knowledge starts again there.
+type history struct {
+	mu         sync.Mutex
+	last       uint64
+	holder     map[string]string // name -> owner holding it now
+	violations []string
+	grants     int
+}
+
+func (h *history) observe(index uint64, e command.Entry, reply resp.Value) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if index != h.last+1 {
+		h.holder = map[string]string{}
+	}
+	h.last = index
+	if e.Kind != command.KindCommand || len(e.Args) < 3 {
+		return
+	}
+	switch {
+	case command.EqualFold(e.Args[0], "set") && reply.Kind == resp.KindInt:
+		name, owner := string(e.Args[1]), string(e.Args[2])
+		if cur, held := h.holder[name]; held {
+			h.violations = append(h.violations, fmt.Sprintf("index %d: %s granted to %s while %s held it", index, name, owner, cur))
+		}
+		h.holder[name] = owner
+		h.grants++
+	case command.EqualFold(e.Args[0], "eval") && len(e.Args) >= 5 && reply.Kind == resp.KindInt && reply.Int == 1:
+		name, owner := string(e.Args[3]), string(e.Args[4])
+		if cur, held := h.holder[name]; held && cur != owner {
+			h.violations = append(h.violations, fmt.Sprintf("index %d: %s released by %s while %s held it", index, name, owner, cur))
+		}
+		delete(h.holder, name)
 	}
 }

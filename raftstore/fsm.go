@@ -24,6 +24,10 @@ type machine struct {
 	waiters []applyWaiter
 	kick    chan struct{} // poked after every apply: a deadline may have changed
 
+	// observe, set by tests only, sees every applied entry and its reply (on
+	// the apply goroutine, with the state locked).
+	observe func(index uint64, e command.Entry, reply resp.Value)
+
 	// publish delivers a published message to this node's subscribers and returns
 	// how many received it. Set before Raft starts; nil drops messages.
 	publish func(channel, message []byte) int
@@ -62,6 +66,9 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 		out[i] = m.ks.Apply(l.Index, e)
 		if ev := m.ks.TakeEvents(); len(ev) > 0 {
 			out[i] = m.deliver(e, ev, out[i].(resp.Value))
+		}
+		if m.observe != nil {
+			m.observe(l.Index, e, out[i].(resp.Value))
 		}
 	}
 	m.mu.Unlock()

@@ -56,6 +56,8 @@ type Config struct {
 	Now func() time.Time
 	// faults, set by tests only, injects partitions on the peer links.
 	faults *faults
+	// observe, set by tests only, sees every applied entry and its reply.
+	observe func(index uint64, e command.Entry, reply resp.Value)
 
 	// Publish delivers a message published by an applied entry to this node's
 	// subscribers and returns how many received it. It is called on the apply
@@ -219,6 +221,7 @@ func Open(cfg Config) (*Store, error) {
 
 	m := newMachine()
 	m.publish = cfg.Publish
+	m.observe = cfg.observe
 	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
 		dryRuns: map[chan struct{}]struct{}{}}
 
