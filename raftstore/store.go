@@ -398,10 +398,34 @@ func (s *Store) expiryLoop() {
 // reply per command. A follower forwards the batch to the leader; the leader (or
 // a node still electing itself) runs it with doLocal.
 func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
+	// While there is no leader (an election), wait — bounded — until this node
+	// serves or another node is known to lead, then run or forward.
+	if !s.ready.Load() {
+		s.awaitLeader(ctx)
+	}
 	if addr, ok := s.leaderToForward(); ok {
 		return s.forwardBatch(ctx, addr, reqs)
 	}
 	return s.doLocal(ctx, reqs)
+}
+
+// awaitLeader waits, at most ApplyTimeout, until this node serves or knows
+// another leader.
+func (s *Store) awaitLeader(ctx context.Context) {
+	c, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+	defer cancel()
+	for !s.ready.Load() {
+		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() != raft.Leader {
+			return
+		}
+		select {
+		case <-c.Done():
+			return
+		case <-s.closed:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
 
 // doLocal executes a batch on this node. Writes are proposed back to back so that Raft commits them
@@ -497,13 +521,21 @@ func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (
 // waitReady waits (bounded) while this node is electing itself or catching up as
 // a new leader; a node that knows another leader rejects at once.
 func (s *Store) waitReady(ctx context.Context) error {
-	if addr, _ := s.raft.LeaderWithID(); s.raft.State() != raft.Leader && addr != "" {
-		return ErrNotApplied
-	}
 	c, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)
 	defer cancel()
-	if err := s.WaitReady(c); err != nil {
-		return ErrNotApplied
+	for !s.ready.Load() {
+		// Another node leads: this node must not serve (the caller forwards or
+		// the client retries elsewhere).
+		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() != raft.Leader {
+			return ErrNotApplied
+		}
+		select {
+		case <-c.Done():
+			return ErrNotApplied
+		case <-s.closed:
+			return ErrClosed
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
 	return nil
 }
@@ -522,9 +554,10 @@ func (s *Store) result(f raft.ApplyFuture) resp.Value {
 // mapApplyErr sorts hashicorp/raft's errors into rejected and unknown outcomes.
 func mapApplyErr(err error) error {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress): // refused before the log
 		return ErrNotApplied
-	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress),
+	case errors.Is(err, raft.ErrLeadershipLost),
 		errors.Is(err, raft.ErrRaftShutdown), errors.Is(err, raft.ErrAbortedByRestore):
 		return ErrUnknownOutcome
 	}
@@ -824,6 +857,15 @@ func (s *Store) Close() error {
 		if s.raft != nil && !s.noHandover && s.raft.State() == raft.Leader && len(s.configuration()) > 1 {
 			if err := s.raft.LeadershipTransfer().Error(); err != nil {
 				s.log.Warn("leadership transfer before shutdown failed", "err", err)
+			} else {
+				// Stay up (bounded) until the new leader is elected: it may need
+				// this node's vote.
+				self := s.trans.LocalAddr()
+				for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+					if addr, _ := s.raft.LeaderWithID(); addr != "" && addr != self {
+						break
+					}
+				}
 			}
 		}
 		close(s.closed)

@@ -120,6 +120,7 @@ func TestApplyErrorsAreSorted(t *testing.T) {
 	}{
 		{raft.ErrNotLeader, ErrNotApplied},
 		{raft.ErrEnqueueTimeout, ErrNotApplied},
+		{raft.ErrLeadershipTransferInProgress, ErrNotApplied},
 		{raft.ErrLeadershipLost, ErrUnknownOutcome},
 		{raft.ErrRaftShutdown, ErrUnknownOutcome},
 		{errors.New("something new"), ErrUnknownOutcome},

@@ -125,6 +125,16 @@ func (s *Server) Serve() error {
 
 // Close stops accepting, closes every connection and waits for their goroutines.
 func (s *Server) Close() error {
+	return s.Shutdown(0)
+}
+
+// Shutdown stops accepting connections and drains the open ones: no further
+// request is read, the requests already read are answered (their writes may be
+// committing), then the connections close. After drain (0: at once) the
+// remaining connections are closed even if they are still waiting for the
+// store. The store must stay open until Shutdown returns, so that nothing a
+// client never hears about is applied after its connection closed.
+func (s *Server) Shutdown(drain time.Duration) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -133,11 +143,31 @@ func (s *Server) Close() error {
 	s.closed = true
 	err := s.ln.Close()
 	for c := range s.conns {
-		c.nc.Close()
+		if drain > 0 {
+			c.nc.SetReadDeadline(time.Now()) // stop reading; answer what was read
+		} else {
+			c.nc.Close()
+		}
 	}
 	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	if drain > 0 {
+		select {
+		case <-done:
+		case <-time.After(drain):
+			s.mu.Lock()
+			for c := range s.conns {
+				c.nc.Close()
+			}
+			s.mu.Unlock()
+		}
+	}
 	s.cancelCtx()
-	s.wg.Wait()
+	<-done
 	return err
 }
 

@@ -167,11 +167,19 @@ func (s *Server) Store() *raftstore.Store { return s.store }
 // Done delivers a serving error (a listener failed); nil is never sent.
 func (s *Server) Done() <-chan error { return s.done }
 
-// Close stops serving and closes the store.
+// drainTimeout bounds how long Close waits for requests already read to be
+// answered (a write waits at most the store's apply timeout, 10 s).
+const drainTimeout = 11 * time.Second
+
+// Close stops serving: it stops reading requests, answers the ones already read,
+// closes the connections, then closes the store (a leader hands over first).
 func (s *Server) Close() error {
 	var errs []error
 	if s.resp != nil {
-		errs = append(errs, s.resp.Close())
+		// Drain first, with the store still up: requests already read are
+		// answered before their connections close. Then the store hands
+		// leadership over and stops.
+		errs = append(errs, s.resp.Shutdown(drainTimeout))
 	}
 	if s.http != nil {
 		errs = append(errs, s.http.Close())

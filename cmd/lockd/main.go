@@ -33,7 +33,7 @@ func parsePeers(s string) ([]raftstore.Peer, error) {
 }
 
 // shutdownTimeout bounds a clean shutdown.
-const shutdownTimeout = 15 * time.Second
+const shutdownTimeout = 20 * time.Second
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))

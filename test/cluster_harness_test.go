@@ -1,0 +1,425 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Cluster bounds. Every wait polls, and every one is bounded by one of these.
+const (
+	// clusterOpTimeout bounds one request to a cluster node. It exceeds lockd's
+	// ApplyTimeout (10s, raftstore.Config) so that lockd answers every request
+	// itself: a request that the client gave up on could still be proposed later,
+	// after a read had "resolved" its outcome.
+	clusterOpTimeout = 15 * time.Second
+	dialTimeout      = time.Second
+	leaderTimeout    = 20 * time.Second // a cluster electing a leader that every node knows
+	rejoinTimeout    = 20 * time.Second // a restarted node following the leader
+	// Polls of INFO and the like are cheap; this bounds one of them.
+	infoTimeout = 2 * time.Second
+)
+
+// clusterNode is one member of a test cluster. Its addresses and data
+// directory stay the same across restarts (its peers know it by them).
+type clusterNode struct {
+	idx   int
+	id    string
+	addrs lockdAddrs // http ""
+	dir   string
+	gen   int          // processes started so far
+	proc  *lockdProc   // the current process; nil while down
+	up    atomic.Bool  // up and following or leading: clients may connect to it
+	procs []*lockdProc // every process started for this node
+}
+
+// lockdCluster is a cluster of real lockd processes on 127.0.0.1. Only the
+// goroutine that runs the test starts, kills and restarts nodes; load
+// goroutines read only the fixed addresses and the up flags.
+type lockdCluster struct {
+	t      testing.TB
+	nodes  []*clusterNode
+	peers  string // the -peers flag
+	slowMu sync.Mutex
+	slow   []string // requests through nodeConns that took longer than slowRequest
+	// stopping is a process sent SIGTERM that may not have exited yet (see
+	// awaitStopped).
+	stopping atomic.Pointer[lockdProc]
+}
+
+// awaitStopped waits (bounded) until a process that was sent SIGTERM has
+// exited. A client that lost its connection to such a process cannot learn the
+// outcome of its request by reading until then: lockd's clean shutdown closes
+// the client connections first and keeps applying their requests.
+func (cl *lockdCluster) awaitStopped() {
+	if p := cl.stopping.Load(); p != nil {
+		select {
+		case <-p.exited:
+		case <-time.After(exitTimeout):
+		}
+	}
+}
+
+// startCluster starts n nodes with fresh data directories and waits until they
+// agree on a leader. A start that lost a port race is retried on fresh ports.
+func startCluster(t testing.TB, n int) *lockdCluster {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		cl := &lockdCluster{t: t}
+		as := freeAddrs(t, 2*n)
+		var peers []string
+		for i := 0; i < n; i++ {
+			nd := &clusterNode{idx: i, id: fmt.Sprintf("n%d", i+1),
+				addrs: lockdAddrs{resp: as[2*i], peer: as[2*i+1]}, dir: filepath.Join(t.TempDir(), "data")}
+			cl.nodes = append(cl.nodes, nd)
+			peers = append(peers, nd.id+"="+nd.addrs.peer)
+		}
+		cl.peers = strings.Join(peers, ",")
+		for _, nd := range cl.nodes {
+			cl.spawn(nd)
+		}
+		raced := false
+		for _, nd := range cl.nodes {
+			if err := nd.proc.waitReady(readyTimeout); err != nil {
+				if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") {
+					raced = true
+					break
+				}
+				t.Fatalf("%s: %v\nstderr:\n%s", nd.proc.name, err, nd.proc.stderr)
+			}
+		}
+		if raced && attempt < startTries {
+			t.Logf("cluster start lost a port race (attempt %d); retrying on other ports", attempt)
+			for _, nd := range cl.nodes {
+				nd.proc.kill()
+			}
+			continue
+		}
+		leader := cl.waitLeader(leaderTimeout)
+		for _, nd := range cl.nodes {
+			nd.up.Store(true)
+		}
+		t.Logf("cluster of %d up, leader %s (peers %s)", n, leader.id, cl.peers)
+		return cl
+	}
+}
+
+// spawn starts a process for nd and returns at once.
+func (cl *lockdCluster) spawn(nd *clusterNode) {
+	cl.t.Helper()
+	nd.gen++
+	nd.proc = spawnLockdArgs(cl.t, fmt.Sprintf("%s.%d", nd.id, nd.gen), nd.dir, nd.addrs,
+		"-node-id", nd.id, "-peers", cl.peers, "-raft-logs")
+	nd.procs = append(nd.procs, nd.proc)
+}
+
+// kill sends SIGKILL to nd's process and waits until it is gone.
+func (cl *lockdCluster) kill(nd *clusterNode) {
+	cl.t.Helper()
+	nd.up.Store(false)
+	nd.proc.kill()
+	nd.proc = nil
+}
+
+// restart starts nd again on its data directory and addresses and waits until
+// it follows the leader. It returns the leader's id.
+func (cl *lockdCluster) restart(nd *clusterNode) string {
+	cl.t.Helper()
+	for attempt := 1; ; attempt++ {
+		cl.spawn(nd)
+		err := nd.proc.waitReady(readyTimeout)
+		if err == nil {
+			break
+		}
+		if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") && attempt < startTries {
+			// Its ports are fixed: something else holds one for a while.
+			cl.t.Logf("%s: a port of %s is taken (attempt %d); retrying", nd.proc.name, nd.id, attempt)
+			time.Sleep(100 * time.Millisecond) // back-off before the next attempt, not synchronisation
+			continue
+		}
+		cl.t.Fatalf("%s: %v\nstderr:\n%s", nd.proc.name, err, nd.proc.stderr)
+	}
+	leader, err := cl.waitFollower(nd, rejoinTimeout)
+	if err != nil {
+		cl.t.Fatalf("%s restarted but did not rejoin as a follower: %v", nd.proc.name, err)
+	}
+	nd.up.Store(true)
+	return leader
+}
+
+// raftInfo reads INFO raft from addr on a fresh connection.
+func raftInfo(addr string) (map[string]string, error) {
+	c, err := dialRESP(addr, infoTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	r, err := c.do("INFO", "raft")
+	if err != nil {
+		return nil, err
+	}
+	if r.kind != '$' || r.null {
+		return nil, fmt.Errorf("INFO raft answered %v", r)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(r.str, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && !strings.HasPrefix(k, "#") {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// running returns the nodes that have a process.
+func (cl *lockdCluster) running() []*clusterNode {
+	var out []*clusterNode
+	for _, nd := range cl.nodes {
+		if nd.proc != nil {
+			out = append(out, nd)
+		}
+	}
+	return out
+}
+
+func (cl *lockdCluster) byID(id string) *clusterNode {
+	for _, nd := range cl.nodes {
+		if nd.id == id {
+			return nd
+		}
+	}
+	return nil
+}
+
+// leaderNow reports the leader that every running node names, if that node
+// says it leads; otherwise a description of what each node said.
+func (cl *lockdCluster) leaderNow() (*clusterNode, string) {
+	var views []string
+	var id string
+	agree := true
+	for _, nd := range cl.running() {
+		info, err := raftInfo(nd.addrs.resp)
+		if err != nil {
+			views = append(views, fmt.Sprintf("%s: %v", nd.id, err))
+			agree = false
+			continue
+		}
+		views = append(views, fmt.Sprintf("%s: %s leader=%q term=%s applied=%s", nd.id, info["raft_state"],
+			info["raft_leader"], info["raft_term"], info["raft_applied_index"]))
+		l := info["raft_leader"]
+		if l == "" || (id != "" && l != id) || (l == nd.id && info["raft_state"] != "leader") {
+			agree = false
+		}
+		id = l
+	}
+	if agree && id != "" {
+		if nd := cl.byID(id); nd != nil && nd.proc != nil {
+			return nd, ""
+		}
+	}
+	return nil, strings.Join(views, "; ")
+}
+
+// waitLeader polls until every running node names the same running leader.
+func (cl *lockdCluster) waitLeader(bound time.Duration) *clusterNode {
+	cl.t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		nd, views := cl.leaderNow()
+		if nd != nil {
+			return nd
+		}
+		if time.Now().After(deadline) {
+			cl.t.Fatalf("no leader that every running node agrees on within %v: %s", bound, views)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// waitFollower polls until nd is a follower of a leader that leads. It returns
+// the leader's id.
+func (cl *lockdCluster) waitFollower(nd *clusterNode, bound time.Duration) (string, error) {
+	deadline := time.Now().Add(bound)
+	var last string
+	for time.Now().Before(deadline) {
+		if nd.proc.hasExited() {
+			return "", fmt.Errorf("exited (%v)", nd.proc.cmd.ProcessState)
+		}
+		info, err := raftInfo(nd.addrs.resp)
+		if err == nil {
+			last = fmt.Sprintf("state %s, leader %q", info["raft_state"], info["raft_leader"])
+			if l := cl.byID(info["raft_leader"]); info["raft_state"] == "follower" && l != nil && l != nd && l.proc != nil {
+				if li, err := raftInfo(l.addrs.resp); err == nil && li["raft_state"] == "leader" {
+					return l.id, nil
+				}
+			}
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(pollEvery)
+	}
+	return "", fmt.Errorf("not a follower of a leader within %v (last: %s)", bound, last)
+}
+
+// transfer hands leadership to nd (RAFT TRANSFER, sent to nd, which forwards it
+// to the leader) and waits until every node names nd.
+func (cl *lockdCluster) transfer(nd *clusterNode) error {
+	c, err := dialRESP(nd.addrs.resp, clusterOpTimeout)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	deadline := time.Now().Add(leaderTimeout)
+	for {
+		if l, _ := cl.leaderNow(); l == nd {
+			return nil
+		}
+		r, err := c.do("RAFT", "TRANSFER", nd.id)
+		if err != nil {
+			return fmt.Errorf("RAFT TRANSFER %s: %w", nd.id, err)
+		}
+		if r.isErr() {
+			cl.t.Logf("RAFT TRANSFER %s: %v (retrying)", nd.id, r)
+		}
+		// Done (or refused): wait a while for every node to name nd.
+		for settle := time.Now().Add(2 * time.Second); time.Now().Before(settle); time.Sleep(pollEvery) {
+			if l, _ := cl.leaderNow(); l == nd {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			_, views := cl.leaderNow()
+			return fmt.Errorf("%s does not lead %v after RAFT TRANSFER: %s", nd.id, leaderTimeout, views)
+		}
+	}
+}
+
+// membersLeader asks addr for RAFT MEMBERS and returns the member flagged as
+// leader ("" if none).
+func membersLeader(addr string) (string, error) {
+	c, err := dialRESP(addr, infoTimeout)
+	if err != nil {
+		return "", err
+	}
+	defer c.close()
+	r, err := c.do("RAFT", "MEMBERS")
+	if err != nil {
+		return "", err
+	}
+	if r.kind != '*' {
+		return "", fmt.Errorf("RAFT MEMBERS answered %v", r)
+	}
+	for _, m := range r.elems {
+		fields := map[string]reply{}
+		for i := 0; i+1 < len(m.elems); i += 2 {
+			fields[m.elems[i].str] = m.elems[i+1]
+		}
+		if l := fields["leader"]; l.n == 1 || l.str == "1" || l.str == "true" {
+			return fields["id"].str, nil
+		}
+	}
+	return "", nil
+}
+
+// raftTimeouts reads the Raft timeouts lockd configures from its source
+// (raftstore/store.go: the rc.*Timeout assignments and the ApplyTimeout
+// default); INFO does not report them.
+func raftTimeouts() (string, error) {
+	src, err := os.ReadFile(filepath.Join("..", "raftstore", "store.go"))
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, m := range regexp.MustCompile(`rc\.(\w*Timeout)\s*=\s*([^\n/]+)`).FindAllStringSubmatch(string(src), -1) {
+		parts = append(parts, m[1]+"="+strings.ReplaceAll(strings.TrimSpace(m[2]), " ", ""))
+	}
+	if m := regexp.MustCompile(`cfg\.ApplyTimeout\s*=\s*([0-9][^\n/]*)`).FindStringSubmatch(string(src)); m != nil {
+		parts = append(parts, "ApplyTimeout="+strings.ReplaceAll(strings.TrimSpace(m[1]), " ", ""))
+	}
+	if len(parts) == 0 {
+		return "", fmt.Errorf("no rc.*Timeout assignment found in raftstore/store.go")
+	}
+	return strings.Join(parts, " "), nil
+}
+
+// nodeConn is a client's connection to some node of the cluster; it reconnects,
+// preferring its home node, to a node that is up. One goroutine uses it.
+type nodeConn struct {
+	cl   *lockdCluster
+	home int
+	only bool // dial the home node only
+	c    *respConn
+	node int
+}
+
+// do sends one request; on an I/O error the connection is dropped (the next do
+// dials again). A nil error with no connection means no node could be dialed.
+func (nc *nodeConn) do(args ...string) (reply, int, error) {
+	if nc.c == nil {
+		var lastErr error
+		for i := range nc.cl.nodes {
+			if nc.only && i > 0 {
+				break
+			}
+			nd := nc.cl.nodes[(nc.home+i)%len(nc.cl.nodes)]
+			if !nd.up.Load() {
+				continue
+			}
+			c, err := dialRESP(nd.addrs.resp, dialTimeout)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			c.timeout = clusterOpTimeout
+			nc.c, nc.node = c, nd.idx
+			break
+		}
+		if nc.c == nil {
+			if lastErr == nil {
+				lastErr = errNoNode
+			}
+			return reply{}, -1, errNotSent{lastErr}
+		}
+	}
+	node := nc.node
+	start := time.Now()
+	r, err := nc.c.do(args...)
+	if d := time.Since(start); d > slowRequest {
+		what := r.String()
+		if err != nil {
+			what = err.Error()
+		}
+		nc.cl.slowMu.Lock()
+		nc.cl.slow = append(nc.cl.slow, fmt.Sprintf("%s %s via %s at %s took %v: %s", args[0], args[1],
+			nc.cl.nodes[node].id, start.Format("15:04:05.000"), d.Round(time.Millisecond), what))
+		nc.cl.slowMu.Unlock()
+	}
+	if err != nil {
+		nc.c.close()
+		nc.c = nil
+	}
+	return r, node, err
+}
+
+// slowRequest: a request that took longer than this is logged (an election
+// takes about a second at lockd's timeouts).
+const slowRequest = 3 * time.Second
+
+func (nc *nodeConn) close() {
+	if nc.c != nil {
+		nc.c.close()
+		nc.c = nil
+	}
+}
+
+var errNoNode = fmt.Errorf("no node is up")
+
+// errNotSent: the request was never written (no connection): nothing happened.
+type errNotSent struct{ err error }
+
+func (e errNotSent) Error() string { return "not sent: " + e.err.Error() }
