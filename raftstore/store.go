@@ -409,10 +409,14 @@ func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 	return s.doLocal(ctx, reqs)
 }
 
-// awaitLeader waits, at most ApplyTimeout, until this node serves or knows
+// electionWait bounds how long a request waits for an election to produce a
+// leader (a few election timeouts) before it is answered TRYAGAIN.
+const electionWait = 2 * time.Second
+
+// awaitLeader waits, at most electionWait, until this node serves or knows
 // another leader.
 func (s *Store) awaitLeader(ctx context.Context) {
-	c, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+	c, cancel := context.WithTimeout(ctx, min(electionWait, s.cfg.ApplyTimeout))
 	defer cancel()
 	for !s.ready.Load() {
 		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() != raft.Leader {
@@ -521,7 +525,7 @@ func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (
 // waitReady waits (bounded) while this node is electing itself or catching up as
 // a new leader; a node that knows another leader rejects at once.
 func (s *Store) waitReady(ctx context.Context) error {
-	c, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+	c, cancel := context.WithTimeout(ctx, min(electionWait, s.cfg.ApplyTimeout))
 	defer cancel()
 	for !s.ready.Load() {
 		// Another node leads: this node must not serve (the caller forwards or
