@@ -8,19 +8,21 @@ import (
 
 // Store is what the HTTP door needs from the replicated store.
 type Store interface {
-	// IsLeader reports whether this node leads and serves writes.
-	IsLeader() bool
+	// Serving reports whether this node can serve clients: it leads, or it
+	// follows a known leader it forwards to.
+	Serving() bool
 }
 
 // Handler returns the HTTP handler: GET /healthz (the process is up) and
-// GET /readyz (this node can serve: 200, or 503 while no leader is ready).
+// GET /readyz (200 while this node can serve, leading or forwarding to a known
+// leader; 503 while there is none).
 func Handler(store Store) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !store.IsLeader() {
+		if !store.Serving() {
 			http.Error(w, "not ready: no leader\n", http.StatusServiceUnavailable)
 			return
 		}

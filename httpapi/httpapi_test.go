@@ -8,7 +8,7 @@ import (
 
 type fakeStore bool
 
-func (f fakeStore) IsLeader() bool { return bool(f) }
+func (f fakeStore) Serving() bool { return bool(f) }
 
 func TestHealthAndReadiness(t *testing.T) {
 	cases := []struct {

@@ -848,6 +848,16 @@ func (s *Store) KeyspaceInfo() string {
 	return "keys=" + strconv.Itoa(keys) + ",expires=" + strconv.Itoa(expires) + ",avg_ttl=0"
 }
 
+// Serving reports whether this node can serve clients now: it leads and is
+// ready, or it follows a known leader (to which it forwards).
+func (s *Store) Serving() bool {
+	if s.ready.Load() {
+		return true
+	}
+	addr, _ := s.raft.LeaderWithID()
+	return addr != "" && s.raft.State() == raft.Follower
+}
+
 // IsLeader reports whether this node currently leads and serves.
 func (s *Store) IsLeader() bool { return s.ready.Load() }
 
