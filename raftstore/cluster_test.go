@@ -396,3 +396,55 @@ func (h *history) observe(index uint64, e command.Entry, reply resp.Value) {
 		delete(h.holder, name)
 	}
 }
+
+// TestJoinAndRemove adds a fourth node to a running cluster with one admin
+// operation (sent to a follower, which forwards it), lets it catch up, then
+// removes it.
+func TestJoinAndRemove(t *testing.T) {
+	c := newCluster(t, 3)
+	ctx := context.Background()
+	_, leader := c.leader()
+	for i := 0; i < 50; i++ {
+		leader.Do(ctx, []command.Request{req("SET", fmt.Sprintf("k%d", i), "v")})
+	}
+	n4, err := Open(Config{NodeID: "n4", DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", Join: true, ApplyTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n4.Close()
+	li, _ := c.leader()
+	follower := c.node((li + 1) % 3)
+	add := command.Request{Op: command.Admin{Action: "add", ID: "n4", Addr: n4.PeerAddr()}, Spec: command.AdminSpec}
+	if v := follower.Do(ctx, []command.Request{add})[0]; v.String() != "OK" {
+		t.Fatalf("RAFT ADD through a follower: %v", v)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n4.m.mu.RLock()
+		n, _ := n4.m.ks.Counts(n4.m.ks.Now())
+		n4.m.mu.RUnlock()
+		if n == 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new node holds %d keys, want 50", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The new member serves clients too (forwarding to the leader).
+	if v := n4.Do(ctx, []command.Request{req("GET", "k7")})[0]; v.String() != "v" {
+		t.Fatalf("GET through the new node: %v", v)
+	}
+	members := follower.Do(ctx, []command.Request{{Op: command.Admin{Action: "members"}, Spec: command.AdminSpec}})[0]
+	if len(members.Elems) != 4 {
+		t.Fatalf("RAFT MEMBERS after the join: %d members", len(members.Elems))
+	}
+	rm := command.Request{Op: command.Admin{Action: "remove", ID: "n4"}, Spec: command.AdminSpec}
+	if v := leader.Do(ctx, []command.Request{rm})[0]; v.String() != "OK" {
+		t.Fatalf("RAFT REMOVE: %v", v)
+	}
+	members = follower.Do(ctx, []command.Request{{Op: command.Admin{Action: "members"}, Spec: command.AdminSpec}})[0]
+	if len(members.Elems) != 3 {
+		t.Fatalf("RAFT MEMBERS after the removal: %d members", len(members.Elems))
+	}
+}
