@@ -46,64 +46,8 @@ go build -o bin/lockd ./cmd/lockd
 go build -o bin/lockbench ./cmd/lockbench
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockbench.XXXXXX")
-pids=() # every process this script started, and only those
-
-# stop PID: SIGTERM, then SIGKILL if it is still there after 10 s; then reap it
-# and forget it, so that a reused PID is never signalled.
-stop() {
-	local pid=$1 i kept=()
-	if kill "$pid" 2>/dev/null; then
-		for ((i = 0; i < 100; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	wait "$pid" 2>/dev/null || true
-	for i in ${pids[@]+"${pids[@]}"}; do
-		[[ $i == "$pid" ]] || kept+=("$i")
-	done
-	pids=(${kept[@]+"${kept[@]}"})
-}
-
-cleanup() {
-	local rc=$? pid
-	for pid in ${pids[@]+"${pids[@]}"}; do
-		stop "$pid"
-	done
-	rm -rf "$work"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# free_port: a port on 127.0.0.1 that nothing listens on now. Another process may
-# take it before the server binds it; the start is then retried.
-free_port() {
-	local p i
-	for ((i = 0; i < 200; i++)); do
-		p=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	die "no free port found"
-}
-
-# wait_ping PORT PID: poll PING until PONG, while PID lives, for START_TIMEOUT s.
-wait_ping() {
-	local port=$1 pid=$2 deadline=$((SECONDS + START_TIMEOUT))
-	while ((SECONDS < deadline)); do
-		kill -0 "$pid" 2>/dev/null || return 1
-		if [[ $(timeout 2 redis-cli -h 127.0.0.1 -p "$port" PING 2>/dev/null) == PONG ]]; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
-}
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 declare -A PORT=() # server -> RESP port
 
