@@ -1,0 +1,86 @@
+package raftstore
+
+import (
+	"time"
+
+	"github.com/lockd/lockd/raftstore/command"
+)
+
+// tickPacing is the least time between two expiry ticks.
+const tickPacing = 5 * time.Millisecond
+
+// expiryLoop is the leader's active expiry: when the earliest TTL deadline is
+// reached in log time it proposes a tick entry, which removes every expired key
+// on every replica at the same log position.
+func (s *Store) expiryLoop() {
+	defer s.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := time.Second
+		if s.ready.Load() {
+			if d, ok := s.m.nextDeadline(); ok {
+				now, wall := s.clock.read()
+				if d <= now {
+					e := command.Entry{Kind: command.KindTick, Time: now, Wall: wall}
+					if err := s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error(); err != nil {
+						s.log.Debug("expiry tick failed", "err", err)
+						wait = 50 * time.Millisecond
+					} else {
+						// Lazy expiry already hides expired keys; pacing the ticks
+						// keeps a stream of short TTLs from costing one log entry
+						// per millisecond.
+						wait = tickPacing
+					}
+				} else if w := time.Duration(d-now) * time.Millisecond; w < wait {
+					wait = w
+				}
+			}
+		}
+		timer.Reset(wait)
+		kick := s.m.kick
+		if wait == tickPacing {
+			kick = nil // a write must not cut the pause after a tick short
+		}
+		select {
+		case <-s.closed:
+			return
+		case <-kick:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+// watchLeadership brings log time up to date when this node takes office: it
+// waits until every earlier entry is applied (a barrier), then continues the
+// clock from the highest applied log time. Until then nothing is served.
+func (s *Store) watchLeadership() {
+	defer s.wg.Done()
+	ch := s.raft.LeaderCh()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case isLeader := <-ch:
+			s.ready.Store(false)
+			if !isLeader {
+				s.log.Info("lost leadership")
+				continue
+			}
+			if err := s.raft.Barrier(s.cfg.ApplyTimeout).Error(); err != nil {
+				s.log.Warn("leader barrier failed", "err", err)
+				continue
+			}
+			s.clock.reset(s.m.now())
+			s.ready.Store(true)
+			s.log.Info("leading", "log_time_ms", s.m.now(), "applied_index", s.raft.AppliedIndex())
+			select {
+			case s.m.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}

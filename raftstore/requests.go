@@ -1,0 +1,318 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/lua"
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// Do executes a batch of commands (one client's pipeline) in order and returns one
+// reply per command. A follower forwards the batch to the leader; the leader (or
+// a node still electing itself) runs it with doLocal.
+func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
+	// While there is no leader (an election), wait — bounded — until this node
+	// serves or another node is known to lead, then run or forward.
+	if !s.ready.Load() {
+		s.awaitLeader(ctx)
+	}
+	if addr, ok := s.leaderToForward(); ok {
+		return s.forwardBatch(ctx, addr, reqs)
+	}
+	return s.doLocal(ctx, reqs)
+}
+
+// electionWait bounds how long a request waits for an election to produce a
+// leader (a few election timeouts) before it is answered TRYAGAIN.
+const electionWait = 2 * time.Second
+
+// awaitLeader waits, at most electionWait, until this node serves or knows
+// another leader.
+func (s *Store) awaitLeader(ctx context.Context) {
+	c, cancel := context.WithTimeout(ctx, min(electionWait, s.cfg.ApplyTimeout))
+	defer cancel()
+	for !s.ready.Load() {
+		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() != raft.Leader {
+			return
+		}
+		select {
+		case <-c.Done():
+			return
+		case <-s.closed:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// doLocal executes a batch on this node. Writes are proposed back to back so that Raft commits them
+// with one fsync; a read waits for the writes before it, so it sees them.
+func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Value {
+	out := make([]resp.Value, len(reqs))
+	type pending struct {
+		i int
+		f raft.ApplyFuture
+	}
+	var inflight []pending
+	flush := func() {
+		if len(inflight) == 0 {
+			return
+		}
+		// hashicorp/raft never answers a write still in its (buffered) apply
+		// channel when it shuts down, so the wait also watches for Close.
+		done := make(chan struct{})
+		waiting := inflight
+		go func() {
+			for _, p := range waiting {
+				p.f.Error()
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+			for _, p := range waiting {
+				out[p.i] = s.result(p.f)
+			}
+		case <-s.closed:
+			for _, p := range waiting {
+				out[p.i] = resp.Error(ErrUnknownOutcome.Error())
+			}
+		}
+		inflight = nil
+	}
+	verified := false // a leadership confirmation covers the run of reads after it
+	for i, r := range reqs {
+		if !r.Spec.Write {
+			flush()
+			if !verified {
+				if err := s.readBarrier(ctx); err != nil {
+					out[i] = resp.Error(err.Error())
+					continue
+				}
+				verified = true
+			}
+			now, wall := s.clock.read()
+			out[i] = s.m.read(r.Op, now, wall)
+			continue
+		}
+		verified = false
+		kind, args := command.KindCommand, r.Args
+		switch op := r.Op.(type) {
+		case command.Admin:
+			flush()
+			out[i] = s.admin(ctx, op)
+			continue
+		case command.Tx:
+			kind, args = command.KindTx, command.TxArgs(op)
+		case command.ScriptLoad, command.ScriptFlush:
+			kind, args = command.KindScript, command.ScriptArgs(op)
+		case command.Eval:
+			if v, ok := s.admitScript(op); !ok {
+				out[i] = v
+				continue
+			}
+		}
+		f, err := s.propose(ctx, kind, args)
+		if err != nil {
+			out[i] = resp.Error(err.Error())
+			continue
+		}
+		inflight = append(inflight, pending{i, f})
+	}
+	flush()
+	return out
+}
+
+// propose stamps a command with log time and hands it to Raft.
+func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (raft.ApplyFuture, error) {
+	if !s.ready.Load() {
+		if err := s.waitReady(ctx); err != nil {
+			return nil, err
+		}
+	}
+	now, wall := s.clock.read()
+	e := command.Entry{Kind: kind, Time: now, Wall: wall, Args: args}
+	return s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout), nil
+}
+
+// waitReady waits (bounded) while this node is electing itself or catching up as
+// a new leader; a node that knows another leader rejects at once.
+func (s *Store) waitReady(ctx context.Context) error {
+	c, cancel := context.WithTimeout(ctx, min(electionWait, s.cfg.ApplyTimeout))
+	defer cancel()
+	for !s.ready.Load() {
+		// Another node leads: this node must not serve (the caller forwards or
+		// the client retries elsewhere).
+		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() != raft.Leader {
+			return ErrNotApplied
+		}
+		select {
+		case <-c.Done():
+			return ErrNotApplied
+		case <-s.closed:
+			return ErrClosed
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// result maps a future's outcome to a reply.
+func (s *Store) result(f raft.ApplyFuture) resp.Value {
+	if err := f.Error(); err != nil {
+		return resp.Error(mapApplyErr(err).Error())
+	}
+	if v, ok := f.Response().(resp.Value); ok {
+		return v
+	}
+	return resp.Error("ERR internal: no reply from the state machine")
+}
+
+// mapApplyErr sorts hashicorp/raft's errors into rejected and unknown outcomes.
+func mapApplyErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress): // refused before the log
+		return ErrNotApplied
+	case errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrRaftShutdown), errors.Is(err, raft.ErrAbortedByRestore):
+		return ErrUnknownOutcome
+	}
+	return ErrUnknownOutcome
+}
+
+// admitScript is the leader's dry run of a script before it enters the log: the
+// script runs against a copy of the current state with fsm.DryRunBudget. A
+// script that does not finish (or an EVALSHA of a script the cache does not
+// hold) is answered here and never proposed.
+func (s *Store) admitScript(op command.Eval) (resp.Value, bool) {
+	src := op.Source
+	if src == nil {
+		s.m.mu.RLock()
+		src, _ = s.m.ks.Script(op.SHA)
+		s.m.mu.RUnlock()
+		if src == nil {
+			return resp.Error(lua.ErrNoScript), false
+		}
+	}
+	s.m.mu.Lock()
+	scratch := s.m.ks.Clone()
+	s.m.mu.Unlock()
+	now, wall := s.clock.read()
+	kill := make(chan struct{})
+	s.killMu.Lock()
+	s.dryRuns[kill] = struct{}{}
+	s.killMu.Unlock()
+	v := scratch.DryRun(op, src, s.dry, now, wall, kill)
+	s.killMu.Lock()
+	delete(s.dryRuns, kill)
+	s.killMu.Unlock()
+	if v.IsError() && (lua.IsBudgetError(v) || lua.IsKilledError(v) ||
+		strings.HasPrefix(v.String(), "ERR Error compiling script")) {
+		return v, false
+	}
+	return resp.Value{}, true
+}
+
+// KillScripts stops the scripts in a dry run on this node. It reports whether
+// there were any. A killed script is answered with lua.KilledErrorText and never
+// enters the log; scripts already in the log are bounded by fsm.ApplyBudget.
+func (s *Store) KillScripts() bool {
+	s.killMu.Lock()
+	defer s.killMu.Unlock()
+	n := len(s.dryRuns)
+	for ch := range s.dryRuns {
+		close(ch)
+		delete(s.dryRuns, ch)
+	}
+	return n > 0
+}
+
+// readBarrier makes the reads that follow linearizable: after it returns, this
+// node has confirmed with a quorum (after the reads arrived) that it still leads,
+// and has applied everything committed by then.
+func (s *Store) readBarrier(ctx context.Context) error {
+	if !s.ready.Load() {
+		if err := s.waitReady(ctx); err != nil {
+			return ErrNotReadable
+		}
+	}
+	return s.verify(ctx)
+}
+
+// verifyRound is one leadership confirmation shared by every read that arrived
+// before it started.
+type verifyRound struct {
+	done chan struct{}
+	err  error
+}
+
+func (s *Store) verify(ctx context.Context) error {
+	s.rmu.Lock()
+	if s.next == nil {
+		s.next = &verifyRound{done: make(chan struct{})}
+	}
+	r := s.next
+	if s.inflight == nil {
+		s.startRoundLocked()
+	}
+	s.rmu.Unlock()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ErrNotReadable
+	case <-s.closed:
+		return ErrClosed
+	}
+}
+
+func (s *Store) startRoundLocked() {
+	r := s.next
+	s.next = nil
+	s.inflight = r
+	go func() {
+		commit := s.raft.CommitIndex()
+		if err := s.raft.VerifyLeader().Error(); err != nil {
+			r.err = ErrNotReadable
+		} else {
+			r.err = s.waitApplied(commit)
+		}
+		close(r.done)
+		s.rmu.Lock()
+		s.inflight = nil
+		if s.next != nil {
+			s.startRoundLocked()
+		}
+		s.rmu.Unlock()
+	}()
+}
+
+// waitApplied waits until the FSM has applied index (barriers and no-ops are not
+// seen by the FSM, so raft's own applied index is consulted too).
+func (s *Store) waitApplied(index uint64) error {
+	ch := s.m.appliedCh(index)
+	deadline := time.NewTimer(s.cfg.ApplyTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.raft.AppliedIndex() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+			return nil
+		case <-tick.C:
+		case <-deadline.C:
+			return ErrNotReadable
+		case <-s.closed:
+			return ErrClosed
+		}
+	}
+}
