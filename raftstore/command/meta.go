@@ -232,6 +232,36 @@ var metaTable = map[string]CommandMeta{
 		Categories: words("@slow"),
 		Doc:        Doc{Summary: "Show helpful text about the different subcommands", Since: "0.1.0", Group: "server", Complexity: "O(1)"},
 	},
+	"lock.acquire": {
+		Arity: -3, Flags: words("write denyoom"), FirstKey: 1, LastKey: 1, Step: 1,
+		Categories: words("@write @fast"),
+		KeySpecs:   []KeySpec{{Flags: words("RW insert"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
+		Doc:        Doc{Summary: "Acquire a lock, shared lock or semaphore slot with a fencing token (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of holders"},
+	},
+	"lock.release": {
+		Arity: 3, Flags: words("write fast"), FirstKey: 1, LastKey: 1, Step: 1,
+		Categories: words("@write @fast"),
+		KeySpecs:   []KeySpec{{Flags: words("RW delete"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
+		Doc:        Doc{Summary: "Release a lock held under a fencing token (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of holders"},
+	},
+	"lock.extend": {
+		Arity: 4, Flags: words("write fast"), FirstKey: 1, LastKey: 1, Step: 1,
+		Categories: words("@write @fast"),
+		KeySpecs:   []KeySpec{{Flags: words("RW update"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
+		Doc:        Doc{Summary: "Extend the lease of a lock held under a fencing token (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of holders"},
+	},
+	"lock.validate": {
+		Arity: 3, Flags: words("readonly fast"), FirstKey: 1, LastKey: 1, Step: 1,
+		Categories: words("@read @fast"),
+		KeySpecs:   []KeySpec{{Flags: words("RO access"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
+		Doc:        Doc{Summary: "Check whether a fencing token holds a lock now (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of holders"},
+	},
+	"lock.info": {
+		Arity: 2, Flags: words("readonly fast"), FirstKey: 1, LastKey: 1, Step: 1,
+		Categories: words("@read @fast"),
+		KeySpecs:   []KeySpec{{Flags: words("RO access"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
+		Doc:        Doc{Summary: "Show a lock's mode, holders and waiters (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of holders"},
+	},
 	"get": {
 		Arity: 2, Flags: words("readonly fast"), FirstKey: 1, LastKey: 1, Step: 1,
 		Categories: words("@read @string @fast"),

@@ -103,6 +103,10 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if op.Source == nil && op.RO {
 			return k.eval(op, c) // EVALSHA_RO: a read (the cache is not touched)
 		}
+	case command.LockValidate:
+		return k.lockValidate(op, c)
+	case command.LockInfo:
+		return k.lockInfo(op, c)
 	case command.Versions:
 		out := make([]resp.Value, len(op.Keys))
 		for i, key := range op.Keys {
@@ -173,6 +177,12 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return resp.OK
 	case command.Eval:
 		return k.eval(op, c)
+	case command.LockAcquire:
+		return k.lockAcquire(op, c)
+	case command.LockRelease:
+		return k.lockRelease(op, c)
+	case command.LockExtend:
+		return k.lockExtend(op, c)
 	case command.Publish:
 		// The receiver count is the delivering node's business, not the state
 		// machine's: 0 here (so scripts stay deterministic); the node that
@@ -200,6 +210,8 @@ func (kind Kind) String() string {
 		return "string"
 	case KindHash:
 		return "hash"
+	case KindLock:
+		return "lock"
 	}
 	return "none"
 }

@@ -40,11 +40,12 @@ type item struct {
 	hash     uint64 // scan order; stable across replicas and restarts
 	key      string
 	kind     Kind
-	val      []byte  // KindString
-	fields   []field // KindHash; never empty (an emptied hash is deleted)
-	deadline int64   // log time in ms; 0 = no TTL
-	token    uint64  // Raft index of the entry that wrote the value
-	mod      uint64  // Raft index of the entry that last changed the item (WATCH)
+	val      []byte   // KindString
+	fields   []field  // KindHash; never empty (an emptied hash is deleted)
+	lock     *lockRec // KindLock
+	deadline int64    // log time in ms; 0 = no TTL
+	token    uint64   // Raft index of the entry that wrote the value
+	mod      uint64   // Raft index of the entry that last changed the item (WATCH)
 }
 
 func byHash(a, b *item) bool {

@@ -376,7 +376,8 @@ func TestDeterminism(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cmds := []string{"SET %s v%d", "SET %s v%d PX %d", "SET %s v%d NX FENCE", "DEL %s", "INCR %s", "EXPIRE %s %d",
 		"GETDEL %s", "PERSIST %s", "SET %s v%d KEEPTTL", "GETEX %s PX %d", "DELEX %s IFEQ v%d", "MSET %s 1 k2 2",
-		"HSET %s f%d x", "HINCRBY %s f%d %d", "HDEL %s f%d", "HSETNX %s f%d y"}
+		"HSET %s f%d x", "HINCRBY %s f%d %d", "HDEL %s f%d", "HSETNX %s f%d y",
+		"LOCK.ACQUIRE %s o%d PX %d", "LOCK.ACQUIRE %s o%d SHARED", "LOCK.RELEASE %s %d", "LOCK.EXTEND %s %d %d"}
 	a, b := New(), New()
 	var now int64
 	for i := 1; i <= 3000; i++ {
@@ -454,4 +455,117 @@ func FuzzApply(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestLocks(t *testing.T) {
+	tok := func(h *harness) string { return num(int64(h.index)) }
+	h := newHarness(t)
+	// Exclusive: one holder; the same owner gets its grant back; others wait.
+	if got := h.do("LOCK.ACQUIRE a w1 PX 1000"); got != tok(h) {
+		t.Fatalf("first acquire = %q", got)
+	}
+	t1 := h.index
+	if got := h.do("LOCK.ACQUIRE a w2 PX 1000"); got != nilb {
+		t.Fatalf("acquire while held = %q", got)
+	}
+	if got := h.do("LOCK.ACQUIRE a w1 PX 1000"); got != num(int64(t1)) {
+		t.Fatalf("idempotent re-acquire = %q, want the same token %d", got, t1)
+	}
+	if got := h.read(fmt.Sprintf("LOCK.VALIDATE a %d", t1)); got != num(1) {
+		t.Fatalf("validate = %q", got)
+	}
+	if got := h.do(fmt.Sprintf("LOCK.RELEASE a %d", t1+100)); got != num(0) {
+		t.Fatalf("release with a wrong token = %q", got)
+	}
+	if got := h.read("TYPE a"); got != "+lock\r\n" {
+		t.Fatalf("TYPE = %q", got)
+	}
+	if got := h.read("GET a"); !strings.HasPrefix(got, "-WRONGTYPE") {
+		t.Fatalf("GET on a lock = %q", got)
+	}
+	// Extend, then expiry frees it and the next grant has a larger token.
+	h.now += 900
+	if got := h.do(fmt.Sprintf("LOCK.EXTEND a %d 1000", t1)); got != num(1) {
+		t.Fatalf("extend = %q", got)
+	}
+	h.now += 500
+	if got := h.do("LOCK.ACQUIRE a w2 PX 1000"); got != nilb {
+		t.Fatalf("acquire before the extended lease ends = %q", got)
+	}
+	h.now += 600
+	if got := h.read(fmt.Sprintf("LOCK.VALIDATE a %d", t1)); got != num(0) {
+		t.Fatalf("validate after expiry = %q", got)
+	}
+	if got := h.do("LOCK.ACQUIRE a w2 PX 1000"); got != tok(h) || h.index <= t1 {
+		t.Fatalf("acquire after expiry = %q", got)
+	}
+	t2 := h.index
+	if got := h.do(fmt.Sprintf("LOCK.EXTEND a %d 1000", t1)); got != num(0) {
+		t.Fatalf("extend by the expired holder = %q", got)
+	}
+	if got := h.do(fmt.Sprintf("LOCK.RELEASE a %d", t2)); got != num(1) {
+		t.Fatalf("release = %q", got)
+	}
+	if got := h.read("EXISTS a"); got != num(0) {
+		t.Fatalf("released lock still exists: %q", got)
+	}
+
+	// Re-entrant: counted, released as many times.
+	h.do("LOCK.ACQUIRE r w1 REENTRANT")
+	tr := h.index
+	h.do("LOCK.ACQUIRE r w1 REENTRANT")
+	h.do(fmt.Sprintf("LOCK.RELEASE r %d", tr))
+	if got := h.read(fmt.Sprintf("LOCK.VALIDATE r %d", tr)); got != num(1) {
+		t.Fatalf("re-entrant lock released after one of two releases: %q", got)
+	}
+	h.do(fmt.Sprintf("LOCK.RELEASE r %d", tr))
+	if got := h.read(fmt.Sprintf("LOCK.VALIDATE r %d", tr)); got != num(0) {
+		t.Fatalf("re-entrant lock still held after two releases: %q", got)
+	}
+
+	// Shared readers each get a token; an exclusive request is refused meanwhile.
+	h.do("LOCK.ACQUIRE s r1 SHARED")
+	h.do("LOCK.ACQUIRE s r2 SHARED")
+	if got := h.do("LOCK.ACQUIRE s w EXCLUSIVE"); !strings.HasPrefix(got, "-ERR syntax") {
+		t.Fatalf("unknown option = %q", got)
+	}
+	if got := h.do("LOCK.ACQUIRE s w"); got != nilb {
+		t.Fatalf("writer while readers hold = %q", got)
+	}
+	if got := h.read("LOCK.INFO s"); !strings.Contains(got, "shared") || strings.Count(got, "owner") != 2 {
+		t.Fatalf("LOCK.INFO = %q", got)
+	}
+
+	// Semaphore of 2.
+	h.do("LOCK.ACQUIRE m a LIMIT 2")
+	h.do("LOCK.ACQUIRE m b LIMIT 2")
+	if got := h.do("LOCK.ACQUIRE m c LIMIT 2"); got != nilb {
+		t.Fatalf("third holder of a 2-semaphore = %q", got)
+	}
+	if got := h.do("LOCK.ACQUIRE m c LIMIT 3"); !strings.HasPrefix(got, "-ERR LIMIT") {
+		t.Fatalf("limit mismatch = %q", got)
+	}
+
+	// Bad input changes nothing.
+	for _, bad := range []string{"LOCK.ACQUIRE x", "LOCK.ACQUIRE x o PX 0", "LOCK.ACQUIRE x o PX y", "LOCK.ACQUIRE x o LIMIT 0",
+		"LOCK.ACQUIRE x o SHARED LIMIT 2", "LOCK.ACQUIRE x o WAIT 100", "LOCK.RELEASE x abc", "LOCK.EXTEND x 1 0"} {
+		if got := h.do(bad); !strings.HasPrefix(got, "-ERR") {
+			t.Errorf("%s = %q, want an error", bad, got)
+		}
+	}
+	if got := h.read("EXISTS x"); got != num(0) {
+		t.Fatalf("bad input created x: %q", got)
+	}
+
+	// The records survive a snapshot.
+	var buf bytes.Buffer
+	h.ks.Snapshot().WriteTo(&buf)
+	ks := New()
+	if err := ks.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	op, _, _ := command.Parse(args("LOCK.INFO s"))
+	if got := string(resp.Append(nil, ks.Read(op, h.now, wall+h.now), 2)); got != h.read("LOCK.INFO s") {
+		t.Fatalf("LOCK.INFO after restore = %q", got)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/lockd/lockd/raftstore/command"
 	"github.com/tidwall/btree"
 )
 
@@ -52,6 +53,18 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		buf = binary.AppendUvarint(buf, uint64(len(it.key)))
 		buf = append(buf, it.key...)
 		switch it.kind {
+		case KindLock:
+			buf = append(buf, byte(it.lock.mode))
+			buf = binary.AppendVarint(buf, it.lock.limit)
+			buf = binary.AppendUvarint(buf, uint64(len(it.lock.holders)))
+			for _, h := range it.lock.holders {
+				buf = binary.AppendUvarint(buf, uint64(len(h.owner)))
+				buf = append(buf, h.owner...)
+				buf = binary.AppendUvarint(buf, h.token)
+				buf = binary.AppendVarint(buf, h.count)
+				buf = binary.AppendVarint(buf, h.since)
+				buf = binary.AppendVarint(buf, h.deadline)
+			}
 		case KindHash:
 			buf = binary.AppendUvarint(buf, uint64(len(it.fields)))
 			for _, f := range it.fields {
@@ -156,6 +169,12 @@ func readItem(br *bufio.Reader) (*item, error) {
 		if it.val, err = readBytes(br); err != nil {
 			return nil, err
 		}
+	case KindLock:
+		rec, err := readLock(br)
+		if err != nil {
+			return nil, err
+		}
+		it.lock = rec
 	case KindHash:
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -205,4 +224,39 @@ func readBytes(br *bufio.Reader) ([]byte, error) {
 	b := make([]byte, n)
 	_, err = io.ReadFull(br, b)
 	return b, err
+}
+
+func readLock(br *bufio.Reader) (*lockRec, error) {
+	mode, err := br.ReadByte()
+	if err != nil {
+		return nil, err
+	}
+	rec := &lockRec{mode: command.LockMode(mode)}
+	if rec.limit, err = binary.ReadVarint(br); err != nil {
+		return nil, err
+	}
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n == 0 || n > 1<<32 {
+		return nil, errors.New("bad holder count")
+	}
+	for ; n > 0; n-- {
+		var h holder
+		if h.owner, err = readBytes(br); err != nil {
+			return nil, err
+		}
+		if h.token, err = binary.ReadUvarint(br); err != nil {
+			return nil, err
+		}
+		if h.count, err = binary.ReadVarint(br); err != nil {
+			return nil, err
+		}
+		if h.since, err = binary.ReadVarint(br); err != nil {
+			return nil, err
+		}
+		if h.deadline, err = binary.ReadVarint(br); err != nil {
+			return nil, err
+		}
+		rec.holders = append(rec.holders, h)
+	}
+	return rec, nil
 }

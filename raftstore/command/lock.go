@@ -1,0 +1,132 @@
+package command
+
+import "strings"
+
+// LockMode is the mode of a lock record.
+type LockMode uint8
+
+// Lock modes. Part of the snapshot format: never renumber.
+const (
+	LockExclusive LockMode = 1
+	LockShared    LockMode = 2 // readers
+	LockSemaphore LockMode = 3 // LIMIT n holders
+)
+
+// DefaultLockTTL is the lease of a LOCK.ACQUIRE without PX (the seed's 15 s).
+const DefaultLockTTL = 15000
+
+// LockAcquire is LOCK.ACQUIRE name owner [PX ms] [SHARED | LIMIT n] [REENTRANT].
+// (SESSION and WAIT arrive with sessions and FIFO waiters.)
+type LockAcquire struct {
+	Name, Owner []byte
+	TTL         int64 // ms
+	Mode        LockMode
+	Limit       int64 // holders allowed: 1 exclusive, n semaphore, unbounded shared
+	Reentrant   bool
+}
+
+// LockRelease is LOCK.RELEASE name token.
+type LockRelease struct {
+	Name  []byte
+	Token int64
+}
+
+// LockExtend is LOCK.EXTEND name token ms.
+type LockExtend struct {
+	Name  []byte
+	Token int64
+	TTL   int64
+}
+
+// LockValidate is LOCK.VALIDATE name token.
+type LockValidate struct {
+	Name  []byte
+	Token int64
+}
+
+// LockInfo is LOCK.INFO name.
+type LockInfo struct{ Name []byte }
+
+func (LockAcquire) isOp()  {}
+func (LockRelease) isOp()  {}
+func (LockExtend) isOp()   {}
+func (LockValidate) isOp() {}
+func (LockInfo) isOp()     {}
+
+func init() {
+	def("lock.acquire", -3, true, parseLockAcquire)
+	def("lock.release", 3, true, func(_ string, a [][]byte) (Op, error) {
+		t, err := parseToken(a[2])
+		return LockRelease{Name: a[1], Token: t}, err
+	})
+	def("lock.extend", 4, true, func(_ string, a [][]byte) (Op, error) {
+		t, err := parseToken(a[2])
+		if err != nil {
+			return nil, err
+		}
+		ms, ok := ParseInt(a[3])
+		if !ok {
+			return nil, ErrNotInt
+		}
+		if ms <= 0 {
+			return nil, Error("ERR invalid lease time in 'lock.extend' command")
+		}
+		return LockExtend{Name: a[1], Token: t, TTL: ms}, nil
+	})
+	def("lock.validate", 3, false, func(_ string, a [][]byte) (Op, error) {
+		t, err := parseToken(a[2])
+		return LockValidate{Name: a[1], Token: t}, err
+	})
+	def("lock.info", 2, false, func(_ string, a [][]byte) (Op, error) { return LockInfo{Name: a[1]}, nil })
+}
+
+func parseToken(b []byte) (int64, error) {
+	t, ok := ParseInt(b)
+	if !ok || t <= 0 {
+		return 0, Error("ERR invalid fencing token")
+	}
+	return t, nil
+}
+
+// LOCK.ACQUIRE name owner [PX ms] [SHARED | LIMIT n] [REENTRANT]
+func parseLockAcquire(_ string, a [][]byte) (Op, error) {
+	op := LockAcquire{Name: a[1], Owner: a[2], TTL: DefaultLockTTL, Mode: LockExclusive, Limit: 1}
+	if len(op.Owner) == 0 {
+		return nil, Error("ERR the owner must not be empty")
+	}
+	seenTTL, seenMode := false, false
+	for i := 3; i < len(a); i++ {
+		opt := strings.ToLower(string(a[i]))
+		switch {
+		case opt == "px" && i+1 < len(a) && !seenTTL:
+			ms, ok := ParseInt(a[i+1])
+			if !ok {
+				return nil, ErrNotInt
+			}
+			if ms <= 0 {
+				return nil, Error("ERR invalid lease time in 'lock.acquire' command")
+			}
+			op.TTL, seenTTL = ms, true
+			i++
+		case opt == "shared" && !seenMode:
+			op.Mode, op.Limit, seenMode = LockShared, 0, true
+		case opt == "limit" && i+1 < len(a) && !seenMode:
+			n, ok := ParseInt(a[i+1])
+			if !ok {
+				return nil, ErrNotInt
+			}
+			if n < 1 {
+				return nil, Error("ERR LIMIT must be at least 1")
+			}
+			op.Mode, op.Limit, seenMode = LockSemaphore, n, true
+			i++
+		case opt == "reentrant":
+			op.Reentrant = true
+		case opt == "session" || opt == "wait":
+			return nil, Error("ERR " + strings.ToUpper(opt) + " is not supported yet: sessions and FIFO waiting are not implemented")
+		default:
+			return nil, ErrSyntax
+		}
+	}
+	return op, nil
+}
