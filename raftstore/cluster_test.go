@@ -448,3 +448,38 @@ func TestJoinAndRemove(t *testing.T) {
 		t.Fatalf("RAFT MEMBERS after the removal: %d members", len(members.Elems))
 	}
 }
+
+// TestSessionSurvivesFailover: a session's locks survive a leader crash; the new
+// leader knows the session (it is replicated) and gives it a full TTL, so a
+// keepalive through any node keeps it.
+func TestSessionSurvivesFailover(t *testing.T) {
+	c := newCluster(t, 3)
+	ctx := context.Background()
+	li, leader := c.leader()
+	open := leader.Do(ctx, []command.Request{req("SESSION.OPEN", "TTL", "5000")})[0]
+	if open.Kind != resp.KindMap {
+		t.Fatalf("SESSION.OPEN: %v", open)
+	}
+	id := fmt.Sprint(open.Elems[1].Int)
+	tok := leader.Do(ctx, []command.Request{req("LOCK.ACQUIRE", "job", "w1", "SESSION", id)})[0]
+	if tok.Kind != resp.KindInt {
+		t.Fatalf("acquire: %v", tok)
+	}
+	c.crash(li)
+	_, nl := c.leader()
+	for i := range c.peers {
+		s := c.node(i)
+		if s == nil {
+			continue
+		}
+		if v := s.Do(ctx, []command.Request{req("SESSION.KEEPALIVE", id)})[0]; v.Int != 5000 {
+			t.Fatalf("keepalive through node %d after the failover: %v", i, v)
+		}
+		if v := s.Do(ctx, []command.Request{req("LOCK.VALIDATE", "job", fmt.Sprint(tok.Int))})[0]; v.Int != 1 {
+			t.Fatalf("lock lost in the failover (node %d): %v", i, v)
+		}
+	}
+	if v := nl.Do(ctx, []command.Request{req("LOCK.ACQUIRE", "job", "w2", "PX", "1000")})[0]; v.Kind != resp.KindNull {
+		t.Fatalf("another owner got the session's lock after the failover: %v", v)
+	}
+}

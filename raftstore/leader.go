@@ -75,6 +75,7 @@ func (s *Store) watchLeadership() {
 				continue
 			}
 			s.clock.reset(s.m.now())
+			s.sessions.reset(s.openSessions(), s.now())
 			s.ready.Store(true)
 			s.log.Info("leading", "log_time_ms", s.m.now(), "applied_index", s.raft.AppliedIndex())
 			select {

@@ -77,6 +77,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		case <-done:
 			for _, p := range waiting {
 				out[p.i] = s.result(p.f)
+				s.noteSessionResult(reqs[p.i].Op, out[p.i])
 			}
 		case <-s.closed:
 			for _, p := range waiting {
@@ -87,6 +88,15 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 	}
 	verified := false // a leadership confirmation covers the run of reads after it
 	for i, r := range reqs {
+		if op, ok := r.Op.(command.SessionKeepalive); ok {
+			flush()
+			if err := s.waitReady(ctx); err != nil {
+				out[i] = resp.Error(err.Error())
+			} else {
+				out[i] = s.keepalive(op)
+			}
+			continue
+		}
 		if !r.Spec.Write {
 			flush()
 			if !verified {

@@ -122,6 +122,8 @@ type Store struct {
 	m     *machine
 	dry   *lua.Engine // compiles scripts for dry runs (not the replicated cache)
 
+	sessions sessionTimers // leader only: when each session lapses
+
 	killMu  sync.Mutex
 	dryRuns map[chan struct{}]struct{} // dry runs in progress, for SCRIPT KILL
 	clock   *logClock
@@ -264,9 +266,10 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s.fwd = forward.NewClient(dial, forward.Options{Logger: lg})
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.watchLeadership()
 	go s.expiryLoop()
+	go s.sessionLoop()
 	go s.serveForwarded(fwdLayer)
 	return s, nil
 }

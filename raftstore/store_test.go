@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,5 +260,91 @@ func TestKillScriptInDryRun(t *testing.T) {
 	}
 	if s.raft.LastIndex() != before {
 		t.Fatalf("a killed script reached the log (%d -> %d)", before, s.raft.LastIndex())
+	}
+}
+
+// fakeClock is an injectable monotonic clock for expiry tests.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Sessions: keepalives (no log writes) keep a session's locks; a session that
+// misses them expires one TTL after the last one and its locks are released in
+// the expiry entry; SESSION.CLOSE releases everything at once.
+func TestSessions(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	s, err := Open(Config{DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	open := do(s, "SESSION.OPEN", "TTL", "6000", "NAME", "worker-17")
+	if open.Kind != resp.KindMap || open.Elems[3].Int != 6000 || open.Elems[5].Int != 2000 {
+		t.Fatalf("SESSION.OPEN = %#v", open)
+	}
+	id := fmt.Sprint(open.Elems[1].Int)
+	if v := do(s, "SESSION.OPEN", "TTL", "999999"); v.Elems[3].Int != 60000 {
+		t.Fatalf("TTL not clamped to 60 s: %v", v.Elems[3].Int)
+	}
+	tok := do(s, "LOCK.ACQUIRE", "a", "w17", "SESSION", id)
+	do(s, "LOCK.ACQUIRE", "b", "w17", "SESSION", id)
+	if tok.Kind != resp.KindInt {
+		t.Fatalf("acquire with a session: %v", tok)
+	}
+	if v := do(s, "LOCK.ACQUIRE", "c", "w17", "SESSION", "424242"); !strings.HasPrefix(v.String(), "NOSESSION") {
+		t.Fatalf("acquire with an unknown session: %v", v)
+	}
+	// Keepalives every 4 s keep it alive well past its TTL, without log writes.
+	before := s.raft.LastIndex()
+	for i := 0; i < 5; i++ {
+		clk.add(4 * time.Second)
+		if v := do(s, "SESSION.KEEPALIVE", id); v.Int != 6000 {
+			t.Fatalf("keepalive = %v", v)
+		}
+	}
+	if s.raft.LastIndex() != before {
+		t.Fatalf("keepalives wrote %d log entries", s.raft.LastIndex()-before)
+	}
+	if v := do(s, "LOCK.VALIDATE", "a", fmt.Sprint(tok.Int)); v.Int != 1 {
+		t.Fatal("the session's lock was lost while kept alive")
+	}
+	// Silence: one TTL later the session ends and both locks are free.
+	clk.add(6 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for do(s, "EXISTS", "a", "b").Int != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the lapsed session's locks were not released")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if v := do(s, "SESSION.KEEPALIVE", id); !strings.HasPrefix(v.String(), "NOSESSION") {
+		t.Fatalf("keepalive of an expired session = %v", v)
+	}
+	// Close releases everything at once.
+	s2 := do(s, "SESSION.OPEN")
+	id2 := fmt.Sprint(s2.Elems[1].Int)
+	do(s, "LOCK.ACQUIRE", "x", "o", "SESSION", id2)
+	do(s, "LOCK.ACQUIRE", "y", "o", "SESSION", id2, "SHARED")
+	if v := do(s, "SESSION.CLOSE", id2); v.Int != 2 {
+		t.Fatalf("SESSION.CLOSE released %v locks, want 2", v)
+	}
+	if v := do(s, "EXISTS", "x", "y"); v.Int != 0 {
+		t.Fatalf("closed session's locks remain: %v", v)
+	}
+	if v := do(s, "SESSION.CLOSE", id2); !strings.HasPrefix(v.String(), "NOSESSION") {
+		t.Fatalf("second close = %v", v)
 	}
 }

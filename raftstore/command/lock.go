@@ -15,11 +15,12 @@ const (
 // DefaultLockTTL is the lease of a LOCK.ACQUIRE without PX (the seed's 15 s).
 const DefaultLockTTL = 15000
 
-// LockAcquire is LOCK.ACQUIRE name owner [PX ms] [SHARED | LIMIT n] [REENTRANT].
-// (SESSION and WAIT arrive with sessions and FIFO waiters.)
+// LockAcquire is LOCK.ACQUIRE name owner [PX ms | SESSION id] [SHARED | LIMIT n]
+// [REENTRANT]. (WAIT arrives with FIFO waiters.)
 type LockAcquire struct {
 	Name, Owner []byte
-	TTL         int64 // ms
+	TTL         int64  // ms (no SESSION)
+	Session     uint64 // 0: a lease of TTL; else held as long as the session lives
 	Mode        LockMode
 	Limit       int64 // holders allowed: 1 exclusive, n semaphore, unbounded shared
 	Reentrant   bool
@@ -122,7 +123,14 @@ func parseLockAcquire(_ string, a [][]byte) (Op, error) {
 			i++
 		case opt == "reentrant":
 			op.Reentrant = true
-		case opt == "session" || opt == "wait":
+		case opt == "session" && i+1 < len(a) && !seenTTL:
+			id, err := parseSessionID(a[i+1])
+			if err != nil {
+				return nil, err
+			}
+			op.Session, seenTTL = id, true
+			i++
+		case opt == "wait":
 			return nil, Error("ERR " + strings.ToUpper(opt) + " is not supported yet: sessions and FIFO waiting are not implemented")
 		default:
 			return nil, ErrSyntax

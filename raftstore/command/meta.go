@@ -262,6 +262,21 @@ var metaTable = map[string]CommandMeta{
 		KeySpecs:   []KeySpec{{Flags: words("RO access"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
 		Doc:        Doc{Summary: "Show a lock's mode, holders and waiters (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of holders"},
 	},
+	"session.open": {
+		Arity: -1, Flags: words("write denyoom fast"),
+		Categories: words("@write @fast"),
+		Doc:        Doc{Summary: "Open a session: its locks live while it is kept alive (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of locks of the session"},
+	},
+	"session.keepalive": {
+		Arity: 2, Flags: words("readonly fast"),
+		Categories: words("@read @fast"),
+		Doc:        Doc{Summary: "Keep a session alive; no log write (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of locks of the session"},
+	},
+	"session.close": {
+		Arity: 2, Flags: words("write fast"),
+		Categories: words("@write @fast"),
+		Doc:        Doc{Summary: "Close a session and release its locks (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of locks of the session"},
+	},
 	"get": {
 		Arity: 2, Flags: words("readonly fast"), FirstKey: 1, LastKey: 1, Step: 1,
 		Categories: words("@read @string @fast"),

@@ -103,6 +103,12 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if op.Source == nil && op.RO {
 			return k.eval(op, c) // EVALSHA_RO: a read (the cache is not touched)
 		}
+	case command.SessionKeepalive:
+		ttl, ok := k.SessionTTL(op.ID)
+		if !ok {
+			return resp.Error(string(command.ErrNoSession))
+		}
+		return resp.Int(ttl)
 	case command.LockValidate:
 		return k.lockValidate(op, c)
 	case command.LockInfo:
@@ -177,6 +183,13 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return resp.OK
 	case command.Eval:
 		return k.eval(op, c)
+	case command.SessionOpen:
+		return k.sessionOpen(op, c)
+	case command.SessionClose:
+		if _, ok := k.sessions[op.ID]; !ok {
+			return resp.Error(string(command.ErrNoSession))
+		}
+		return resp.Int(int64(k.endSession(op.ID, c)))
 	case command.LockAcquire:
 		return k.lockAcquire(op, c)
 	case command.LockRelease:

@@ -73,6 +73,7 @@ type Keyspace struct {
 	budget    int64                // scripts' instruction budget; 0 = ApplyBudget
 	inScript  bool                 // a script is running (its PUBLISHes are not Direct)
 	cancel    <-chan struct{}      // dry runs only: closed by SCRIPT KILL
+	sessions  map[uint64]*session  // open sessions by id (lookups only: never iterated unsorted)
 }
 
 // Event is a message published by an applied entry (PUBLISH, at top level, in a
@@ -163,6 +164,9 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 			k.scripts.Flush()
 			return resp.OK
 		}
+	case command.KindSessionExpire:
+		k.endSession(parseID(e.Args), Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
+		return resp.OK
 	case command.KindTx:
 		tx, err := command.ParseTx(e.Args)
 		if err != nil {

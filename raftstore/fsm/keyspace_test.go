@@ -377,7 +377,8 @@ func TestDeterminism(t *testing.T) {
 	cmds := []string{"SET %s v%d", "SET %s v%d PX %d", "SET %s v%d NX FENCE", "DEL %s", "INCR %s", "EXPIRE %s %d",
 		"GETDEL %s", "PERSIST %s", "SET %s v%d KEEPTTL", "GETEX %s PX %d", "DELEX %s IFEQ v%d", "MSET %s 1 k2 2",
 		"HSET %s f%d x", "HINCRBY %s f%d %d", "HDEL %s f%d", "HSETNX %s f%d y",
-		"LOCK.ACQUIRE %s o%d PX %d", "LOCK.ACQUIRE %s o%d SHARED", "LOCK.RELEASE %s %d", "LOCK.EXTEND %s %d %d"}
+		"LOCK.ACQUIRE %s o%d PX %d", "LOCK.ACQUIRE %s o%d SHARED", "LOCK.RELEASE %s %d", "LOCK.EXTEND %s %d %d",
+		"SESSION.OPEN TTL %d", "LOCK.ACQUIRE %s o SESSION %d", "SESSION.CLOSE %d"}
 	a, b := New(), New()
 	var now int64
 	for i := 1; i <= 3000; i++ {
@@ -390,10 +391,12 @@ func TestDeterminism(t *testing.T) {
 			c := cmds[rng.IntN(len(cmds))]
 			key := "k" + strconv.Itoa(rng.IntN(40))
 			var s string
-			switch strings.Count(c, "%") {
-			case 1:
+			switch n := strings.Count(c, "%"); {
+			case strings.HasPrefix(c, "SESSION"): // session ids are entry indexes
+				s = fmt.Sprintf(c, rng.IntN(i)+1)
+			case n == 1:
 				s = fmt.Sprintf(c, key)
-			case 2:
+			case n == 2:
 				s = fmt.Sprintf(c, key, rng.IntN(300)+1)
 			default:
 				s = fmt.Sprintf(c, key, rng.IntN(300)+1, rng.IntN(300)+1)

@@ -21,6 +21,7 @@ type lockRec struct {
 
 type holder struct {
 	owner    []byte
+	session  uint64 // 0: a lease; else held while the session lives
 	token    uint64
 	count    int64 // re-entry count (REENTRANT), 1 otherwise
 	since    int64 // log time of the grant
@@ -80,6 +81,13 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		return *errv
 	}
 	deadline := addSat(c.Now, op.TTL)
+	if op.Session != 0 {
+		if _, ok := k.sessions[op.Session]; !ok {
+			return resp.Error(string(command.ErrNoSession))
+		}
+		deadline = sessionBound
+		defer k.sessionHold(op.Session, op.Name)
+	}
 	if len(live) > 0 {
 		rec := it.lock
 		if rec.mode != op.Mode {
@@ -89,7 +97,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 			return resp.Error("ERR LIMIT does not match the semaphore's limit")
 		}
 		for i, h := range live {
-			if bytes.Equal(h.owner, op.Owner) {
+			if bytes.Equal(h.owner, op.Owner) && h.session == op.Session {
 				hs := append([]holder(nil), live...)
 				if op.Reentrant {
 					hs[i].count++
@@ -102,11 +110,11 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		if rec.mode == command.LockExclusive || (rec.mode == command.LockSemaphore && int64(len(live)) >= rec.limit) {
 			return resp.Nil
 		}
-		hs := append(append([]holder(nil), live...), holder{owner: clone(op.Owner), token: c.Index, count: 1, since: c.Now, deadline: deadline})
+		hs := append(append([]holder(nil), live...), holder{owner: clone(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline})
 		k.storeLock(op.Name, it, lockRec{mode: rec.mode, limit: rec.limit, holders: hs}, c.Index)
 		return resp.Int(int64(c.Index))
 	}
-	h := holder{owner: clone(op.Owner), token: c.Index, count: 1, since: c.Now, deadline: deadline}
+	h := holder{owner: clone(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline}
 	k.storeLock(op.Name, it, lockRec{mode: op.Mode, limit: op.Limit, holders: []holder{h}}, c.Index)
 	return resp.Int(int64(c.Index))
 }
@@ -152,6 +160,9 @@ func (k *Keyspace) lockExtend(op command.LockExtend, c Ctx) resp.Value {
 		return resp.Zero
 	}
 	hs := append([]holder(nil), live...)
+	if hs[i].session != 0 {
+		return resp.One // a session's lock lives as long as the session
+	}
 	hs[i].deadline = addSat(c.Now, op.TTL)
 	k.storeLock(op.Name, it, lockRec{mode: it.lock.mode, limit: it.lock.limit, holders: hs}, 0)
 	return resp.One
@@ -183,11 +194,16 @@ func (k *Keyspace) lockInfo(op command.LockInfo, c Ctx) resp.Value {
 	}
 	hs := make([]resp.Value, len(live))
 	for i, h := range live {
+		ttl := h.deadline - c.Now
+		if h.session != 0 {
+			ttl = -1 // as long as the session lives
+		}
 		hs[i] = resp.Map(
 			resp.BulkString("owner"), resp.Bulk(h.owner),
+			resp.BulkString("session"), resp.Int(int64(h.session)),
 			resp.BulkString("token"), resp.Int(int64(h.token)),
 			resp.BulkString("held_for_ms"), resp.Int(c.Now-h.since),
-			resp.BulkString("ttl_ms"), resp.Int(h.deadline-c.Now),
+			resp.BulkString("ttl_ms"), resp.Int(ttl),
 			resp.BulkString("count"), resp.Int(h.count),
 		)
 	}

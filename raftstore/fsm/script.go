@@ -117,7 +117,13 @@ func (k *Keyspace) DryRun(op command.Eval, src []byte, engine *lua.Engine, now, 
 // (the trees are copied on write). Call it with the apply lock held: copying a
 // tree marks the original.
 func (k *Keyspace) Clone() *Keyspace {
-	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), now: k.now, index: k.index, scripts: k.scripts}
+	sessions := make(map[uint64]*session, len(k.sessions))
+	for id, s := range k.sessions {
+		cp := *s
+		cp.locks = append([]string(nil), s.locks...)
+		sessions[id] = &cp
+	}
+	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), now: k.now, index: k.index, scripts: k.scripts, sessions: sessions}
 }
 
 func itoa(n int64) string { return resp.Int(n).String() }

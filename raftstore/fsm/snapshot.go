@@ -15,17 +15,23 @@ import (
 // Snapshot is a point-in-time copy of a keyspace. Taking one is O(1) (the trees
 // are copy-on-write); writing it out may run concurrently with further Applies.
 type Snapshot struct {
-	scripts map[string][]byte // sha -> source
-	items   *btree.BTreeG[*item]
-	now     int64
-	index   uint64
+	scripts  map[string][]byte // sha -> source
+	sessions []sessionCopy
+	items    *btree.BTreeG[*item]
+	now      int64
+	index    uint64
 }
 
 // Snapshot captures the current state. Call it from the apply goroutine.
 func (k *Keyspace) Snapshot() *Snapshot {
 	// Items in the trees are immutable (changes replace them), so sharing them
 	// with the copy is safe.
-	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts()}
+	var sessions []sessionCopy
+	for _, si := range k.Sessions() {
+		s := k.sessions[si.ID]
+		sessions = append(sessions, sessionCopy{id: si.ID, ttl: s.ttl, name: s.name, locks: append([]string(nil), s.locks...)})
+	}
+	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions}
 }
 
 const snapVersion = 1
@@ -60,6 +66,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			for _, h := range it.lock.holders {
 				buf = binary.AppendUvarint(buf, uint64(len(h.owner)))
 				buf = append(buf, h.owner...)
+				buf = binary.AppendUvarint(buf, h.session)
 				buf = binary.AppendUvarint(buf, h.token)
 				buf = binary.AppendVarint(buf, h.count)
 				buf = binary.AppendVarint(buf, h.since)
@@ -103,7 +110,70 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return total, err
 	}
+	// Sessions, by id.
+	buf = binary.AppendUvarint(buf[:0], uint64(len(s.sessions)))
+	for _, ss := range s.sessions {
+		buf = binary.AppendUvarint(buf, ss.id)
+		buf = binary.AppendVarint(buf, ss.ttl)
+		buf = binary.AppendUvarint(buf, uint64(len(ss.name)))
+		buf = append(buf, ss.name...)
+		buf = binary.AppendUvarint(buf, uint64(len(ss.locks)))
+		for _, l := range ss.locks {
+			buf = binary.AppendUvarint(buf, uint64(len(l)))
+			buf = append(buf, l...)
+		}
+	}
+	n, err = bw.Write(buf)
+	total += int64(n)
+	if err != nil {
+		return total, err
+	}
 	return total, bw.Flush()
+}
+
+type sessionCopy struct {
+	id    uint64
+	ttl   int64
+	name  []byte
+	locks []string
+}
+
+func readSessions(br *bufio.Reader, k *Keyspace) error {
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return err
+	}
+	for ; n > 0; n-- {
+		id, err := binary.ReadUvarint(br)
+		if err != nil {
+			return err
+		}
+		ttl, err := binary.ReadVarint(br)
+		if err != nil {
+			return err
+		}
+		name, err := readBytes(br)
+		if err != nil {
+			return err
+		}
+		nl, err := binary.ReadUvarint(br)
+		if err != nil || nl > 1<<32 {
+			return errors.New("bad lock count")
+		}
+		s := &session{ttl: ttl, name: name}
+		for ; nl > 0; nl-- {
+			l, err := readBytes(br)
+			if err != nil {
+				return err
+			}
+			s.locks = append(s.locks, string(l))
+		}
+		if k.sessions == nil {
+			k.sessions = map[uint64]*session{}
+		}
+		k.sessions[id] = s
+	}
+	return nil
 }
 
 // Restore replaces the keyspace with the snapshot read from r.
@@ -148,6 +218,9 @@ func (k *Keyspace) Restore(r io.Reader) error {
 		if _, err := fresh.scripts.Load(src); err != nil {
 			return fmt.Errorf("%w: script %d: %v", ErrBadSnapshot, i, err)
 		}
+	}
+	if err := readSessions(br, fresh); err != nil {
+		return fmt.Errorf("%w: sessions: %v", ErrBadSnapshot, err)
 	}
 	fresh.now, fresh.index = now, index
 	*k = *fresh
@@ -242,6 +315,9 @@ func readLock(br *bufio.Reader) (*lockRec, error) {
 	for ; n > 0; n-- {
 		var h holder
 		if h.owner, err = readBytes(br); err != nil {
+			return nil, err
+		}
+		if h.session, err = binary.ReadUvarint(br); err != nil {
 			return nil, err
 		}
 		if h.token, err = binary.ReadUvarint(br); err != nil {

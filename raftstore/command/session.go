@@ -1,0 +1,83 @@
+package command
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Session TTL bounds (the seed's default 15 s, 5–60 s allowed). The server
+// clamps what a client asks for into them.
+const (
+	DefaultSessionTTL = 15000
+	MinSessionTTL     = 5000
+	MaxSessionTTL     = 60000
+)
+
+// SessionOpen is SESSION.OPEN [TTL ms] [NAME client]. The session's id is the
+// index of the entry that opened it.
+type SessionOpen struct {
+	TTL  int64
+	Name []byte
+}
+
+// SessionKeepalive is SESSION.KEEPALIVE id. It is no log entry: the leader
+// renews the session in its memory.
+type SessionKeepalive struct{ ID uint64 }
+
+// SessionClose is SESSION.CLOSE id: the session ends and its locks are released.
+type SessionClose struct{ ID uint64 }
+
+func (SessionOpen) isOp()      {}
+func (SessionKeepalive) isOp() {}
+func (SessionClose) isOp()     {}
+
+// KindSessionExpire ends a session whose keepalives lapsed (proposed by the
+// leader); Args is the session id in decimal.
+const KindSessionExpire Kind = 6
+
+func init() {
+	def("session.open", -1, true, parseSessionOpen)
+	def("session.keepalive", 2, false, func(_ string, a [][]byte) (Op, error) {
+		id, err := parseSessionID(a[1])
+		return SessionKeepalive{ID: id}, err
+	})
+	def("session.close", 2, true, func(_ string, a [][]byte) (Op, error) {
+		id, err := parseSessionID(a[1])
+		return SessionClose{ID: id}, err
+	})
+}
+
+// ErrNoSession is the reply for an unknown or expired session.
+const ErrNoSession Error = "NOSESSION no such session (it expired or was closed)"
+
+func parseSessionID(b []byte) (uint64, error) {
+	id, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil || id == 0 {
+		return 0, ErrNoSession
+	}
+	return id, nil
+}
+
+// SESSION.OPEN [TTL ms] [NAME client]
+func parseSessionOpen(_ string, a [][]byte) (Op, error) {
+	op := SessionOpen{TTL: DefaultSessionTTL}
+	for i := 1; i < len(a); i++ {
+		if i+1 >= len(a) {
+			return nil, ErrSyntax
+		}
+		switch strings.ToLower(string(a[i])) {
+		case "ttl":
+			ms, ok := ParseInt(a[i+1])
+			if !ok {
+				return nil, ErrNotInt
+			}
+			op.TTL = min(max(ms, MinSessionTTL), MaxSessionTTL)
+		case "name":
+			op.Name = a[i+1]
+		default:
+			return nil, ErrSyntax
+		}
+		i++
+	}
+	return op, nil
+}

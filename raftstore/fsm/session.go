@@ -1,0 +1,108 @@
+package fsm
+
+import (
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// session is a client session: its TTL and the locks it holds. Whether it is
+// still alive is the leader's business (keepalives are not log entries); the
+// leader ends a lapsed session with a KindSessionExpire entry.
+type session struct {
+	ttl   int64
+	name  []byte
+	locks []string // names of locks it may hold, in grant order
+}
+
+// SessionInfo is what the leader needs to time a session.
+type SessionInfo struct {
+	ID  uint64
+	TTL int64
+}
+
+// Sessions lists the open sessions by id.
+func (k *Keyspace) Sessions() []SessionInfo {
+	out := make([]SessionInfo, 0, len(k.sessions))
+	for id, s := range k.sessions {
+		out = append(out, SessionInfo{id, s.ttl})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// SessionTTL returns a session's TTL, if it is open.
+func (k *Keyspace) SessionTTL(id uint64) (int64, bool) {
+	s, ok := k.sessions[id]
+	if !ok {
+		return 0, false
+	}
+	return s.ttl, true
+}
+
+// SESSION.OPEN [TTL ms] [NAME client]: the id (this entry's index), the TTL the
+// server honours and the keepalive interval (a third of it).
+func (k *Keyspace) sessionOpen(op command.SessionOpen, c Ctx) resp.Value {
+	if k.sessions == nil {
+		k.sessions = map[uint64]*session{}
+	}
+	k.sessions[c.Index] = &session{ttl: op.TTL, name: clone(op.Name)}
+	return resp.Map(
+		resp.BulkString("session_id"), resp.Int(int64(c.Index)),
+		resp.BulkString("ttl_ms"), resp.Int(op.TTL),
+		resp.BulkString("keepalive_ms"), resp.Int(op.TTL/3),
+	)
+}
+
+// endSession releases every lock the session holds and forgets it. It returns
+// how many locks were released.
+func (k *Keyspace) endSession(id uint64, c Ctx) int {
+	s, ok := k.sessions[id]
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, name := range s.locks {
+		it, live, errv := k.lockOf([]byte(name), c.Now)
+		if errv != nil || it == nil {
+			continue
+		}
+		kept := live[:0:0]
+		for _, h := range live {
+			if h.session != id {
+				kept = append(kept, h)
+			}
+		}
+		if len(kept) != len(live) {
+			n++
+			k.storeLock([]byte(name), it, lockRec{mode: it.lock.mode, limit: it.lock.limit, holders: kept}, 0)
+		}
+	}
+	delete(k.sessions, id)
+	return n
+}
+
+// sessionHold notes that session id may hold the lock name.
+func (k *Keyspace) sessionHold(id uint64, name []byte) {
+	s := k.sessions[id]
+	for _, n := range s.locks {
+		if n == string(name) {
+			return
+		}
+	}
+	s.locks = append(s.locks, string(name))
+}
+
+// sessionBound is the lease deadline of a holder that a session keeps alive.
+const sessionBound = math.MaxInt64
+
+func parseID(args [][]byte) uint64 {
+	if len(args) != 1 {
+		return 0
+	}
+	id, _ := strconv.ParseUint(string(args[0]), 10, 64)
+	return id
+}
