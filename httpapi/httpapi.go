@@ -1,5 +1,5 @@
-// Package httpapi is lockd's HTTP door: health and readiness today; the seed's
-// /v1 lock API and /metrics are added on the same mux.
+// Package httpapi is lockd's HTTP door: health, readiness and the seed's /v1
+// lock API (sessions and locks, on the same commands as RESP).
 package httpapi
 
 import (
@@ -8,6 +8,7 @@ import (
 
 // Store is what the HTTP door needs from the replicated store.
 type Store interface {
+	Doer
 	// Serving reports whether this node can serve clients: it leads, or it
 	// follows a known leader it forwards to.
 	Serving() bool
@@ -28,5 +29,6 @@ func Handler(store Store) http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
+	v1{store}.register(mux)
 	return mux
 }

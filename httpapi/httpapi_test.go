@@ -1,14 +1,21 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
 )
 
 type fakeStore bool
 
 func (f fakeStore) Serving() bool { return bool(f) }
+func (f fakeStore) Do(context.Context, []command.Request) []resp.Value {
+	return []resp.Value{resp.Error("TRYAGAIN not serving")}
+}
 
 func TestHealthAndReadiness(t *testing.T) {
 	cases := []struct {

@@ -2,8 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,4 +187,66 @@ func TestHealthAndReadiness(t *testing.T) {
 			t.Fatalf("%s: %q", p, buf[:n])
 		}
 	}
+}
+
+// The seed's HTTP API against a running node: a session, an acquire, a refused
+// acquire by another owner, the lock's details, a release, keepalive and close,
+// and JSON errors with their statuses.
+func TestHTTPAPI(t *testing.T) {
+	s := start(t, t.TempDir())
+	defer s.Close()
+	base := "http://" + s.HTTPAddr()
+	call := func(method, path, body string, wantStatus int) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		json.NewDecoder(res.Body).Decode(&out)
+		if res.StatusCode != wantStatus {
+			t.Fatalf("%s %s: status %d (%v), want %d", method, path, res.StatusCode, out, wantStatus)
+		}
+		return out
+	}
+	sess := call("POST", "/v1/sessions", `{"client": "payout-worker-17", "ttl_s": 15}`, 200)
+	id, _ := sess["session_id"].(string)
+	if id == "" || sess["ttl_s"] != float64(15) || sess["keepalive_every_s"] != float64(5) {
+		t.Fatalf("session: %v", sess)
+	}
+	name := url.PathEscape("payouts/merchant-48213")
+	got := call("POST", "/v1/locks/"+name+":acquire", `{"session_id": "`+id+`", "owner": "payout-worker-17/batch-2210", "wait_ms": 0}`, 200)
+	if got["acquired"] != true || got["token"].(float64) <= 0 {
+		t.Fatalf("acquire: %v", got)
+	}
+	tok := int64(got["token"].(float64))
+	other := call("POST", "/v1/locks/"+name+":acquire", `{"owner": "payout-worker-02", "ttl_ms": 1000}`, 200)
+	if other["acquired"] != false || other["holder"] != "payout-worker-17/batch-2210" {
+		t.Fatalf("second acquire: %v", other)
+	}
+	info := call("GET", "/v1/locks/"+name, "", 200)
+	if info["mode"] != "exclusive" || len(info["holders"].([]any)) != 1 {
+		t.Fatalf("info: %v", info)
+	}
+	if ka := call("POST", "/v1/sessions/"+id+":keepalive", "", 200); ka["ttl_ms"] != float64(15000) {
+		t.Fatalf("keepalive: %v", ka)
+	}
+	if rel := call("POST", "/v1/locks/"+name+":release", fmt.Sprintf(`{"session_id": %q, "token": %d}`, id, tok), 200); rel["released"] != true {
+		t.Fatalf("release: %v", rel)
+	}
+	call("POST", "/v1/locks/"+name+":acquire", `{"session_id": "`+id+`", "owner": "w"}`, 200)
+	if cl := call("DELETE", "/v1/sessions/"+id, "", 200); cl["released"] != float64(1) {
+		t.Fatalf("close: %v", cl)
+	}
+	if e := call("POST", "/v1/sessions/"+id+":keepalive", "", 404); e["code"] != "NOSESSION" {
+		t.Fatalf("keepalive after close: %v", e)
+	}
+	call("POST", "/v1/locks/x:acquire", `{"owner": "o", "mode": "weird"}`, 400)
+	call("POST", "/v1/locks/x:acquire", `{"owner": "o", "bogus": 1}`, 400)
+	call("POST", "/v1/locks/x:acquire", `{"owner": "o", "wait_ms": 100}`, 501)
 }

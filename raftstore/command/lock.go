@@ -131,7 +131,7 @@ func parseLockAcquire(_ string, a [][]byte) (Op, error) {
 			op.Session, seenTTL = id, true
 			i++
 		case opt == "wait":
-			return nil, Error("ERR " + strings.ToUpper(opt) + " is not supported yet: sessions and FIFO waiting are not implemented")
+			return nil, Error("ERR WAIT is not supported yet: FIFO waiting is not implemented")
 		default:
 			return nil, ErrSyntax
 		}
