@@ -39,9 +39,11 @@ bench: build deps
 	./scripts/bench.sh
 	./scripts/lockbench.sh
 
-## chaos: the fault-injection suite (kill -9 under load and restart)
+## chaos: the fault suites: kill -9 under load, multi-process cluster failovers,
+## the porcupine linearizability check, in-process partitions and crashes
 chaos: build
-	$(GO) test -count=1 -run 'Test.*Crash|Test.*Kill' -v ./test/
+	$(GO) test -count=1 -run 'Test.*Crash|Test.*Kill|TestCluster|TestLinearizab' -v ./test/
+	$(GO) test -count=1 -run 'TestClusterFailover|TestMinority|TestSessionSurvives|TestJoin' -v ./raftstore/
 
 ## cluster: three local nodes (RESP 6391-6393); stop them with make cluster-stop
 cluster: build
