@@ -129,43 +129,42 @@ func findHolder(live []holder, token int64) int {
 	return -1
 }
 
-// LOCK.RELEASE name token: 1 released (or one re-entry undone), 0 not a holder.
-func (k *Keyspace) lockRelease(op command.LockRelease, c Ctx) resp.Value {
-	it, live, errv := k.lockOf(op.Name, c.Now)
+// changeHolder applies change to a copy of the live holders when token is one
+// of them, stores the result and answers 1; 0 when the token holds nothing.
+func (k *Keyspace) changeHolder(name []byte, token int64, c Ctx, change func(hs []holder, i int) []holder) resp.Value {
+	it, live, errv := k.lockOf(name, c.Now)
 	if errv != nil {
 		return *errv
 	}
-	i := findHolder(live, op.Token)
+	i := findHolder(live, token)
 	if i < 0 {
 		return resp.Zero
 	}
-	hs := append([]holder(nil), live...)
-	if hs[i].count > 1 {
-		hs[i].count--
-	} else {
-		hs = append(hs[:i], hs[i+1:]...)
-	}
-	k.storeLock(op.Name, it, lockRec{mode: it.lock.mode, limit: it.lock.limit, holders: hs}, 0)
+	hs := change(append([]holder(nil), live...), i)
+	k.storeLock(name, it, lockRec{mode: it.lock.mode, limit: it.lock.limit, holders: hs}, 0)
 	return resp.One
 }
 
-// LOCK.EXTEND name token ms: 1 when the holder's lease now ends ms from now.
+// LOCK.RELEASE name token: 1 released (or one re-entry undone), 0 not a holder.
+func (k *Keyspace) lockRelease(op command.LockRelease, c Ctx) resp.Value {
+	return k.changeHolder(op.Name, op.Token, c, func(hs []holder, i int) []holder {
+		if hs[i].count > 1 {
+			hs[i].count--
+			return hs
+		}
+		return append(hs[:i], hs[i+1:]...)
+	})
+}
+
+// LOCK.EXTEND name token ms: 1 when the holder's lease now ends ms from now (a
+// session's lock lives as long as its session: unchanged).
 func (k *Keyspace) lockExtend(op command.LockExtend, c Ctx) resp.Value {
-	it, live, errv := k.lockOf(op.Name, c.Now)
-	if errv != nil {
-		return *errv
-	}
-	i := findHolder(live, op.Token)
-	if i < 0 {
-		return resp.Zero
-	}
-	hs := append([]holder(nil), live...)
-	if hs[i].session != 0 {
-		return resp.One // a session's lock lives as long as the session
-	}
-	hs[i].deadline = addSat(c.Now, op.TTL)
-	k.storeLock(op.Name, it, lockRec{mode: it.lock.mode, limit: it.lock.limit, holders: hs}, 0)
-	return resp.One
+	return k.changeHolder(op.Name, op.Token, c, func(hs []holder, i int) []holder {
+		if hs[i].session == 0 {
+			hs[i].deadline = addSat(c.Now, op.TTL)
+		}
+		return hs
+	})
 }
 
 // LOCK.VALIDATE name token: 1 if the token is held now (a sequencer check).
