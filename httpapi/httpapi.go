@@ -14,11 +14,15 @@ type Store interface {
 	Serving() bool
 }
 
-// Handler returns the HTTP handler: GET /healthz (the process is up) and
+// Handler returns the HTTP handler: GET /metrics (Prometheus, when metrics is
+// given), GET /healthz (the process is up) and
 // GET /readyz (200 while this node can serve, leading or forwarding to a known
 // leader; 503 while there is none).
-func Handler(store Store) http.Handler {
+func Handler(store Store, metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})

@@ -30,7 +30,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	for _, c := range cases {
 		rec := httptest.NewRecorder()
-		Handler(fakeStore(c.leader)).ServeHTTP(rec, httptest.NewRequest("GET", c.path, nil))
+		Handler(fakeStore(c.leader), nil).ServeHTTP(rec, httptest.NewRequest("GET", c.path, nil))
 		if rec.Code != c.want {
 			t.Errorf("leader=%v GET %s = %d, want %d", c.leader, c.path, rec.Code, c.want)
 		}

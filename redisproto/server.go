@@ -190,3 +190,15 @@ func (s *Server) clients() []*conn {
 // SetStore sets the store before Serve is called (the assembly binds the RESP port
 // before it opens the store, so that a busy port is reported first).
 func (s *Server) SetStore(st Store) { s.store = st }
+
+// Counters are the front door's running totals, for metrics.
+type Counters struct {
+	Connections int64 // accepted since start
+	Commands    int64 // processed since start
+	Clients     int   // connected now
+}
+
+// Counters reads the running totals.
+func (s *Server) Counters() Counters {
+	return Counters{Connections: s.stats.connections.Load(), Commands: s.stats.commands.Load(), Clients: len(s.clients())}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/raftstore"
 	"github.com/lockd/lockd/redisproto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -109,7 +110,8 @@ func New(cfg Config) (*Server, error) {
 	// electing itself; keyspace commands wait for it (bounded by the store).
 	go func() { s.done <- rs.Serve() }()
 	if s.hln != nil {
-		s.http = &http.Server{Handler: httpapi.Handler(st), ReadHeaderTimeout: 10 * time.Second}
+		metrics := promhttp.HandlerFor(s.newMetrics(), promhttp.HandlerOpts{})
+		s.http = &http.Server{Handler: httpapi.Handler(st, metrics), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := s.http.Serve(s.hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.done <- err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -249,4 +250,23 @@ func TestHTTPAPI(t *testing.T) {
 	call("POST", "/v1/locks/x:acquire", `{"owner": "o", "mode": "weird"}`, 400)
 	call("POST", "/v1/locks/x:acquire", `{"owner": "o", "bogus": 1}`, 400)
 	call("POST", "/v1/locks/x:acquire", `{"owner": "o", "wait_ms": 100}`, 501)
+}
+
+// /metrics serves the Raft state and the front door's totals in Prometheus form.
+func TestMetrics(t *testing.T) {
+	s := start(t, t.TempDir())
+	defer s.Close()
+	c := client(t, s, 2)
+	c.Set(context.Background(), "k", "v", 0)
+	res, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	for _, want := range []string{"lockd_raft_leader 1", "lockd_resp_commands_total ", "lockd_raft_applied_index ", "lockd_raft_log_write_batches_total ", "go_goroutines "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }
