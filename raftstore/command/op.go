@@ -207,7 +207,26 @@ type HVals struct{ Key []byte }
 // own subscribers once the entry commits.
 type Publish struct{ Channel, Message []byte }
 
-func (Publish) isOp()  {}
+func (Publish) isOp() {}
+
+// HashOp is a hash command: the FSM dispatches every one on its key.
+type HashOp interface {
+	Op
+	HashKey() []byte
+}
+
+// HashKey implements HashOp.
+func (o HSet) HashKey() []byte    { return o.Key }
+func (o HDel) HashKey() []byte    { return o.Key }
+func (o HIncrBy) HashKey() []byte { return o.Key }
+func (o HGet) HashKey() []byte    { return o.Key }
+func (o HMGet) HashKey() []byte   { return o.Key }
+func (o HGetAll) HashKey() []byte { return o.Key }
+func (o HExists) HashKey() []byte { return o.Key }
+func (o HLen) HashKey() []byte    { return o.Key }
+func (o HKeys) HashKey() []byte   { return o.Key }
+func (o HVals) HashKey() []byte   { return o.Key }
+
 func (HSet) isOp()     {}
 func (HDel) isOp()     {}
 func (HIncrBy) isOp()  {}

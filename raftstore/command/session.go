@@ -32,8 +32,23 @@ func (SessionKeepalive) isOp() {}
 func (SessionClose) isOp()     {}
 
 // KindSessionExpire ends a session whose keepalives lapsed (proposed by the
-// leader); Args is the session id in decimal.
+// leader); its Args are SessionExpireArgs(id).
 const KindSessionExpire Kind = 6
+
+// SessionExpireArgs is the argument vector of a KindSessionExpire entry.
+func SessionExpireArgs(id uint64) [][]byte { return [][]byte{strconv.AppendUint(nil, id, 10)} }
+
+// ParseSessionExpireArgs is the inverse of SessionExpireArgs.
+func ParseSessionExpireArgs(a [][]byte) (uint64, error) {
+	if len(a) != 1 {
+		return 0, ErrCorrupt
+	}
+	id, err := strconv.ParseUint(string(a[0]), 10, 64)
+	if err != nil {
+		return 0, ErrCorrupt
+	}
+	return id, nil
+}
 
 func init() {
 	def("session.open", -1, true, parseSessionOpen)

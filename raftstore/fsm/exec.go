@@ -76,20 +76,8 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.keys(op, c)
 	case command.Scan:
 		return k.scan(op, c)
-	case command.HGet:
-		return k.hashRead(op.Key, op, c)
-	case command.HMGet:
-		return k.hashRead(op.Key, op, c)
-	case command.HGetAll:
-		return k.hashRead(op.Key, op, c)
-	case command.HExists:
-		return k.hashRead(op.Key, op, c)
-	case command.HLen:
-		return k.hashRead(op.Key, op, c)
-	case command.HKeys:
-		return k.hashRead(op.Key, op, c)
-	case command.HVals:
-		return k.hashRead(op.Key, op, c)
+	case command.HGet, command.HMGet, command.HGetAll, command.HExists, command.HLen, command.HKeys, command.HVals:
+		return k.hashRead(op.(command.HashOp), c)
 	case command.ScriptExists:
 		out := make([]resp.Value, len(op.SHAs))
 		for i, sha := range op.SHAs {
@@ -202,12 +190,8 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		// proposed a top-level PUBLISH replies with its own count.
 		k.events = append(k.events, Event{Channel: clone(op.Channel), Message: clone(op.Message), Direct: !k.inScript})
 		return resp.Zero
-	case command.HSet:
-		return k.hashWrite(op.Key, op, c)
-	case command.HDel:
-		return k.hashWrite(op.Key, op, c)
-	case command.HIncrBy:
-		return k.hashWrite(op.Key, op, c)
+	case command.HSet, command.HDel, command.HIncrBy:
+		return k.hashWrite(op.(command.HashOp), c)
 	case command.FlushAll:
 		k.items.Clear()
 		k.deadlines.Clear()

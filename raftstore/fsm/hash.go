@@ -33,7 +33,8 @@ func findField(fields []field, name []byte) int {
 
 // hashRead answers HGET, HMGET, HGETALL, HEXISTS, HLEN, HKEYS and HVALS on the
 // hash at key.
-func (k *Keyspace) hashRead(key []byte, op command.Op, c Ctx) resp.Value {
+func (k *Keyspace) hashRead(op command.HashOp, c Ctx) resp.Value {
+	key := op.HashKey()
 	it, errv := k.hashOf(key, c.Now)
 	if errv != nil {
 		return *errv
@@ -87,7 +88,8 @@ func (k *Keyspace) hashRead(key []byte, op command.Op, c Ctx) resp.Value {
 
 // hashWrite applies HSET/HSETNX/HMSET, HDEL and HINCRBY to the hash at key. The
 // hash is copied before it changes: items in the trees are immutable.
-func (k *Keyspace) hashWrite(key []byte, op command.Op, c Ctx) resp.Value {
+func (k *Keyspace) hashWrite(op command.HashOp, c Ctx) resp.Value {
+	key := op.HashKey()
 	it, errv := k.hashOf(key, c.Now)
 	if errv != nil {
 		return *errv

@@ -165,7 +165,11 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 			return resp.OK
 		}
 	case command.KindSessionExpire:
-		k.endSession(parseID(e.Args), Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
+		id, err := command.ParseSessionExpireArgs(e.Args)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
+		}
+		k.endSession(id, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
 		return resp.OK
 	case command.KindTx:
 		tx, err := command.ParseTx(e.Args)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ func (h *scriptHost) Call(args [][]byte) resp.Value {
 		case name == "time" && len(args) == 1:
 			// The stamping leader's wall clock: the same on every replica.
 			t := time.UnixMilli(h.c.Wall)
-			return resp.Array(resp.BulkString(itoa(t.Unix())), resp.BulkString(itoa(int64(t.Nanosecond()/1000))))
+			return resp.Array(resp.BulkString(strconv.FormatInt(t.Unix(), 10)), resp.BulkString(strconv.Itoa(t.Nanosecond()/1000)))
 		case notInScripts[name]:
 			return resp.Error(lua.ErrNotAllowed)
 		}
@@ -93,7 +94,7 @@ func (k *Keyspace) eval(op command.Eval, c Ctx) resp.Value {
 	return k.scripts.Run(op.SHA, op.Keys, op.Args, &scriptHost{k: k, c: c, ro: op.RO}, lua.Limits{MaxInstructions: budget, Cancel: k.cancel})
 }
 
-// HasScript reports whether sha is in the replicated script cache, and its source.
+// Script returns the source of a script in the replicated cache (sha in any case).
 func (k *Keyspace) Script(sha string) ([]byte, bool) { return k.scripts.Source(sha) }
 
 // DryRun runs an EVAL or EVALSHA against a copy of the keyspace, as the leader
@@ -125,5 +126,3 @@ func (k *Keyspace) Clone() *Keyspace {
 	}
 	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), now: k.now, index: k.index, scripts: k.scripts, sessions: sessions}
 }
-
-func itoa(n int64) string { return resp.Int(n).String() }

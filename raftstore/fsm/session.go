@@ -3,7 +3,6 @@ package fsm
 import (
 	"math"
 	"sort"
-	"strconv"
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
@@ -98,11 +97,3 @@ func (k *Keyspace) sessionHold(id uint64, name []byte) {
 
 // sessionBound is the lease deadline of a holder that a session keeps alive.
 const sessionBound = math.MaxInt64
-
-func parseID(args [][]byte) uint64 {
-	if len(args) != 1 {
-		return 0
-	}
-	id, _ := strconv.ParseUint(string(args[0]), 10, 64)
-	return id
-}
