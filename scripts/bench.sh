@@ -39,36 +39,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-bench.XXXXXX")
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# start_server NAME: starts a fresh server (retrying on a port race), sets PORT
-# and SERVER_PID.
-start_server() {
-	local name=$1 attempt dir log
-	for attempt in 1 2 3 4 5; do
-		PORT=$(free_port)
-		dir="$work/$name-$attempt"
-		log="$work/$name-$attempt.log"
-		mkdir -p "$dir"
-		case $name in
-		redis)
-			redis-server --port "$PORT" --bind 127.0.0.1 --dir "$dir" --appendonly yes \
-				--appendfsync always --save '' --daemonize no >"$log" 2>&1 &
-			;;
-		lockd)
-			"$LOCKD_BIN" -addr "127.0.0.1:$PORT" -peer-addr 127.0.0.1:0 -http-addr "" \
-				-data-dir "$dir" >"$log" 2>&1 &
-			;;
-		esac
-		SERVER_PID=$!
-		pids+=("$SERVER_PID")
-		if wait_ping "$PORT" "$SERVER_PID"; then
-			return 0
-		fi
-		stop "$SERVER_PID"
-		echo "bench: $name did not start on port $PORT (attempt $attempt); its log:" >&2
-		tail -n 5 "$log" >&2
-	done
-	die "$name did not start"
-}
 
 declare -A RPS=()   # "server|test" -> requests per second
 declare -A LISTED=() # tests already in TESTS

@@ -1,7 +1,7 @@
 # Shared by the benchmark scripts (sourced, not run): process bookkeeping that
 # stops only what the script started, free loopback ports, and PING polling.
-# The sourcing script sets $work (a temp dir removed on exit), START_TIMEOUT and
-# a die function before sourcing.
+# The sourcing script sets $work (a temp dir removed on exit), START_TIMEOUT,
+# LOCKD_BIN and a die function before sourcing.
 
 pids=() # every process this script started, and only those
 
@@ -62,3 +62,34 @@ wait_ping() {
 	return 1
 }
 
+# start_server redis|lockd: a fresh server (redis-server fsyncing every write, or
+# $LOCKD_BIN) in its own directory, retried on a port race; sets PORT and
+# SERVER_PID.
+start_server() {
+	local name=$1 attempt dir log
+	for attempt in 1 2 3 4 5; do
+		PORT=$(free_port)
+		dir="$work/$name-$attempt"
+		log="$work/$name-$attempt.log"
+		mkdir -p "$dir"
+		case $name in
+		redis)
+			redis-server --port "$PORT" --bind 127.0.0.1 --dir "$dir" --appendonly yes \
+				--appendfsync always --save '' --daemonize no >"$log" 2>&1 &
+			;;
+		lockd)
+			"$LOCKD_BIN" -addr "127.0.0.1:$PORT" -peer-addr 127.0.0.1:0 -http-addr "" \
+				-data-dir "$dir" >"$log" 2>&1 &
+			;;
+		esac
+		SERVER_PID=$!
+		pids+=("$SERVER_PID")
+		if wait_ping "$PORT" "$SERVER_PID"; then
+			return 0
+		fi
+		stop "$SERVER_PID"
+		echo "$(basename "$0"): $name did not start on port $PORT (attempt $attempt); its log:" >&2
+		tail -n 5 "$log" >&2
+	done
+	die "$name did not start"
+}

@@ -45,42 +45,18 @@ mkdir -p bin
 go build -o bin/lockd ./cmd/lockd
 go build -o bin/lockbench ./cmd/lockbench
 
+LOCKD_BIN=bin/lockd
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockbench.XXXXXX")
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-declare -A PORT=() # server -> RESP port
+declare -A PORTS=() # server -> RESP port
 
-# start_server NAME: a fresh server in its own directory, retried on a port race.
-start_server() {
-	local name=$1 attempt dir log port pid
-	for attempt in 1 2 3 4 5; do
-		port=$(free_port)
-		dir="$work/$name-$attempt"
-		log="$work/$name-$attempt.log"
-		mkdir -p "$dir"
-		case $name in
-		redis)
-			redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --appendonly yes \
-				--appendfsync always --save '' --daemonize no >"$log" 2>&1 &
-			;;
-		lockd)
-			bin/lockd -addr "127.0.0.1:$port" -peer-addr 127.0.0.1:0 -http-addr "" \
-				-data-dir "$dir" >"$log" 2>&1 &
-			;;
-		esac
-		pid=$!
-		pids+=("$pid")
-		if wait_ping "$port" "$pid"; then
-			PORT[$name]=$port
-			echo "lockbench.sh: $name on 127.0.0.1:$port" >&2
-			return 0
-		fi
-		stop "$pid"
-		echo "lockbench.sh: $name did not start on port $port (attempt $attempt); its log:" >&2
-		tail -n 5 "$log" >&2
-	done
-	die "$name did not start"
+# start_lb NAME: start_server, remembering the port per server.
+start_lb() {
+	start_server "$1"
+	PORTS[$1]=$PORT
+	echo "lockbench.sh: $1 on 127.0.0.1:$PORT" >&2
 }
 
 # lb SERVER WORKLOAD [ARGS...]: one lockbench run; its report goes to
@@ -90,7 +66,7 @@ lb() {
 	shift 2
 	tag="$server-$workload${1:+-fenced}"
 	echo "lockbench.sh: $workload against $server for $DURATION${1:+ ($*)}" >&2
-	bin/lockbench -addr "127.0.0.1:${PORT[$server]}" -workload "$workload" -duration "$DURATION" \
+	bin/lockbench -addr "127.0.0.1:${PORTS[$server]}" -workload "$workload" -duration "$DURATION" \
 		-clients "$CLIENTS" -pipeline "$PIPELINE" -names "$NAMES" -quiet "$@" \
 		>"$work/$tag.txt" 2>"$work/$tag.err" || rc=$?
 	if [[ -n $OUT ]]; then
@@ -115,8 +91,8 @@ field() {
 	' "$1"
 }
 
-start_server redis
-start_server lockd
+start_lb redis
+start_lb lockd
 for w in "${WORKLOADS[@]}"; do
 	lb redis "$w"
 	lb lockd "$w"
