@@ -74,6 +74,9 @@ func (s *Store) watchLeadership() {
 				s.log.Warn("leader barrier failed", "err", err)
 				continue
 			}
+			// Nothing was proposed since the barrier (writes wait for ready), so
+			// the FSM reflects every entry up to the applied index.
+			s.takeover.Store(s.raft.AppliedIndex())
 			s.clock.reset(s.m.now())
 			s.sessions.reset(s.openSessions(), s.now())
 			s.ready.Store(true)

@@ -128,6 +128,9 @@ type Store struct {
 	dryRuns map[chan struct{}]struct{} // dry runs in progress, for SCRIPT KILL
 	clock   *logClock
 	ready   atomic.Bool // leader, and log time has caught up with the log
+	// takeover is the index up to which the FSM was complete when this node
+	// took office (see waitApplied).
+	takeover atomic.Uint64
 
 	rmu      sync.Mutex
 	inflight *verifyRound
