@@ -334,7 +334,7 @@ func (s *Store) Replicas() int {
 			voters++
 		}
 	}
-	return voters/2 + 1 - 1
+	return voters / 2 // a majority, less this node
 }
 
 // Stats returns Raft's state for INFO's raft section, as name/value pairs in a
