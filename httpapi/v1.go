@@ -21,13 +21,15 @@ type Doer interface {
 //	POST   /v1/sessions                  {"client", "ttl_s"} -> {"session_id", "ttl_s", "keepalive_every_s"}
 //	POST   /v1/sessions/{id}:keepalive   -> {"ttl_ms"}
 //	DELETE /v1/sessions/{id}             -> {"released": n}
-//	POST   /v1/locks/{name}:acquire      {"session_id", "owner", "mode", "wait_ms", "ttl_ms"} -> {"acquired", "token", "lease_ttl_ms"} | {"acquired": false, "holder", "queue_position"}
+//	POST   /v1/locks/{name}:acquire      {"session_id", "owner", "mode", "limit", "reentrant", "wait_ms", "ttl_ms"} -> {"acquired", "token", "lease_ttl_ms"} | {"acquired": false, "holder", "queue_position"}
 //	POST   /v1/locks/{name}:release      {"token"} -> {"released"}
 //	GET    /v1/locks/{name}              -> {"name", "mode", "holders": [...], "waiters": [...]}
 //
 // Names are URL-encoded path segments. Errors are {"error", "code"} with a
-// status: 400 bad input, 404 unknown session, 503 retry (TRYAGAIN), 502 unknown
-// outcome, 501 not supported yet.
+// status: 400 bad input, 404 unknown session, 409 wrong type, 429 queue full or
+// rate limited (with Retry-After), 503 retry (TRYAGAIN), 502 unknown outcome.
+// An acquire with wait_ms blocks the request in the name's FIFO queue; a client
+// that goes away leaves the queue.
 type v1 struct{ store Doer }
 
 func (h v1) register(mux *http.ServeMux) {
@@ -51,6 +53,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func fail(w http.ResponseWriter, e apiError) {
+	if e.status == http.StatusTooManyRequests {
+		// "… retry in N ms": Retry-After is in whole seconds.
+		secs := int64(1)
+		if _, after, ok := strings.Cut(e.msg, "retry in "); ok {
+			if ms, err := strconv.ParseInt(strings.TrimSuffix(after, " ms"), 10, 64); err == nil {
+				secs = max(1, (ms+999)/1000)
+			}
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	}
 	writeJSON(w, e.status, map[string]string{"error": e.msg, "code": e.code})
 }
 
@@ -67,9 +79,8 @@ func replyError(v resp.Value) apiError {
 		return apiError{http.StatusBadGateway, code, text}
 	case "WRONGTYPE":
 		return apiError{http.StatusConflict, code, text}
-	}
-	if strings.Contains(text, "not supported yet") {
-		return apiError{http.StatusNotImplemented, "NOTIMPLEMENTED", text}
+	case "QUEUEFULL", "RATELIMITED":
+		return apiError{http.StatusTooManyRequests, code, text}
 	}
 	return apiError{http.StatusBadRequest, code, text}
 }
@@ -177,6 +188,8 @@ func (h v1) acquire(w http.ResponseWriter, r *http.Request, name string) {
 		SessionID string `json:"session_id"`
 		Owner     string `json:"owner"`
 		Mode      string `json:"mode"`
+		Limit     int64  `json:"limit"`
+		Reentrant bool   `json:"reentrant"`
 		WaitMs    int64  `json:"wait_ms"`
 		TTLMs     int64  `json:"ttl_ms"`
 	}
@@ -195,11 +208,16 @@ func (h v1) acquire(w http.ResponseWriter, r *http.Request, name string) {
 	case "", "exclusive":
 	case "shared":
 		args = append(args, "SHARED")
+	case "semaphore":
+		args = append(args, "LIMIT", strconv.FormatInt(in.Limit, 10))
 	default:
-		fail(w, apiError{http.StatusBadRequest, "ERR", `mode must be "exclusive" or "shared"`})
+		fail(w, apiError{http.StatusBadRequest, "ERR", `mode must be "exclusive", "shared" or "semaphore" (with "limit")`})
 		return
 	}
-	if in.WaitMs > 0 {
+	if in.Reentrant {
+		args = append(args, "REENTRANT")
+	}
+	if in.WaitMs != 0 {
 		args = append(args, "WAIT", strconv.FormatInt(in.WaitMs, 10))
 	}
 	v, e := h.run(r.Context(), args...)
@@ -207,23 +225,31 @@ func (h v1) acquire(w http.ResponseWriter, r *http.Request, name string) {
 		fail(w, *e)
 		return
 	}
+	info, _ := h.run(r.Context(), "LOCK.INFO", name)
 	if v.Kind == resp.KindInt {
+		// The lease the server granted (a namespace may have chosen it): the
+		// holder's ttl_ms, -1 for a session's lock.
 		lease := in.TTLMs
-		if in.SessionID != "" {
-			lease = -1
-		} else if lease == 0 {
+		if lease == 0 {
 			lease = command.DefaultLockTTL
+		}
+		for _, hv := range mapGet(info, "holders").Elems {
+			if mapGet(hv, "token").Int == v.Int {
+				lease = mapGet(hv, "ttl_ms").Int
+				if lease >= 0 {
+					lease += mapGet(hv, "held_for_ms").Int // as granted
+				}
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"acquired": true, "token": v.Int, "lease_ttl_ms": lease})
 		return
 	}
+	// Not granted: who holds it, and where a waiter would queue now.
 	holder := ""
-	if info, e := h.run(r.Context(), "LOCK.INFO", name); e == nil && info.Kind == resp.KindMap {
-		if hs := mapGet(info, "holders"); len(hs.Elems) > 0 {
-			holder = mapGet(hs.Elems[0], "owner").String()
-		}
+	if hs := mapGet(info, "holders"); len(hs.Elems) > 0 {
+		holder = mapGet(hs.Elems[0], "owner").String()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"acquired": false, "holder": holder, "queue_position": 0})
+	writeJSON(w, http.StatusOK, map[string]any{"acquired": false, "holder": holder, "queue_position": mapGet(info, "queue_length").Int + 1})
 }
 
 func (h v1) release(w http.ResponseWriter, r *http.Request, name string) {
@@ -250,24 +276,31 @@ func (h v1) lockInfo(w http.ResponseWriter, r *http.Request) {
 		fail(w, *e)
 		return
 	}
-	out := map[string]any{"name": name, "holders": []any{}, "waiters": []any{}}
+	out := map[string]any{"name": name, "mode": "none", "holders": []any{}, "waiters": []any{}, "lock_delay_ms": 0}
 	if v.Kind == resp.KindMap {
 		out["mode"] = mapGet(v, "mode").String()
-		var hs []any
-		for _, hv := range mapGet(v, "holders").Elems {
-			m := map[string]any{}
-			for i := 0; i+1 < len(hv.Elems); i += 2 {
-				if x := hv.Elems[i+1]; x.Kind == resp.KindInt {
-					m[hv.Elems[i].String()] = x.Int
-				} else {
-					m[hv.Elems[i].String()] = x.String()
-				}
-			}
-			hs = append(hs, m)
-		}
-		out["holders"] = hs
+		out["holders"] = objects(mapGet(v, "holders"))
+		out["waiters"] = objects(mapGet(v, "waiters"))
+		out["lock_delay_ms"] = mapGet(v, "lock_delay_ms").Int
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// objects turns an array of map replies into JSON objects.
+func objects(arr resp.Value) []any {
+	out := []any{}
+	for _, hv := range arr.Elems {
+		m := map[string]any{}
+		for i := 0; i+1 < len(hv.Elems); i += 2 {
+			if x := hv.Elems[i+1]; x.Kind == resp.KindInt {
+				m[hv.Elems[i].String()] = x.Int
+			} else {
+				m[hv.Elems[i].String()] = x.String()
+			}
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // mapGet finds a key in a map reply.

@@ -31,6 +31,11 @@ type machine struct {
 	// publish delivers a published message to this node's subscribers and returns
 	// how many received it. Set before Raft starts; nil drops messages.
 	publish func(channel, message []byte) int
+
+	// wake hands the waiters' outcomes of applied entries to the node's
+	// blocked requests (after the state lock is released). Set before Raft
+	// starts.
+	wake func([]fsm.Wake)
 }
 
 type applyWaiter struct {
@@ -53,6 +58,7 @@ func (m *machine) Apply(l *raft.Log) interface{} {
 // replica must stop rather than diverge from the others.
 func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
+	var wakes []fsm.Wake
 	m.mu.Lock()
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
@@ -67,11 +73,15 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 		if ev := m.ks.TakeEvents(); len(ev) > 0 {
 			out[i] = m.deliver(e, ev, out[i].(resp.Value))
 		}
+		wakes = append(wakes, m.ks.TakeWakes()...)
 		if m.observe != nil {
 			m.observe(l.Index, e, out[i].(resp.Value))
 		}
 	}
 	m.mu.Unlock()
+	if len(wakes) > 0 && m.wake != nil {
+		m.wake(wakes)
+	}
 	if n := len(logs); n > 0 {
 		m.setApplied(logs[n-1].Index)
 	}
@@ -165,6 +175,12 @@ func (m *machine) nextDeadline() (int64, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.ks.NextDeadline()
+}
+
+func (m *machine) grantReady() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.ks.GrantReady()
 }
 
 // Snapshot captures the state in O(1); Persist writes it out concurrently.

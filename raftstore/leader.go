@@ -26,6 +26,10 @@ func (s *Store) expiryLoop() {
 					if err := s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error(); err != nil {
 						s.log.Debug("expiry tick failed", "err", err)
 						wait = 50 * time.Millisecond
+					} else if s.m.grantReady() {
+						// A waiter can be granted now (one grant per name per
+						// entry): the next tick follows at once.
+						continue
 					} else {
 						// Lazy expiry already hides expired keys; pacing the ticks
 						// keeps a stream of short TTLs from costing one log entry

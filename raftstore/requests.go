@@ -12,21 +12,6 @@ import (
 	"github.com/lockd/lockd/resp"
 )
 
-// Do executes a batch of commands (one client's pipeline) in order and returns one
-// reply per command. A follower forwards the batch to the leader; the leader (or
-// a node still electing itself) runs it with doLocal.
-func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
-	// While there is no leader (an election), wait — bounded — until this node
-	// serves or another node is known to lead, then run or forward.
-	if !s.ready.Load() {
-		s.awaitLeader(ctx)
-	}
-	if addr, ok := s.leaderToForward(); ok {
-		return s.forwardBatch(ctx, addr, reqs)
-	}
-	return s.doLocal(ctx, reqs)
-}
-
 // electionWait bounds how long a request waits for an election to produce a
 // leader (a few election timeouts) before it is answered TRYAGAIN.
 const electionWait = 2 * time.Second
@@ -88,6 +73,10 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 	}
 	verified := false // a leadership confirmation covers the run of reads after it
 	for i, r := range reqs {
+		if v, limited := s.rateLimited(r); limited {
+			out[i] = v
+			continue
+		}
 		if op, ok := r.Op.(command.SessionKeepalive); ok {
 			flush()
 			if err := s.waitReady(ctx); err != nil {

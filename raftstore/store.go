@@ -54,6 +54,20 @@ type Config struct {
 	TrailingLogs uint64
 	// Now is the monotonic clock (tests inject one); nil means time.Now.
 	Now func() time.Time
+
+	// Fault-injection hooks, for the test/ fault suite only (lockd's hidden
+	// fault flags); production leaves them zero.
+	//
+	// DialVia maps a peer's advertised address to the address to dial instead
+	// (a faultnet proxy); Raft and forwarding connections both follow it.
+	DialVia map[string]string
+	// WrapLogStore wraps the Raft log store (logstore.Faulty: slow or failing
+	// writes).
+	WrapLogStore func(raft.LogStore) raft.LogStore
+	// PlantedTakeoverSkew is a planted bug: a new leader continues log time this
+	// much ahead of the log, ending leases early. The suite must catch it.
+	PlantedTakeoverSkew time.Duration
+
 	// faults, set by tests only, injects partitions on the peer links.
 	faults *faults
 	// observe, set by tests only, sees every applied entry and its reply.
@@ -123,6 +137,8 @@ type Store struct {
 	dry   *lua.Engine // compiles scripts for dry runs (not the replicated cache)
 
 	sessions sessionTimers // leader only: when each session lapses
+	waits    waitBoard     // blocked LOCK.ACQUIREs of this node's clients
+	rates    rateLimits    // leader only: the namespaces' RATE
 
 	killMu  sync.Mutex
 	dryRuns map[chan struct{}]struct{} // dry runs in progress, for SCRIPT KILL
@@ -173,6 +189,8 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.faults != nil {
 		stream = faultLayer{raftLayer, cfg.faults}
 	}
+	dial := dialForward
+	stream, dial = withDialVia(cfg.DialVia, stream, dial) // fault tests only
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "transport", Output: out}),
@@ -229,14 +247,20 @@ func Open(cfg Config) (*Store, error) {
 	m.observe = cfg.observe
 	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
 		dryRuns: map[chan struct{}]struct{}{}}
+	m.wake = s.waits.deliver
 
+	s.clock.skew = cfg.PlantedTakeoverSkew.Milliseconds() // a planted bug, fault tests only
 	has, err := raft.HasExistingState(logs, logs, snaps)
 	if err != nil {
 		closePeer()
 		logs.Close()
 		return nil, fmt.Errorf("reading raft state: %w", err)
 	}
-	r, err := raft.NewRaft(rc, s.m, logs, logs, snaps, trans)
+	var logStore raft.LogStore = logs
+	if cfg.WrapLogStore != nil { // fault tests only
+		logStore = cfg.WrapLogStore(logs)
+	}
+	r, err := raft.NewRaft(rc, s.m, logStore, logs, snaps, trans)
 	if err != nil {
 		closePeer()
 		logs.Close()
@@ -262,10 +286,9 @@ func Open(cfg Config) (*Store, error) {
 	default:
 		lg.Info("recovered existing raft state", "data_dir", cfg.DataDir, "last_index", logsLast(logs))
 	}
-	dial := dialForward
-	if cfg.faults != nil {
+	if viaDial := dial; cfg.faults != nil {
 		dial = func(ctx context.Context, addr string) (net.Conn, error) {
-			return cfg.faults.dial(addr, func() (net.Conn, error) { return dialForward(ctx, addr) })
+			return cfg.faults.dial(addr, func() (net.Conn, error) { return viaDial(ctx, addr) })
 		}
 	}
 	s.fwd = forward.NewClient(dial, forward.Options{Logger: lg})

@@ -1,10 +1,12 @@
 package redisproto
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
@@ -214,12 +216,69 @@ func (c *conn) flushBatch(batch []command.Request, at []int, replies []resp.Valu
 	if len(batch) == 0 {
 		return replies
 	}
-	res := c.srv.store.Do(c.srv.ctx, batch)
+	ctx := c.srv.ctx
+	for _, r := range batch {
+		if op, ok := r.Op.(command.LockAcquire); ok && op.Wait > 0 {
+			var stop func()
+			ctx, stop = c.watchClose(ctx)
+			defer stop()
+			break
+		}
+	}
+	res := c.srv.store.Do(ctx, batch)
 	for i, v := range res {
 		replies[at[i]] = v
 	}
 	return replies
 }
+
+// maxReadAhead bounds what watchClose reads while a command blocks.
+const maxReadAhead = 64 << 10
+
+// watchClose notices a client that goes away while its connection is blocked in
+// a command (LOCK.ACQUIRE … WAIT): it reads ahead on the socket, keeping what it
+// reads for the parser, and cancels the returned context when the read fails —
+// the client closed the connection, or Shutdown stopped reading. stop ends the
+// read-ahead; the connection's goroutine calls it before it reads again.
+func (c *conn) watchClose(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	var stopping atomic.Bool
+	var ahead []byte
+	var rerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 4096)
+		for len(ahead) < maxReadAhead {
+			n, err := c.nc.Read(b)
+			ahead = append(ahead, b[:n]...)
+			if err == nil {
+				continue
+			}
+			var ne net.Error
+			if !(errors.As(err, &ne) && ne.Timeout() && stopping.Load()) {
+				rerr = err
+				cancel()
+			}
+			return
+		}
+	}()
+	return ctx, func() {
+		stopping.Store(true)
+		c.nc.SetReadDeadline(time.Now())
+		<-done
+		if !c.srv.shuttingDown() {
+			c.nc.SetReadDeadline(time.Time{})
+		} else if rerr == nil {
+			rerr = errShutdown
+		}
+		cancel()
+		c.rd.pushback(ahead, rerr)
+	}
+}
+
+// errShutdown ends reading on a connection whose server is shutting down.
+var errShutdown = errors.New("server shutting down")
 
 func (c *conn) protocol() int {
 	c.mu.Lock()

@@ -43,6 +43,19 @@ type reader struct {
 	mbLeft  int64
 	mbPos   int
 	mbMarks [][2]int
+
+	// Bytes (and the error that ended them) read ahead while the connection
+	// was blocked in a command; fill consumes them before reading again.
+	ahead    []byte
+	aheadErr error
+}
+
+// pushback keeps b and err, read ahead from the connection, for the parser.
+func (r *reader) pushback(b []byte, err error) {
+	r.ahead = append(r.ahead, b...)
+	if err != nil {
+		r.aheadErr = err
+	}
 }
 
 func newReader(rd io.Reader, lim Limits) *reader {
@@ -103,6 +116,15 @@ func (r *reader) fill(need int) error {
 		nb := make([]byte, want)
 		copy(nb, r.buf[:r.end])
 		r.buf = nb
+	}
+	if len(r.ahead) > 0 {
+		n := copy(r.buf[r.end:], r.ahead)
+		r.ahead = r.ahead[n:]
+		r.end += n
+		return nil
+	}
+	if r.aheadErr != nil {
+		return r.aheadErr
 	}
 	n, err := r.rd.Read(r.buf[r.end:])
 	r.end += n

@@ -171,6 +171,13 @@ func (s *Server) Shutdown(drain time.Duration) error {
 	return err
 }
 
+// shuttingDown reports whether Shutdown has begun.
+func (s *Server) shuttingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
 // clients returns a snapshot of the connected clients, ordered by id.
 func (s *Server) clients() []*conn {
 	s.mu.Lock()

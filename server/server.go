@@ -46,6 +46,12 @@ type Config struct {
 	TrailingLogs      uint64
 	// ReadyTimeout bounds how long New waits for this node to lead (default 30s).
 	ReadyTimeout time.Duration
+
+	// Fault-injection hooks, set only by cmd/lockd's hidden fault flags for the
+	// test/ fault suite: StoreHook adjusts the store's configuration before it
+	// opens, HTTPHook wraps the HTTP handler (nil: none).
+	StoreHook func(*raftstore.Config)
+	HTTPHook  func(http.Handler) http.Handler
 }
 
 // Server is a running lockd process.
@@ -93,9 +99,13 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("HTTP port %s: %w", cfg.HTTPAddr, err)
 		}
 	}
-	st, err := raftstore.Open(raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr,
+	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr,
 		Logger: lg, RaftLogOutput: cfg.RaftLogOutput, Publish: rs.Publish, Peers: cfg.Peers, Join: cfg.Join != "",
-		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs})
+		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs}
+	if cfg.StoreHook != nil { // fault tests only
+		cfg.StoreHook(&scfg)
+	}
+	st, err := raftstore.Open(scfg)
 	if err != nil {
 		rs.Close()
 		if s.hln != nil {
@@ -111,7 +121,11 @@ func New(cfg Config) (*Server, error) {
 	go func() { s.done <- rs.Serve() }()
 	if s.hln != nil {
 		metrics := promhttp.HandlerFor(s.newMetrics(), promhttp.HandlerOpts{})
-		s.http = &http.Server{Handler: httpapi.Handler(st, metrics), ReadHeaderTimeout: 10 * time.Second}
+		h := httpapi.Handler(st, metrics)
+		if cfg.HTTPHook != nil { // fault tests only
+			h = cfg.HTTPHook(h)
+		}
+		s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := s.http.Serve(s.hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.done <- err

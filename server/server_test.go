@@ -249,7 +249,27 @@ func TestHTTPAPI(t *testing.T) {
 	}
 	call("POST", "/v1/locks/x:acquire", `{"owner": "o", "mode": "weird"}`, 400)
 	call("POST", "/v1/locks/x:acquire", `{"owner": "o", "bogus": 1}`, 400)
-	call("POST", "/v1/locks/x:acquire", `{"owner": "o", "wait_ms": 100}`, 501)
+	// wait_ms blocks in the FIFO queue until the lease ends.
+	first := call("POST", "/v1/locks/x:acquire", `{"owner": "o", "ttl_ms": 300}`, 200)
+	if first["acquired"] != true || first["lease_ttl_ms"] != float64(300) {
+		t.Fatalf("acquire x: %v", first)
+	}
+	waited := call("POST", "/v1/locks/x:acquire", `{"owner": "p", "wait_ms": 10000}`, 200)
+	if waited["acquired"] != true || waited["token"].(float64) <= first["token"].(float64) {
+		t.Fatalf("blocking acquire: %v", waited)
+	}
+	// A full queue answers 429 with Retry-After.
+	c := client(t, s, 2)
+	if err := c.Do(context.Background(), "NAMESPACE.SET", "tight/", "MAXWAITERS", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	call("POST", "/v1/locks/tight%2Fa:acquire", `{"owner": "o"}`, 200)
+	if e := call("POST", "/v1/locks/tight%2Fa:acquire", `{"owner": "p", "wait_ms": 1000}`, 429); e["code"] != "QUEUEFULL" {
+		t.Fatalf("full queue: %v", e)
+	}
+	if info := call("GET", "/v1/locks/tight%2Fa", "", 200); info["holders"].([]any)[0].(map[string]any)["owner"] != "o" {
+		t.Fatalf("info of an URL-encoded name: %v", info)
+	}
 }
 
 // /metrics serves the Raft state and the front door's totals in Prometheus form.

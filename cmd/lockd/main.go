@@ -56,6 +56,7 @@ func run(args []string, stderr io.Writer) int {
 		logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		raftLogs = fs.Bool("raft-logs", false, "also print hashicorp/raft's own log lines")
 	)
+	faults := registerFaultFlags(fs) // hidden: fault tests only (faults.go)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -84,6 +85,10 @@ func run(args []string, stderr io.Writer) int {
 	}
 	if cfg.Join != "" && len(cfg.Peers) > 0 {
 		fmt.Fprintln(stderr, "lockd: -join and -peers exclude each other: -peers starts a new cluster, -join enters a running one")
+		return 2
+	}
+	if err := faults.apply(&cfg); err != nil {
+		fmt.Fprintf(stderr, "lockd: %v\n", err)
 		return 2
 	}
 	if *raftLogs {

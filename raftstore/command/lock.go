@@ -1,6 +1,9 @@
 package command
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // LockMode is the mode of a lock record.
 type LockMode uint8
@@ -15,15 +18,32 @@ const (
 // DefaultLockTTL is the lease of a LOCK.ACQUIRE without PX (the seed's 15 s).
 const DefaultLockTTL = 15000
 
-// LockAcquire is LOCK.ACQUIRE name owner [PX ms | SESSION id] [SHARED | LIMIT n]
-// [REENTRANT]. (WAIT arrives with FIFO waiters.)
+// LockAcquire is LOCK.ACQUIRE name owner [PX ms | SESSION id] [WAIT ms]
+// [SHARED | LIMIT n] [REENTRANT].
 type LockAcquire struct {
 	Name, Owner []byte
 	TTL         int64  // ms (no SESSION)
+	TTLSet      bool   // PX was given (else the namespace's default TTL applies)
 	Session     uint64 // 0: a lease of TTL; else held as long as the session lives
+	Wait        int64  // ms to wait in the name's FIFO queue; 0 = try once
 	Mode        LockMode
 	Limit       int64 // holders allowed: 1 exclusive, n semaphore, unbounded shared
 	Reentrant   bool
+}
+
+// MaxLockWait bounds WAIT (one hour): a waiter is a replicated record, and a
+// client that wants to wait longer re-queues.
+const MaxLockWait = 3600_000
+
+// LockCancel is LOCK.CANCEL name waiter-id [RELEASE]: it withdraws a queued
+// acquire. A waiter that was granted already answers its token (and, with
+// RELEASE, gives the grant back). The node that holds a blocked client sends it
+// when the client's wait times out (without RELEASE) or the client disconnects
+// (with RELEASE).
+type LockCancel struct {
+	Name    []byte
+	Waiter  uint64
+	Release bool
 }
 
 // LockRelease is LOCK.RELEASE name token.
@@ -53,6 +73,7 @@ func (LockRelease) isOp()  {}
 func (LockExtend) isOp()   {}
 func (LockValidate) isOp() {}
 func (LockInfo) isOp()     {}
+func (LockCancel) isOp()   {}
 
 func init() {
 	def("lock.acquire", -3, true, parseLockAcquire)
@@ -79,6 +100,20 @@ func init() {
 		return LockValidate{Name: a[1], Token: t}, err
 	})
 	def("lock.info", 2, false, func(_ string, a [][]byte) (Op, error) { return LockInfo{Name: a[1]}, nil })
+	def("lock.cancel", -3, true, func(_ string, a [][]byte) (Op, error) {
+		id, err := strconv.ParseUint(string(a[2]), 10, 64)
+		if err != nil || id == 0 {
+			return nil, Error("ERR invalid waiter id")
+		}
+		op := LockCancel{Name: a[1], Waiter: id}
+		switch {
+		case len(a) == 4 && strings.EqualFold(string(a[3]), "release"):
+			op.Release = true
+		case len(a) > 3:
+			return nil, ErrSyntax
+		}
+		return op, nil
+	})
 }
 
 func parseToken(b []byte) (int64, error) {
@@ -89,13 +124,13 @@ func parseToken(b []byte) (int64, error) {
 	return t, nil
 }
 
-// LOCK.ACQUIRE name owner [PX ms] [SHARED | LIMIT n] [REENTRANT]
+// LOCK.ACQUIRE name owner [PX ms | SESSION id] [WAIT ms] [SHARED | LIMIT n] [REENTRANT]
 func parseLockAcquire(_ string, a [][]byte) (Op, error) {
 	op := LockAcquire{Name: a[1], Owner: a[2], TTL: DefaultLockTTL, Mode: LockExclusive, Limit: 1}
 	if len(op.Owner) == 0 {
 		return nil, Error("ERR the owner must not be empty")
 	}
-	seenTTL, seenMode := false, false
+	seenTTL, seenMode, seenWait := false, false, false
 	for i := 3; i < len(a); i++ {
 		opt := strings.ToLower(string(a[i]))
 		switch {
@@ -107,7 +142,7 @@ func parseLockAcquire(_ string, a [][]byte) (Op, error) {
 			if ms <= 0 {
 				return nil, Error("ERR invalid lease time in 'lock.acquire' command")
 			}
-			op.TTL, seenTTL = ms, true
+			op.TTL, op.TTLSet, seenTTL = ms, true, true
 			i++
 		case opt == "shared" && !seenMode:
 			op.Mode, op.Limit, seenMode = LockShared, 0, true
@@ -130,8 +165,16 @@ func parseLockAcquire(_ string, a [][]byte) (Op, error) {
 			}
 			op.Session, seenTTL = id, true
 			i++
-		case opt == "wait":
-			return nil, Error("ERR WAIT is not supported yet: FIFO waiting is not implemented")
+		case opt == "wait" && i+1 < len(a) && !seenWait:
+			ms, ok := ParseInt(a[i+1])
+			if !ok {
+				return nil, ErrNotInt
+			}
+			if ms < 0 || ms > MaxLockWait {
+				return nil, Error("ERR WAIT must be between 0 and 3600000 ms")
+			}
+			op.Wait, seenWait = ms, true
+			i++
 		default:
 			return nil, ErrSyntax
 		}

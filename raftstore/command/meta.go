@@ -262,6 +262,32 @@ var metaTable = map[string]CommandMeta{
 		KeySpecs:   []KeySpec{{Flags: words("RO access"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
 		Doc:        Doc{Summary: "Show a lock's mode, holders and waiters (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of holders"},
 	},
+	"lock.cancel": {
+		Arity: -3, Flags: words("write fast"), FirstKey: 1, LastKey: 1, Step: 1,
+		Categories: words("@write @fast"),
+		KeySpecs:   []KeySpec{{Flags: words("RW delete"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
+		Doc:        Doc{Summary: "Withdraw a queued LOCK.ACQUIRE; answers the token if it was granted already (lockd)", Since: "0.2.0", Group: "lock", Complexity: "O(N) where N is the number of holders and waiters"},
+	},
+	"namespace.set": {
+		Arity: -2, Flags: words("write admin"),
+		Categories: words("@write @admin @slow"),
+		Doc:        Doc{Summary: "Create or change a namespace: limits, lock-delay and safety class of a key prefix (lockd)", Since: "0.2.0", Group: "lock", Complexity: "O(N) where N is the number of namespaces"},
+	},
+	"namespace.get": {
+		Arity: 2, Flags: words("readonly"),
+		Categories: words("@read @slow"),
+		Doc:        Doc{Summary: "Show a namespace's settings (lockd)", Since: "0.2.0", Group: "lock", Complexity: "O(log N) where N is the number of namespaces"},
+	},
+	"namespace.list": {
+		Arity: 1, Flags: words("readonly"),
+		Categories: words("@read @slow"),
+		Doc:        Doc{Summary: "List the namespaces' prefixes (lockd)", Since: "0.2.0", Group: "lock", Complexity: "O(N) where N is the number of namespaces"},
+	},
+	"namespace.del": {
+		Arity: 2, Flags: words("write admin"),
+		Categories: words("@write @admin @slow"),
+		Doc:        Doc{Summary: "Delete a namespace (its keys stay) (lockd)", Since: "0.2.0", Group: "lock", Complexity: "O(N) where N is the number of namespaces"},
+	},
 	"session.open": {
 		Arity: -1, Flags: words("write denyoom fast"),
 		Categories: words("@write @fast"),

@@ -13,11 +13,15 @@ const (
 	MaxSessionTTL     = 60000
 )
 
-// SessionOpen is SESSION.OPEN [TTL ms] [NAME client]. The session's id is the
-// index of the entry that opened it.
+// SessionOpen is SESSION.OPEN [TTL ms] [NAME client] [NAMESPACE prefix]. The
+// session's id is the index of the entry that opened it. With NAMESPACE the
+// namespace's MAXTTL and DEFAULTTTL bound the TTL too (never below
+// MinSessionTTL).
 type SessionOpen struct {
-	TTL  int64
-	Name []byte
+	TTL       int64
+	TTLSet    bool
+	Name      []byte
+	Namespace []byte
 }
 
 // SessionKeepalive is SESSION.KEEPALIVE id. It is no log entry: the leader
@@ -73,7 +77,7 @@ func parseSessionID(b []byte) (uint64, error) {
 	return id, nil
 }
 
-// SESSION.OPEN [TTL ms] [NAME client]
+// SESSION.OPEN [TTL ms] [NAME client] [NAMESPACE prefix]
 func parseSessionOpen(_ string, a [][]byte) (Op, error) {
 	op := SessionOpen{TTL: DefaultSessionTTL}
 	for i := 1; i < len(a); i++ {
@@ -86,9 +90,11 @@ func parseSessionOpen(_ string, a [][]byte) (Op, error) {
 			if !ok {
 				return nil, ErrNotInt
 			}
-			op.TTL = min(max(ms, MinSessionTTL), MaxSessionTTL)
+			op.TTL, op.TTLSet = min(max(ms, MinSessionTTL), MaxSessionTTL), true
 		case "name":
 			op.Name = a[i+1]
+		case "namespace":
+			op.Namespace = a[i+1]
 		default:
 			return nil, ErrSyntax
 		}

@@ -458,3 +458,26 @@ func parseFence(_ string, a [][]byte) (Op, error) {
 
 // EqualFold reports whether a equals s, ignoring ASCII case.
 func EqualFold(a []byte, s string) bool { return eq(a, s) }
+
+// FirstKey returns the first key a request names (what namespace limits are
+// checked against), or nil when it names none.
+func FirstKey(args [][]byte) []byte {
+	if len(args) == 0 {
+		return nil
+	}
+	name := strings.ToLower(string(args[0]))
+	switch name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		if len(args) > 3 {
+			if n, ok := ParseInt(args[2]); ok && n > 0 {
+				return args[3]
+			}
+		}
+		return nil
+	}
+	m, ok := Meta(name)
+	if !ok || m.FirstKey <= 0 || m.FirstKey >= len(args) {
+		return nil
+	}
+	return args[m.FirstKey]
+}

@@ -101,6 +101,10 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.lockValidate(op, c)
 	case command.LockInfo:
 		return k.lockInfo(op, c)
+	case command.NamespaceGet:
+		return k.namespaceGet(op)
+	case command.NamespaceList:
+		return k.namespaceList()
 	case command.Versions:
 		out := make([]resp.Value, len(op.Keys))
 		for i, key := range op.Keys {
@@ -177,7 +181,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if _, ok := k.sessions[op.ID]; !ok {
 			return resp.Error(string(command.ErrNoSession))
 		}
-		return resp.Int(int64(k.endSession(op.ID, c)))
+		return resp.Int(int64(k.endSession(op.ID, false, c)))
 	case command.LockAcquire:
 		return k.lockAcquire(op, c)
 	case command.LockRelease:
@@ -193,9 +197,20 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 	case command.HSet, command.HDel, command.HIncrBy:
 		return k.hashWrite(op.(command.HashOp), c)
 	case command.FlushAll:
+		k.items.Scan(func(it *item) bool {
+			k.dropWaiters(it)
+			return true
+		})
 		k.items.Clear()
 		k.deadlines.Clear()
+		k.lockTimers.Clear()
 		return resp.OK
+	case command.LockCancel:
+		return k.lockCancel(op, c)
+	case command.NamespaceSet:
+		return k.namespaceSet(op)
+	case command.NamespaceDel:
+		return k.namespaceDel(op)
 	}
 	return resp.Error(fmt.Sprintf("ERR internal: no executor for %T", op))
 }

@@ -44,6 +44,7 @@ type item struct {
 	fields   []field  // KindHash; never empty (an emptied hash is deleted)
 	lock     *lockRec // KindLock
 	deadline int64    // log time in ms; 0 = no TTL
+	wake     int64    // KindLock: log time the record needs a tick (lockRec.wakeAt); 0 = none
 	token    uint64   // Raft index of the entry that wrote the value
 	mod      uint64   // Raft index of the entry that last changed the item (WATCH)
 }
@@ -51,6 +52,13 @@ type item struct {
 func byHash(a, b *item) bool {
 	if a.hash != b.hash {
 		return a.hash < b.hash
+	}
+	return a.key < b.key
+}
+
+func byWake(a, b *item) bool {
+	if a.wake != b.wake {
+		return a.wake < b.wake
 	}
 	return a.key < b.key
 }
@@ -64,16 +72,20 @@ func byDeadline(a, b *item) bool {
 
 // Keyspace is the FSM state of one Raft group.
 type Keyspace struct {
-	items     *btree.BTreeG[*item] // every key, ordered by (hash, key)
-	deadlines *btree.BTreeG[*item] // keys with a TTL, ordered by (deadline, key)
-	now       int64                // log time of the last applied entry
-	index     uint64               // Raft index of the last applied entry
-	events    []Event              // messages published by the entry being applied
-	scripts   *lua.Engine          // the replicated script cache (EVAL, SCRIPT LOAD)
-	budget    int64                // scripts' instruction budget; 0 = ApplyBudget
-	inScript  bool                 // a script is running (its PUBLISHes are not Direct)
-	cancel    <-chan struct{}      // dry runs only: closed by SCRIPT KILL
-	sessions  map[uint64]*session  // open sessions by id (lookups only: never iterated unsorted)
+	items      *btree.BTreeG[*item] // every key, ordered by (hash, key)
+	deadlines  *btree.BTreeG[*item] // keys with a TTL, ordered by (deadline, key)
+	lockTimers *btree.BTreeG[*item] // lock records with a wake time, ordered by (wake, key)
+	now        int64                // log time of the last applied entry
+	index      uint64               // Raft index of the last applied entry
+	events     []Event              // messages published by the entry being applied
+	scripts    *lua.Engine          // the replicated script cache (EVAL, SCRIPT LOAD)
+	budget     int64                // scripts' instruction budget; 0 = ApplyBudget
+	inScript   bool                 // a script is running (its PUBLISHes are not Direct)
+	cancel     <-chan struct{}      // dry runs only: closed by SCRIPT KILL
+	sessions   map[uint64]*session  // open sessions by id (lookups only: never iterated unsorted)
+	namespaces []Namespace          // by prefix
+	wakes      []Wake               // what became of waiters, since the last TakeWakes
+	lateOps    int64                // releases/extends that came after their lease ended (a metric)
 }
 
 // Event is a message published by an applied entry (PUBLISH, at top level, in a
@@ -97,9 +109,10 @@ func (k *Keyspace) TakeEvents() []Event {
 // New returns an empty keyspace.
 func New() *Keyspace {
 	return &Keyspace{
-		items:     btree.NewBTreeGOptions(byHash, btree.Options{NoLocks: true}),
-		deadlines: btree.NewBTreeGOptions(byDeadline, btree.Options{NoLocks: true}),
-		scripts:   lua.New(),
+		items:      btree.NewBTreeGOptions(byHash, btree.Options{NoLocks: true}),
+		deadlines:  btree.NewBTreeGOptions(byDeadline, btree.Options{NoLocks: true}),
+		lockTimers: btree.NewBTreeGOptions(byWake, btree.Options{NoLocks: true}),
+		scripts:    lua.New(),
 	}
 }
 
@@ -109,14 +122,31 @@ func (k *Keyspace) Now() int64 { return k.now }
 // Index is the Raft index of the last applied entry.
 func (k *Keyspace) Index() uint64 { return k.index }
 
-// NextDeadline returns the earliest TTL deadline in the keyspace, if any.
+// NextDeadline returns the earliest log time at which a tick entry has work: a
+// TTL deadline, or a lock record's wake time (a lease ending while someone
+// waits, a lock-delay running out, a grant waiting for its own entry).
 func (k *Keyspace) NextDeadline() (int64, bool) {
-	it, ok := k.deadlines.Min()
-	if !ok {
-		return 0, false
+	d, ok := int64(0), false
+	if it, found := k.deadlines.Min(); found {
+		d, ok = it.deadline, true
 	}
-	return it.deadline, true
+	if it, found := k.lockTimers.Min(); found && (!ok || it.wake < d) {
+		d, ok = it.wake, true
+	}
+	return d, ok
 }
+
+// GrantReady reports whether a waiter can be granted right now (a grant that
+// had to wait for an entry of its own): the leader proposes the next tick
+// without pausing.
+func (k *Keyspace) GrantReady() bool {
+	it, ok := k.lockTimers.Min()
+	return ok && it.wake <= max(k.now, 1)
+}
+
+// LateOps is how many LOCK.RELEASE / LOCK.EXTEND came after the holder's lease
+// had ended (the holder was still working when its lock expired).
+func (k *Keyspace) LateOps() int64 { return k.lateOps }
 
 // hashKey is the scan order of a key. Cursors are hash values, so the top bit is
 // cleared and 0 is avoided: cursor 0 means "start" and "done".
@@ -134,6 +164,7 @@ type Ctx struct {
 	Now   int64  // log time, ms
 	Wall  int64  // the stamping leader's wall clock, Unix ms
 	Write bool   // false for a read served outside the log: nothing may change
+	Top   bool   // a command entry of its own (not in a transaction or script): it may block
 }
 
 // Apply executes one committed log entry at Raft index index. It is deterministic.
@@ -145,6 +176,7 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 	switch e.Kind {
 	case command.KindTick:
 		k.expireDue()
+		k.settleDue(Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
 		return resp.OK
 	case command.KindNoop:
 		return resp.OK
@@ -169,7 +201,7 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		if err != nil {
 			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
 		}
-		k.endSession(id, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
+		k.endSession(id, true, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
 		return resp.OK
 	case command.KindTx:
 		tx, err := command.ParseTx(e.Args)
@@ -185,7 +217,7 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 	if spec == nil {
 		return resp.Error(fmt.Sprintf("ERR unknown command '%s'", e.Args[0]))
 	}
-	return k.Exec(op, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
+	return k.Exec(op, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true, Top: true})
 }
 
 // execTx applies a MULTI/EXEC transaction: nothing if a watched key changed (a
@@ -246,10 +278,35 @@ func (k *Keyspace) lookup(key []byte, now int64) *item {
 }
 
 // remove deletes it from both indexes.
+// Waiters of a removed lock are told they will not be granted.
 func (k *Keyspace) remove(it *item) {
+	k.deleteItem(it)
+	k.dropWaiters(it)
+}
+
+// deleteItem deletes it from every index, telling nobody.
+func (k *Keyspace) deleteItem(it *item) {
 	k.items.Delete(it)
+	k.unindexItem(it)
+}
+
+// indexItem adds it to the deadline and wake indexes it belongs to; unindexItem removes
+// it from them.
+func (k *Keyspace) indexItem(it *item) {
+	if it.deadline != 0 {
+		k.deadlines.Set(it)
+	}
+	if it.wake != 0 {
+		k.lockTimers.Set(it)
+	}
+}
+
+func (k *Keyspace) unindexItem(it *item) {
 	if it.deadline != 0 {
 		k.deadlines.Delete(it)
+	}
+	if it.wake != 0 {
+		k.lockTimers.Delete(it)
 	}
 }
 
@@ -259,28 +316,22 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 	if it.deadline == d {
 		return
 	}
-	if it.deadline != 0 {
-		k.deadlines.Delete(it)
-	}
+	k.unindexItem(it)
 	cp := *it
 	cp.deadline = d
 	cp.mod = k.index
 	k.items.Set(&cp)
-	if d != 0 {
-		k.deadlines.Set(&cp)
-	}
+	k.indexItem(&cp)
 }
 
 // put stores a string value under key, replacing any earlier item (live or not).
 func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
-	it := &item{hash: hashKey(key), key: string(key), kind: KindString, val: clone(val), token: token, mod: k.index}
-	if old, ok := k.items.Set(it); ok && old.deadline != 0 {
-		k.deadlines.Delete(old)
+	it := &item{hash: hashKey(key), key: string(key), kind: KindString, val: clone(val), token: token, mod: k.index, deadline: deadline}
+	if old, ok := k.items.Set(it); ok {
+		k.unindexItem(old)
+		k.dropWaiters(old)
 	}
-	if deadline != 0 {
-		it.deadline = deadline
-		k.deadlines.Set(it)
-	}
+	k.indexItem(it)
 	return it
 }
 
@@ -288,12 +339,10 @@ func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 // earlier item under its key and keeping the deadline index right.
 func (k *Keyspace) putItem(it *item) {
 	it.mod = k.index
-	if old, ok := k.items.Set(it); ok && old.deadline != 0 {
-		k.deadlines.Delete(old)
+	if old, ok := k.items.Set(it); ok {
+		k.unindexItem(old)
 	}
-	if it.deadline != 0 {
-		k.deadlines.Set(it)
-	}
+	k.indexItem(it)
 }
 
 // MaxExpirePerTick bounds the keys one tick entry removes, so that a backlog of

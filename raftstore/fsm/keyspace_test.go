@@ -378,16 +378,21 @@ func TestDeterminism(t *testing.T) {
 		"GETDEL %s", "PERSIST %s", "SET %s v%d KEEPTTL", "GETEX %s PX %d", "DELEX %s IFEQ v%d", "MSET %s 1 k2 2",
 		"HSET %s f%d x", "HINCRBY %s f%d %d", "HDEL %s f%d", "HSETNX %s f%d y",
 		"LOCK.ACQUIRE %s o%d PX %d", "LOCK.ACQUIRE %s o%d SHARED", "LOCK.RELEASE %s %d", "LOCK.EXTEND %s %d %d",
-		"SESSION.OPEN TTL %d", "LOCK.ACQUIRE %s o SESSION %d", "SESSION.CLOSE %d"}
+		"SESSION.OPEN TTL %d", "LOCK.ACQUIRE %s o SESSION %d", "SESSION.CLOSE %d",
+		"LOCK.ACQUIRE %s w%d WAIT %d", "LOCK.ACQUIRE %s r%d SHARED WAIT %d", "LOCK.ACQUIRE %s s%d LIMIT 2 WAIT %d",
+		"LOCK.CANCEL %s %d", "LOCK.CANCEL %s %d RELEASE", "NAMESPACE.SET %s LOCKDELAY %d", "NAMESPACE.DEL %s"}
 	a, b := New(), New()
 	var now int64
 	for i := 1; i <= 3000; i++ {
 		now += int64(rng.IntN(20))
 		kind := command.KindCommand
 		var argv [][]byte
-		if rng.IntN(20) == 0 {
+		switch rng.IntN(40) {
+		case 0, 1:
 			kind = command.KindTick
-		} else {
+		case 2:
+			kind, argv = command.KindSessionExpire, command.SessionExpireArgs(uint64(rng.IntN(i)+1))
+		default:
 			c := cmds[rng.IntN(len(cmds))]
 			key := "k" + strconv.Itoa(rng.IntN(40))
 			var s string
@@ -407,6 +412,9 @@ func TestDeterminism(t *testing.T) {
 		ra, rb := a.Apply(uint64(i), e), b.Apply(uint64(i), e)
 		if ga, gb := resp.Append(nil, ra, 3), resp.Append(nil, rb, 3); !bytes.Equal(ga, gb) {
 			t.Fatalf("entry %d %q: replies differ: %q vs %q", i, argv, ga, gb)
+		}
+		if wa, wb := fmt.Sprint(a.TakeWakes()), fmt.Sprint(b.TakeWakes()); wa != wb {
+			t.Fatalf("entry %d %q: wakes differ: %s vs %s", i, argv, wa, wb)
 		}
 		if i == 1500 {
 			var buf bytes.Buffer
@@ -551,7 +559,7 @@ func TestLocks(t *testing.T) {
 
 	// Bad input changes nothing.
 	for _, bad := range []string{"LOCK.ACQUIRE x", "LOCK.ACQUIRE x o PX 0", "LOCK.ACQUIRE x o PX y", "LOCK.ACQUIRE x o LIMIT 0",
-		"LOCK.ACQUIRE x o SHARED LIMIT 2", "LOCK.ACQUIRE x o WAIT 100", "LOCK.RELEASE x abc", "LOCK.EXTEND x 1 0"} {
+		"LOCK.ACQUIRE x o SHARED LIMIT 2", "LOCK.ACQUIRE x o WAIT -1", "LOCK.ACQUIRE x o WAIT 3600001", "LOCK.RELEASE x abc", "LOCK.EXTEND x 1 0"} {
 		if got := h.do(bad); !strings.HasPrefix(got, "-ERR") {
 			t.Errorf("%s = %q, want an error", bad, got)
 		}

@@ -2,121 +2,344 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
+	"strconv"
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 
-// KindLock is a lock record (LOCK.* commands): its mode and holders, each with
-// its own fencing token and lease.
+// KindLock is a lock record (LOCK.* commands): its mode, its holders (each with
+// its own fencing token and lease) and its FIFO queue of waiters.
 const KindLock Kind = 3
 
 // lockRec is a lock record. Like every item it is immutable once stored: a
-// change stores a copy.
+// change stores a copy (view always returns fresh slices).
+//
+// Tokens are entry indexes, so one entry grants a name at most once (granted
+// records the entry that did): when a release frees room for several waiters
+// (readers behind a writer, semaphore slots), the head waiter is granted in the
+// freeing entry and the next ones in the tick entries that follow at once, each
+// with a token of its own.
 type lockRec struct {
-	mode    command.LockMode
-	limit   int64 // semaphore size; 1 exclusive; 0 shared (unbounded)
-	holders []holder
+	mode      command.LockMode
+	limit     int64 // semaphore size; 1 exclusive; 0 shared (unbounded)
+	holders   []holder
+	waiters   []waiter // FIFO
+	delay     int64    // log time before which nobody is granted (lock-delay after an expiry); 0 none
+	lockDelay int64    // the namespace's lock-delay when the record was stored: what a holder's expiry starts
+	granted   uint64   // index of the entry that last granted this name
 }
 
 type holder struct {
 	owner    []byte
 	session  uint64 // 0: a lease; else held while the session lives
 	token    uint64
-	count    int64 // re-entry count (REENTRANT), 1 otherwise
-	since    int64 // log time of the grant
-	deadline int64 // log time the lease ends
+	count    int64  // re-entry count (REENTRANT), 1 otherwise
+	since    int64  // log time of the grant
+	deadline int64  // log time the lease ends (sessionBound for a session's lock)
+	via      uint64 // the waiter it was granted from; 0 when granted at once
 }
 
-// live returns the holders whose lease has not ended at now.
-func (r *lockRec) live(now int64) []holder {
-	var out []holder
+// waiter is a blocked LOCK.ACQUIRE. Its id is the index of the entry that queued
+// it; the node whose client is blocked learns the outcome from a Wake.
+type waiter struct {
+	id        uint64
+	owner     []byte
+	session   uint64
+	ttl       int64
+	mode      command.LockMode
+	limit     int64
+	reentrant bool
+	since     int64 // log time it was queued
+	deadline  int64 // log time its wait ends
+}
+
+// Wake tells the node that holds a blocked LOCK.ACQUIRE what became of it:
+// Token is the grant's fencing token, 0 when the waiter left the queue without
+// a grant (its wait or its session ended, or the lock was deleted).
+type Wake struct {
+	Waiter uint64
+	Token  uint64
+}
+
+// TakeWakes returns and forgets the wakes of the entries applied since the last
+// call. Call it from the apply goroutine.
+func (k *Keyspace) TakeWakes() []Wake {
+	w := k.wakes
+	k.wakes = nil
+	return w
+}
+
+// queuedPrefix starts the reply of a LOCK.ACQUIRE that joined a wait queue:
+// "QUEUED <waiter-id>". No client ever sees it: the node that proposed the entry
+// turns it into the grant or nil the wait ends with.
+const queuedPrefix = "QUEUED "
+
+// QueuedWaiter reports whether v is the reply of an acquire that was queued, and
+// the waiter's id.
+func QueuedWaiter(v resp.Value) (uint64, bool) {
+	if v.Kind != resp.KindError || !bytes.HasPrefix(v.Str, []byte(queuedPrefix)) {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(string(v.Str[len(queuedPrefix):]), 10, 64)
+	return id, err == nil
+}
+
+// admits reports whether a grant of mode/limit fits beside the holders.
+func (r *lockRec) admits(mode command.LockMode, limit int64) bool {
+	switch {
+	case len(r.holders) == 0:
+		return true
+	case mode != r.mode:
+		return false
+	case mode == command.LockShared:
+		return true
+	case mode == command.LockSemaphore:
+		return limit == r.limit && int64(len(r.holders)) < r.limit
+	}
+	return false
+}
+
+// add makes h a holder, the record taking h's mode when it was free.
+func (r *lockRec) add(h holder, mode command.LockMode, limit int64) {
+	if len(r.holders) == 0 {
+		r.mode, r.limit = mode, limit
+	}
+	r.holders = append(r.holders, h)
+	r.granted = h.token
+}
+
+// view returns the record as it stands at now, with fresh slices: holders whose
+// lease ended are gone (each expiry starting the lock-delay), and waiters whose
+// wait or session ended are gone (their ids in dropped). changed tells whether
+// anything was left out.
+func (k *Keyspace) view(r *lockRec, now int64) (v lockRec, dropped []uint64, changed bool) {
+	v = *r
+	v.holders = make([]holder, 0, len(r.holders)+1)
 	for _, h := range r.holders {
 		if h.deadline > now {
-			out = append(out, h)
+			v.holders = append(v.holders, h)
+			continue
+		}
+		changed = true
+		if r.lockDelay > 0 {
+			v.delay = max(v.delay, addSat(h.deadline, r.lockDelay))
 		}
 	}
-	return out
+	v.waiters = make([]waiter, 0, len(r.waiters)+1)
+	for _, w := range r.waiters {
+		if _, ok := k.sessions[w.session]; w.deadline > now && (w.session == 0 || ok) {
+			v.waiters = append(v.waiters, w)
+			continue
+		}
+		changed = true
+		dropped = append(dropped, w.id)
+	}
+	if v.delay != 0 && v.delay <= now {
+		v.delay = 0
+	}
+	return v, dropped, changed
 }
 
-// lockOf returns the live lock record at name: (nil, nil) when free or absent,
-// an error reply when the key holds another type.
-func (k *Keyspace) lockOf(name []byte, now int64) (*item, []holder, *resp.Value) {
+// lockOf returns the lock record at name as it stands at now: (nil, empty) when
+// the key is absent, an error reply when it holds another type.
+func (k *Keyspace) lockOf(name []byte, now int64) (*item, lockRec, []uint64, bool, *resp.Value) {
 	it := k.lookup(name, now)
 	if it == nil {
-		return nil, nil, nil
+		return nil, lockRec{}, nil, false, nil
 	}
 	if it.kind != KindLock {
-		return nil, nil, &wrongType
+		return nil, lockRec{}, nil, false, &wrongType
 	}
-	return it, it.lock.live(now), nil
+	v, dropped, changed := k.view(it.lock, now)
+	return it, v, dropped, changed, nil
 }
 
-// storeLock stores a record with the given holders (none: the key is deleted).
-// The item's deadline is the latest lease, so an abandoned lock disappears.
-func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, token uint64) {
-	if len(rec.holders) == 0 {
+// settle grants the head waiter when it fits: the hand-over inside the entry
+// that freed the lock. It grants at most once per entry (see lockRec).
+func (k *Keyspace) settle(r *lockRec, c Ctx) {
+	if len(r.waiters) == 0 || r.granted == c.Index || r.delay > c.Now {
+		return
+	}
+	w := r.waiters[0]
+	if !r.admits(w.mode, w.limit) {
+		return
+	}
+	r.waiters = r.waiters[1:]
+	deadline := addSat(c.Now, w.ttl)
+	if w.session != 0 {
+		deadline = sessionBound
+	}
+	r.add(holder{owner: w.owner, session: w.session, token: c.Index, count: 1, since: c.Now, deadline: deadline, via: w.id}, w.mode, w.limit)
+	k.wakes = append(k.wakes, Wake{Waiter: w.id, Token: c.Index})
+}
+
+// wakeAt is when the record next needs an entry of its own: a grant the last
+// entry could not make (now), the end of a lock-delay or of the first lease
+// while someone waits. 0 when nobody waits.
+func (r *lockRec) wakeAt(now int64) int64 {
+	if len(r.waiters) == 0 {
+		return 0
+	}
+	if r.delay > now {
+		return r.delay
+	}
+	if r.admits(r.waiters[0].mode, r.waiters[0].limit) {
+		return max(now, 1) // 0 means "no wake"
+	}
+	var w int64
+	for _, h := range r.holders {
+		if h.deadline != sessionBound && (w == 0 || h.deadline < w) {
+			w = h.deadline
+		}
+	}
+	return w
+}
+
+// storeLock settles the record, tells dropped waiters, and stores it: as long as
+// its last holder, waiter or lock-delay lasts (then it disappears by itself), or
+// not at all when nothing is left.
+func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint64, c Ctx) {
+	for _, id := range dropped {
+		k.wakes = append(k.wakes, Wake{Waiter: id})
+	}
+	k.settle(&rec, c)
+	rec.lockDelay = k.namespaceFor(name).LockDelay
+	var deadline int64
+	for _, h := range rec.holders {
+		deadline = max(deadline, addSat(h.deadline, rec.lockDelay))
+	}
+	for _, w := range rec.waiters {
+		deadline = max(deadline, w.deadline)
+	}
+	deadline = max(deadline, rec.delay)
+	if deadline <= c.Now {
 		if old != nil {
-			k.remove(old)
+			k.deleteItem(old) // its waiters were granted or dropped above
 		}
 		return
 	}
-	var deadline int64
-	for _, h := range rec.holders {
-		deadline = max(deadline, h.deadline)
+	token := rec.granted
+	if old != nil {
+		token = max(token, old.token)
 	}
-	if old != nil && token == 0 {
-		token = old.token
-	}
-	k.putItem(&item{hash: hashKey(name), key: string(name), kind: KindLock, lock: &rec, deadline: deadline, token: token})
+	k.putItem(&item{hash: hashKey(name), key: string(name), kind: KindLock, lock: &rec, deadline: deadline, wake: rec.wakeAt(c.Now), token: token})
 }
 
-// LOCK.ACQUIRE name owner [PX ms] [SHARED | LIMIT n] [REENTRANT]: the token of
-// the grant, or nil when the lock is not available. An owner that already holds
-// the lock gets its grant back (idempotent after an unknown outcome); with
-// REENTRANT the hold is counted.
+// dropWaiters tells the waiters of a lock item that is being deleted or
+// overwritten that they will not be granted.
+func (k *Keyspace) dropWaiters(it *item) {
+	if it == nil || it.kind != KindLock {
+		return
+	}
+	for _, w := range it.lock.waiters {
+		k.wakes = append(k.wakes, Wake{Waiter: w.id})
+	}
+}
+
+// LOCK.ACQUIRE name owner [PX ms | SESSION id] [WAIT ms] [SHARED | LIMIT n]
+// [REENTRANT]: the token of the grant; nil when the lock is not available (and
+// WAIT is 0, or the command runs in a transaction or script, which never
+// block); a QUEUED reply for the proposing node when the acquire joined the
+// queue. An owner that already holds the lock (same session) gets its grant
+// back (idempotent after an unknown outcome), with REENTRANT counted; one that
+// already waits keeps its place.
 func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
-	it, live, errv := k.lockOf(op.Name, c.Now)
+	ns := k.namespaceFor(op.Name)
+	if ns.Safety == "correctness" && len(ns.FencedBy) == 0 {
+		return resp.Error(fmt.Sprintf("ERR namespace '%s' is declared SAFETY correctness but names no fenced resource: set one with NAMESPACE.SET %s FENCEDBY <resource>", ns.Prefix, ns.Prefix))
+	}
+	ttl := op.TTL
+	if !op.TTLSet && ns.DefaultTTL > 0 {
+		ttl = ns.DefaultTTL
+	}
+	if ns.MaxTTL > 0 && ttl > ns.MaxTTL {
+		if op.TTLSet {
+			return resp.Error(fmt.Sprintf("ERR PX %d exceeds the MAXTTL of namespace '%s' (%d ms)", ttl, ns.Prefix, ns.MaxTTL))
+		}
+		ttl = ns.MaxTTL
+	}
+	it, rec, dropped, changed, errv := k.lockOf(op.Name, c.Now)
 	if errv != nil {
 		return *errv
 	}
-	deadline := addSat(c.Now, op.TTL)
+	deadline := addSat(c.Now, ttl)
 	if op.Session != 0 {
 		if _, ok := k.sessions[op.Session]; !ok {
 			return resp.Error(string(command.ErrNoSession))
 		}
 		deadline = sessionBound
-		defer k.sessionHold(op.Session, op.Name)
 	}
-	if len(live) > 0 {
-		rec := it.lock
-		if rec.mode != op.Mode {
-			return resp.Nil
-		}
-		if rec.mode == command.LockSemaphore && rec.limit != op.Limit {
+	if op.Mode == command.LockSemaphore {
+		if len(rec.holders) > 0 && rec.mode == command.LockSemaphore && rec.limit != op.Limit {
 			return resp.Error("ERR LIMIT does not match the semaphore's limit")
 		}
-		for i, h := range live {
-			if bytes.Equal(h.owner, op.Owner) && h.session == op.Session {
-				hs := append([]holder(nil), live...)
-				if op.Reentrant {
-					hs[i].count++
-				}
-				hs[i].deadline = max(hs[i].deadline, deadline)
-				k.storeLock(op.Name, it, lockRec{mode: rec.mode, limit: rec.limit, holders: hs}, 0)
-				return resp.Int(int64(h.token))
+		for _, w := range rec.waiters {
+			if w.mode == command.LockSemaphore && w.limit != op.Limit {
+				return resp.Error("ERR LIMIT does not match the semaphore's limit")
 			}
 		}
-		if rec.mode == command.LockExclusive || (rec.mode == command.LockSemaphore && int64(len(live)) >= rec.limit) {
-			return resp.Nil
+	}
+	k.settle(&rec, c)
+	for i, h := range rec.holders {
+		if bytes.Equal(h.owner, op.Owner) && h.session == op.Session {
+			if op.Reentrant {
+				rec.holders[i].count++
+			}
+			rec.holders[i].deadline = max(h.deadline, deadline)
+			k.sessionHold(op.Session, op.Name)
+			k.storeLock(op.Name, it, rec, dropped, c)
+			return resp.Int(int64(h.token))
 		}
-		hs := append(append([]holder(nil), live...), holder{owner: clone(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline})
-		k.storeLock(op.Name, it, lockRec{mode: rec.mode, limit: rec.limit, holders: hs}, c.Index)
+	}
+	for _, w := range rec.waiters {
+		if bytes.Equal(w.owner, op.Owner) && w.session == op.Session && op.Wait > 0 && c.Top {
+			if changed {
+				k.storeLock(op.Name, it, rec, dropped, c)
+			}
+			return resp.Error(queuedPrefix + strconv.FormatUint(w.id, 10))
+		}
+	}
+	if len(rec.waiters) == 0 && rec.delay == 0 && rec.granted != c.Index && rec.admits(op.Mode, op.Limit) {
+		rec.add(holder{owner: clone(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline}, op.Mode, op.Limit)
+		k.sessionHold(op.Session, op.Name)
+		k.storeLock(op.Name, it, rec, dropped, c)
 		return resp.Int(int64(c.Index))
 	}
-	h := holder{owner: clone(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline}
-	k.storeLock(op.Name, it, lockRec{mode: op.Mode, limit: op.Limit, holders: []holder{h}}, c.Index)
-	return resp.Int(int64(c.Index))
+	if op.Wait == 0 || !c.Top {
+		if changed || rec.granted == c.Index {
+			k.storeLock(op.Name, it, rec, dropped, c)
+		}
+		return resp.Nil
+	}
+	limit := int64(command.DefaultMaxWaiters)
+	if ns.MaxWaiters >= 0 && ns.Prefix != "" {
+		limit = ns.MaxWaiters
+	}
+	if int64(len(rec.waiters)) >= limit {
+		if changed || rec.granted == c.Index {
+			k.storeLock(op.Name, it, rec, dropped, c)
+		}
+		return resp.Error(fmt.Sprintf("QUEUEFULL the wait queue of '%s' is full (%d waiters); retry in %d ms", op.Name, limit, retryHint(rec, c.Now)))
+	}
+	rec.waiters = append(rec.waiters, waiter{id: c.Index, owner: clone(op.Owner), session: op.Session, ttl: ttl,
+		mode: op.Mode, limit: op.Limit, reentrant: op.Reentrant, since: c.Now, deadline: addSat(c.Now, op.Wait)})
+	k.sessionHold(op.Session, op.Name)
+	k.storeLock(op.Name, it, rec, dropped, c)
+	return resp.Error(queuedPrefix + strconv.FormatUint(c.Index, 10))
+}
+
+// retryHint is when a full queue is worth trying again: when the first lease
+// ends, at most a second.
+func retryHint(r lockRec, now int64) int64 {
+	hint := int64(1000)
+	for _, h := range r.holders {
+		if h.deadline != sessionBound {
+			hint = min(hint, max(h.deadline-now, 1))
+		}
+	}
+	return hint
 }
 
 // findHolder returns the index of the live holder with token, or -1.
@@ -129,19 +352,26 @@ func findHolder(live []holder, token int64) int {
 	return -1
 }
 
-// changeHolder applies change to a copy of the live holders when token is one
-// of them, stores the result and answers 1; 0 when the token holds nothing.
+// changeHolder applies change to the holders when token is one of them, stores
+// the result (handing freed room to waiters) and answers 1; 0 when the token
+// holds nothing.
 func (k *Keyspace) changeHolder(name []byte, token int64, c Ctx, change func(hs []holder, i int) []holder) resp.Value {
-	it, live, errv := k.lockOf(name, c.Now)
+	it, rec, dropped, changed, errv := k.lockOf(name, c.Now)
 	if errv != nil {
 		return *errv
 	}
-	i := findHolder(live, token)
+	i := findHolder(rec.holders, token)
 	if i < 0 {
+		if changed {
+			k.storeLock(name, it, rec, dropped, c)
+		}
+		if it != nil && findHolder(it.lock.holders, token) >= 0 {
+			k.lateOps++ // the lease ended while its holder was still working
+		}
 		return resp.Zero
 	}
-	hs := change(append([]holder(nil), live...), i)
-	k.storeLock(name, it, lockRec{mode: it.lock.mode, limit: it.lock.limit, holders: hs}, 0)
+	rec.holders = change(rec.holders, i)
+	k.storeLock(name, it, rec, dropped, c)
 	return resp.One
 }
 
@@ -167,32 +397,67 @@ func (k *Keyspace) lockExtend(op command.LockExtend, c Ctx) resp.Value {
 	})
 }
 
+// LOCK.CANCEL name waiter [RELEASE]: nil when the waiter was still queued (it
+// is gone now) or is unknown; the token when it had been granted already (given
+// back with RELEASE).
+func (k *Keyspace) lockCancel(op command.LockCancel, c Ctx) resp.Value {
+	it, rec, dropped, changed, errv := k.lockOf(op.Name, c.Now)
+	if errv != nil || it == nil {
+		return resp.Nil
+	}
+	for i, w := range rec.waiters {
+		if w.id == op.Waiter {
+			rec.waiters = append(rec.waiters[:i], rec.waiters[i+1:]...)
+			k.storeLock(op.Name, it, rec, dropped, c)
+			return resp.Nil
+		}
+	}
+	for i, h := range rec.holders {
+		if h.via == op.Waiter {
+			if op.Release {
+				rec.holders = append(rec.holders[:i], rec.holders[i+1:]...)
+				changed = true
+			}
+			if changed {
+				k.storeLock(op.Name, it, rec, dropped, c)
+			}
+			return resp.Int(int64(h.token))
+		}
+	}
+	if changed {
+		k.storeLock(op.Name, it, rec, dropped, c)
+	}
+	return resp.Nil
+}
+
 // LOCK.VALIDATE name token: 1 if the token is held now (a sequencer check).
 func (k *Keyspace) lockValidate(op command.LockValidate, c Ctx) resp.Value {
-	_, live, errv := k.lockOf(op.Name, c.Now)
+	_, rec, _, _, errv := k.lockOf(op.Name, c.Now)
 	if errv != nil {
 		return *errv
 	}
-	if findHolder(live, op.Token) < 0 {
+	if findHolder(rec.holders, op.Token) < 0 {
 		return resp.Zero
 	}
 	return resp.One
 }
 
-var modeNames = map[command.LockMode]string{command.LockExclusive: "exclusive", command.LockShared: "shared", command.LockSemaphore: "semaphore"}
+var modeNames = map[command.LockMode]string{0: "none", command.LockExclusive: "exclusive", command.LockShared: "shared", command.LockSemaphore: "semaphore"}
 
-// LOCK.INFO name: mode, limit and holders (owner, token, held_for_ms, ttl_ms,
-// count); nil when the lock is free.
+// LOCK.INFO name: mode, limit, holders (owner, session, token, held_for_ms,
+// ttl_ms, count), waiters (id, owner, session, mode, waited_ms, wait_left_ms) in
+// queue order, the queue length and the lock-delay left; nil when the name has
+// no holder, waiter or lock-delay.
 func (k *Keyspace) lockInfo(op command.LockInfo, c Ctx) resp.Value {
-	it, live, errv := k.lockOf(op.Name, c.Now)
+	it, rec, _, _, errv := k.lockOf(op.Name, c.Now)
 	if errv != nil {
 		return *errv
 	}
-	if len(live) == 0 {
+	if it == nil || (len(rec.holders) == 0 && len(rec.waiters) == 0 && rec.delay == 0) {
 		return resp.Nil
 	}
-	hs := make([]resp.Value, len(live))
-	for i, h := range live {
+	hs := make([]resp.Value, len(rec.holders))
+	for i, h := range rec.holders {
 		ttl := h.deadline - c.Now
 		if h.session != 0 {
 			ttl = -1 // as long as the session lives
@@ -206,11 +471,49 @@ func (k *Keyspace) lockInfo(op command.LockInfo, c Ctx) resp.Value {
 			resp.BulkString("count"), resp.Int(h.count),
 		)
 	}
+	ws := make([]resp.Value, len(rec.waiters))
+	for i, w := range rec.waiters {
+		ws[i] = resp.Map(
+			resp.BulkString("waiter"), resp.Int(int64(w.id)),
+			resp.BulkString("owner"), resp.Bulk(w.owner),
+			resp.BulkString("session"), resp.Int(int64(w.session)),
+			resp.BulkString("mode"), resp.BulkString(modeNames[w.mode]),
+			resp.BulkString("waited_ms"), resp.Int(c.Now-w.since),
+			resp.BulkString("wait_left_ms"), resp.Int(w.deadline-c.Now),
+		)
+	}
+	mode, limit := rec.mode, rec.limit
+	if len(rec.holders) == 0 {
+		mode, limit = 0, 0
+	}
+	var delay int64
+	if rec.delay > c.Now {
+		delay = rec.delay - c.Now
+	}
 	return resp.Map(
-		resp.BulkString("mode"), resp.BulkString(modeNames[it.lock.mode]),
-		resp.BulkString("limit"), resp.Int(it.lock.limit),
+		resp.BulkString("mode"), resp.BulkString(modeNames[mode]),
+		resp.BulkString("limit"), resp.Int(limit),
 		resp.BulkString("holders"), resp.Array(hs...),
-		resp.BulkString("waiters"), resp.EmptyList,
-		resp.BulkString("queue_length"), resp.Zero,
+		resp.BulkString("waiters"), resp.Array(ws...),
+		resp.BulkString("queue_length"), resp.Int(int64(len(ws))),
+		resp.BulkString("lock_delay_ms"), resp.Int(delay),
 	)
+}
+
+// settleDue is a tick's work on locks: every record whose wake time has come
+// (a lease ended or a lock-delay ran out while someone waits, or a grant the
+// previous entry could not make) is settled, at most MaxExpirePerTick of them.
+func (k *Keyspace) settleDue(c Ctx) {
+	var due []*item
+	k.lockTimers.Scan(func(it *item) bool {
+		if it.wake > max(c.Now, 1) || len(due) >= MaxExpirePerTick {
+			return false
+		}
+		due = append(due, it)
+		return true
+	})
+	for _, it := range due {
+		rec, dropped, _ := k.view(it.lock, c.Now)
+		k.storeLock([]byte(it.key), it, rec, dropped, c)
+	}
 }

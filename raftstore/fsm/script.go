@@ -77,6 +77,7 @@ func (h *scriptHost) Call(args [][]byte) resp.Value {
 // eval runs EVAL/EVALSHA (and their _RO forms). EVAL fills the replicated
 // script cache first.
 func (k *Keyspace) eval(op command.Eval, c Ctx) resp.Value {
+	c.Top = false // a script never blocks: WAIT is a try-once inside it
 	if op.Source != nil {
 		if !c.Write {
 			return resp.Error("ERR internal: EVAL outside the log")
@@ -124,5 +125,6 @@ func (k *Keyspace) Clone() *Keyspace {
 		cp.locks = append([]string(nil), s.locks...)
 		sessions[id] = &cp
 	}
-	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), now: k.now, index: k.index, scripts: k.scripts, sessions: sessions}
+	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), lockTimers: k.lockTimers.Copy(),
+		now: k.now, index: k.index, scripts: k.scripts, sessions: sessions, namespaces: k.namespaces}
 }

@@ -42,51 +42,76 @@ func (k *Keyspace) SessionTTL(id uint64) (int64, bool) {
 	return s.ttl, true
 }
 
-// SESSION.OPEN [TTL ms] [NAME client]: the id (this entry's index), the TTL the
-// server honours and the keepalive interval (a third of it).
+// SESSION.OPEN [TTL ms] [NAME client] [NAMESPACE prefix]: the id (this
+// entry's index), the TTL the server honours and the keepalive interval (a
+// third of it). A namespace's DEFAULTTTL and MAXTTL bound the TTL, never below
+// command.MinSessionTTL.
 func (k *Keyspace) sessionOpen(op command.SessionOpen, c Ctx) resp.Value {
 	if k.sessions == nil {
 		k.sessions = map[uint64]*session{}
 	}
-	k.sessions[c.Index] = &session{ttl: op.TTL, name: clone(op.Name)}
+	ttl := op.TTL
+	if op.Namespace != nil {
+		ns := k.namespaceFor(op.Namespace)
+		if !op.TTLSet && ns.DefaultTTL > 0 {
+			ttl = ns.DefaultTTL
+		}
+		if ns.MaxTTL > 0 {
+			ttl = min(ttl, ns.MaxTTL)
+		}
+		ttl = min(max(ttl, command.MinSessionTTL), command.MaxSessionTTL)
+	}
+	k.sessions[c.Index] = &session{ttl: ttl, name: clone(op.Name)}
 	return resp.Map(
 		resp.BulkString("session_id"), resp.Int(int64(c.Index)),
-		resp.BulkString("ttl_ms"), resp.Int(op.TTL),
-		resp.BulkString("keepalive_ms"), resp.Int(op.TTL/3),
+		resp.BulkString("ttl_ms"), resp.Int(ttl),
+		resp.BulkString("keepalive_ms"), resp.Int(ttl/3),
 	)
 }
 
-// endSession releases every lock the session holds and forgets it. It returns
-// how many locks were released.
-func (k *Keyspace) endSession(id uint64, c Ctx) int {
+// endSession forgets a session, releases every lock it holds and withdraws its
+// waiters, handing each freed lock to the next waiter in the same entry. An
+// expired session (expired set: its holder failed) starts each freed lock's
+// lock-delay; a closed one does not. It returns how many locks were released.
+func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 	s, ok := k.sessions[id]
 	if !ok {
 		return 0
 	}
+	delete(k.sessions, id) // from here on view() drops the session's waiters
 	n := 0
 	for _, name := range s.locks {
-		it, live, errv := k.lockOf([]byte(name), c.Now)
+		it, rec, dropped, changed, errv := k.lockOf([]byte(name), c.Now)
 		if errv != nil || it == nil {
 			continue
 		}
-		kept := live[:0:0]
-		for _, h := range live {
+		kept := rec.holders[:0:0]
+		for _, h := range rec.holders {
 			if h.session != id {
 				kept = append(kept, h)
 			}
 		}
-		if len(kept) != len(live) {
+		if len(kept) != len(rec.holders) {
 			n++
-			k.storeLock([]byte(name), it, lockRec{mode: it.lock.mode, limit: it.lock.limit, holders: kept}, 0)
+			changed = true
+			rec.holders = kept
+			if expired && rec.lockDelay > 0 {
+				rec.delay = max(rec.delay, addSat(c.Now, rec.lockDelay))
+			}
+		}
+		if changed {
+			k.storeLock([]byte(name), it, rec, dropped, c)
 		}
 	}
-	delete(k.sessions, id)
 	return n
 }
 
-// sessionHold notes that session id may hold the lock name.
+// sessionHold notes that session id may hold (or wait for) the lock name.
 func (k *Keyspace) sessionHold(id uint64, name []byte) {
 	s := k.sessions[id]
+	if s == nil {
+		return
+	}
 	for _, n := range s.locks {
 		if n == string(name) {
 			return

@@ -18,6 +18,7 @@ type Snapshot struct {
 	scripts  map[string][]byte // sha -> source
 	sessions []sessionCopy
 	items    *btree.BTreeG[*item]
+	nss      []Namespace
 	now      int64
 	index    uint64
 }
@@ -31,10 +32,12 @@ func (k *Keyspace) Snapshot() *Snapshot {
 		s := k.sessions[si.ID]
 		sessions = append(sessions, sessionCopy{id: si.ID, ttl: s.ttl, name: s.name, locks: append([]string(nil), s.locks...)})
 	}
-	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions}
+	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions, nss: k.namespaces}
 }
 
-const snapVersion = 1
+// snapVersion 2 added waiters, lock-delay and grant index to lock records, the
+// wake time to items and the namespaces; Restore still reads version 1.
+const snapVersion = 2
 
 // ErrBadSnapshot is returned by Restore for a stream that is not a snapshot.
 var ErrBadSnapshot = errors.New("fsm: bad snapshot")
@@ -71,7 +74,29 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 				buf = binary.AppendVarint(buf, h.count)
 				buf = binary.AppendVarint(buf, h.since)
 				buf = binary.AppendVarint(buf, h.deadline)
+				buf = binary.AppendUvarint(buf, h.via)
 			}
+			buf = binary.AppendUvarint(buf, uint64(len(it.lock.waiters)))
+			for _, w := range it.lock.waiters {
+				buf = binary.AppendUvarint(buf, w.id)
+				buf = binary.AppendUvarint(buf, uint64(len(w.owner)))
+				buf = append(buf, w.owner...)
+				buf = binary.AppendUvarint(buf, w.session)
+				buf = binary.AppendVarint(buf, w.ttl)
+				buf = append(buf, byte(w.mode))
+				buf = binary.AppendVarint(buf, w.limit)
+				if w.reentrant {
+					buf = append(buf, 1)
+				} else {
+					buf = append(buf, 0)
+				}
+				buf = binary.AppendVarint(buf, w.since)
+				buf = binary.AppendVarint(buf, w.deadline)
+			}
+			buf = binary.AppendVarint(buf, it.lock.delay)
+			buf = binary.AppendVarint(buf, it.lock.lockDelay)
+			buf = binary.AppendUvarint(buf, it.lock.granted)
+			buf = binary.AppendVarint(buf, it.wake)
 		case KindHash:
 			buf = binary.AppendUvarint(buf, uint64(len(it.fields)))
 			for _, f := range it.fields {
@@ -123,12 +148,55 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			buf = append(buf, l...)
 		}
 	}
+	// Namespaces, by prefix.
+	buf = binary.AppendUvarint(buf, uint64(len(s.nss)))
+	for _, ns := range s.nss {
+		buf = binary.AppendUvarint(buf, uint64(len(ns.Prefix)))
+		buf = append(buf, ns.Prefix...)
+		for _, v := range []int64{ns.MaxTTL, ns.DefaultTTL, ns.MaxWaiters, ns.Rate, ns.LockDelay} {
+			buf = binary.AppendVarint(buf, v)
+		}
+		buf = binary.AppendUvarint(buf, uint64(len(ns.Safety)))
+		buf = append(buf, ns.Safety...)
+		buf = binary.AppendUvarint(buf, uint64(len(ns.FencedBy)))
+		buf = append(buf, ns.FencedBy...)
+	}
 	n, err = bw.Write(buf)
 	total += int64(n)
 	if err != nil {
 		return total, err
 	}
 	return total, bw.Flush()
+}
+
+func readNamespaces(br *bufio.Reader, k *Keyspace) error {
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n > 1<<32 {
+		return errors.New("bad namespace count")
+	}
+	for ; n > 0; n-- {
+		p, err := readBytes(br)
+		if err != nil {
+			return err
+		}
+		ns := Namespace{Prefix: string(p)}
+		for _, dst := range []*int64{&ns.MaxTTL, &ns.DefaultTTL, &ns.MaxWaiters, &ns.Rate, &ns.LockDelay} {
+			if *dst, err = binary.ReadVarint(br); err != nil {
+				return err
+			}
+		}
+		safety, err := readBytes(br)
+		if err != nil {
+			return err
+		}
+		fenced, err := readBytes(br)
+		if err != nil {
+			return err
+		}
+		ns.Safety, ns.FencedBy = string(safety), string(fenced)
+		k.namespaces = append(k.namespaces, ns)
+	}
+	return nil
 }
 
 type sessionCopy struct {
@@ -180,9 +248,10 @@ func readSessions(br *bufio.Reader, k *Keyspace) error {
 func (k *Keyspace) Restore(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	var magic [4]byte
-	if _, err := io.ReadFull(br, magic[:]); err != nil || string(magic[:3]) != "LKS" || magic[3] != snapVersion {
+	if _, err := io.ReadFull(br, magic[:]); err != nil || string(magic[:3]) != "LKS" || magic[3] < 1 || magic[3] > snapVersion {
 		return fmt.Errorf("%w: header", ErrBadSnapshot)
 	}
+	version := magic[3]
 	now, err := binary.ReadVarint(br)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
@@ -197,14 +266,12 @@ func (k *Keyspace) Restore(r io.Reader) error {
 	}
 	fresh := New()
 	for i := uint64(0); i < count; i++ {
-		it, err := readItem(br)
+		it, err := readItem(br, version)
 		if err != nil {
 			return fmt.Errorf("%w: item %d: %v", ErrBadSnapshot, i, err)
 		}
 		fresh.items.Set(it)
-		if it.deadline != 0 {
-			fresh.deadlines.Set(it)
-		}
+		fresh.indexItem(it)
 	}
 	nscripts, err := binary.ReadUvarint(br)
 	if err != nil {
@@ -222,12 +289,17 @@ func (k *Keyspace) Restore(r io.Reader) error {
 	if err := readSessions(br, fresh); err != nil {
 		return fmt.Errorf("%w: sessions: %v", ErrBadSnapshot, err)
 	}
+	if version >= 2 {
+		if err := readNamespaces(br, fresh); err != nil {
+			return fmt.Errorf("%w: namespaces: %v", ErrBadSnapshot, err)
+		}
+	}
 	fresh.now, fresh.index = now, index
 	*k = *fresh
 	return nil
 }
 
-func readItem(br *bufio.Reader) (*item, error) {
+func readItem(br *bufio.Reader, version byte) (*item, error) {
 	kind, err := br.ReadByte()
 	if err != nil {
 		return nil, err
@@ -243,11 +315,11 @@ func readItem(br *bufio.Reader) (*item, error) {
 			return nil, err
 		}
 	case KindLock:
-		rec, err := readLock(br)
+		rec, wake, err := readLock(br, version)
 		if err != nil {
 			return nil, err
 		}
-		it.lock = rec
+		it.lock, it.wake = rec, wake
 	case KindHash:
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -299,40 +371,109 @@ func readBytes(br *bufio.Reader) ([]byte, error) {
 	return b, err
 }
 
-func readLock(br *bufio.Reader) (*lockRec, error) {
+func readLock(br *bufio.Reader, version byte) (*lockRec, int64, error) {
+	rec, wake, err := readLockFields(br, version)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(rec.holders) == 0 && len(rec.waiters) == 0 && rec.delay == 0 {
+		return nil, 0, errors.New("empty lock record")
+	}
+	return rec, wake, nil
+}
+
+func readLockFields(br *bufio.Reader, version byte) (rec *lockRec, wake int64, err error) {
 	mode, err := br.ReadByte()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	rec := &lockRec{mode: command.LockMode(mode)}
+	rec = &lockRec{mode: command.LockMode(mode)}
 	if rec.limit, err = binary.ReadVarint(br); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	n, err := binary.ReadUvarint(br)
-	if err != nil || n == 0 || n > 1<<32 {
-		return nil, errors.New("bad holder count")
+	if err != nil || n > 1<<32 {
+		return nil, 0, errors.New("bad holder count")
 	}
 	for ; n > 0; n-- {
 		var h holder
 		if h.owner, err = readBytes(br); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if h.session, err = binary.ReadUvarint(br); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if h.token, err = binary.ReadUvarint(br); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if h.count, err = binary.ReadVarint(br); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if h.since, err = binary.ReadVarint(br); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if h.deadline, err = binary.ReadVarint(br); err != nil {
-			return nil, err
+			return nil, 0, err
+		}
+		if version >= 2 {
+			if h.via, err = binary.ReadUvarint(br); err != nil {
+				return nil, 0, err
+			}
 		}
 		rec.holders = append(rec.holders, h)
 	}
-	return rec, nil
+	if version < 2 {
+		return rec, 0, nil
+	}
+	if n, err = binary.ReadUvarint(br); err != nil || n > 1<<32 {
+		return nil, 0, errors.New("bad waiter count")
+	}
+	for ; n > 0; n-- {
+		var w waiter
+		if w.id, err = binary.ReadUvarint(br); err != nil {
+			return nil, 0, err
+		}
+		if w.owner, err = readBytes(br); err != nil {
+			return nil, 0, err
+		}
+		if w.session, err = binary.ReadUvarint(br); err != nil {
+			return nil, 0, err
+		}
+		if w.ttl, err = binary.ReadVarint(br); err != nil {
+			return nil, 0, err
+		}
+		m, err := br.ReadByte()
+		if err != nil {
+			return nil, 0, err
+		}
+		w.mode = command.LockMode(m)
+		if w.limit, err = binary.ReadVarint(br); err != nil {
+			return nil, 0, err
+		}
+		re, err := br.ReadByte()
+		if err != nil {
+			return nil, 0, err
+		}
+		w.reentrant = re == 1
+		if w.since, err = binary.ReadVarint(br); err != nil {
+			return nil, 0, err
+		}
+		if w.deadline, err = binary.ReadVarint(br); err != nil {
+			return nil, 0, err
+		}
+		rec.waiters = append(rec.waiters, w)
+	}
+	if rec.delay, err = binary.ReadVarint(br); err != nil {
+		return nil, 0, err
+	}
+	if rec.lockDelay, err = binary.ReadVarint(br); err != nil {
+		return nil, 0, err
+	}
+	if rec.granted, err = binary.ReadUvarint(br); err != nil {
+		return nil, 0, err
+	}
+	if wake, err = binary.ReadVarint(br); err != nil {
+		return nil, 0, err
+	}
+	return rec, wake, nil
 }

@@ -1,0 +1,347 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lockd/lockd/raftstore/command"
+)
+
+// queued asserts that reply is the QUEUED marker of the entry just applied and
+// returns the waiter id.
+func (h *harness) queued(cmd string) uint64 {
+	h.t.Helper()
+	got := h.do(cmd)
+	if want := fmt.Sprintf("-QUEUED %d\r\n", h.index); got != want {
+		h.t.Fatalf("%s = %q, want %q", cmd, got, want)
+	}
+	return h.index
+}
+
+// wakes returns the wakes since the last call as "id=token" strings.
+func (h *harness) wakes() string {
+	var out []string
+	for _, w := range h.ks.TakeWakes() {
+		out = append(out, fmt.Sprintf("%d=%d", w.Waiter, w.Token))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestWaitersFIFO(t *testing.T) {
+	h := newHarness(t)
+	h.do("LOCK.ACQUIRE q holder PX 10000")
+	t0 := h.index
+	var ids []uint64
+	for i := range 5 {
+		ids = append(ids, h.queued(fmt.Sprintf("LOCK.ACQUIRE q w%d PX 5000 WAIT 60000", i)))
+	}
+	// A try-once acquire does not jump the queue, even when it could be granted.
+	if got := h.do("LOCK.ACQUIRE q other"); got != nilb {
+		t.Fatalf("try-once while others wait = %q", got)
+	}
+	// A retry by a waiter keeps its place (idempotent).
+	if got := h.do("LOCK.ACQUIRE q w2 PX 5000 WAIT 60000"); got != fmt.Sprintf("-QUEUED %d\r\n", ids[2]) {
+		t.Fatalf("re-queue = %q", got)
+	}
+	if got := h.wakes(); got != "" {
+		t.Fatalf("wakes before any release: %s", got)
+	}
+	// Each release hands the lock to the next waiter in the same entry.
+	tok := t0
+	for i, id := range ids {
+		h.now += 10
+		if got := h.do(fmt.Sprintf("LOCK.RELEASE q %d", tok)); got != num(1) {
+			t.Fatalf("release %d = %q", i, got)
+		}
+		if got, want := h.wakes(), fmt.Sprintf("%d=%d", id, h.index); got != want {
+			t.Fatalf("release %d woke %q, want %q", i, got, want)
+		}
+		if h.index <= tok {
+			t.Fatalf("token %d not above %d", h.index, tok)
+		}
+		tok = h.index
+		if got := h.read(fmt.Sprintf("LOCK.VALIDATE q %d", tok)); got != num(1) {
+			t.Fatalf("waiter %d's grant not held: %q", i, got)
+		}
+		if got := h.read("LOCK.INFO q"); !strings.Contains(got, fmt.Sprintf("w%d", i)) {
+			t.Fatalf("LOCK.INFO after hand-over %d = %q", i, got)
+		}
+	}
+}
+
+func TestWaiterExpiryHandsOverOnTick(t *testing.T) {
+	h := newHarness(t)
+	h.do("LOCK.ACQUIRE e holder PX 1000")
+	w := h.queued("LOCK.ACQUIRE e next PX 1000 WAIT 5000")
+	if d, ok := h.ks.NextDeadline(); !ok || d != 1000 {
+		t.Fatalf("NextDeadline = %d %v, want the lease's end 1000", d, ok)
+	}
+	h.now = 1000
+	h.tick()
+	if got, want := h.wakes(), fmt.Sprintf("%d=%d", w, h.index); got != want {
+		t.Fatalf("tick woke %q, want %q", got, want)
+	}
+}
+
+func TestWaitersSkipDeadAndTimedOut(t *testing.T) {
+	h := newHarness(t)
+	h.do("SESSION.OPEN TTL 5000")
+	sid := h.index
+	h.do("LOCK.ACQUIRE d holder PX 1000")
+	short := h.queued("LOCK.ACQUIRE d short WAIT 100")
+	sess := h.queued(fmt.Sprintf("LOCK.ACQUIRE d sess SESSION %d WAIT 60000", sid))
+	last := h.queued("LOCK.ACQUIRE d last WAIT 60000")
+	// The session ends: its waiter leaves the queue (and is told).
+	h.do(fmt.Sprintf("SESSION.CLOSE %d", sid))
+	if got, want := h.wakes(), fmt.Sprintf("%d=0", sess); got != want {
+		t.Fatalf("session close woke %q, want %q", got, want)
+	}
+	h.now = 1000 // the lease ends; "short" stopped waiting at 100
+	h.tick()
+	if got, want := h.wakes(), fmt.Sprintf("%d=0 %d=%d", short, last, h.index); got != want {
+		t.Fatalf("tick woke %q, want %q", got, want)
+	}
+}
+
+func TestSharedWriterFairness(t *testing.T) {
+	h := newHarness(t)
+	h.do("LOCK.ACQUIRE f r1 SHARED")
+	r1 := h.index
+	// A writer queues behind the reader; a reader behind the writer waits too.
+	wr := h.queued("LOCK.ACQUIRE f writer WAIT 60000")
+	r2 := h.queued("LOCK.ACQUIRE f r2 SHARED WAIT 60000")
+	r3 := h.queued("LOCK.ACQUIRE f r3 SHARED WAIT 60000")
+	if got := h.do("LOCK.ACQUIRE f r4 SHARED"); got != nilb {
+		t.Fatalf("reader jumped a waiting writer: %q", got)
+	}
+	h.do(fmt.Sprintf("LOCK.RELEASE f %d", r1))
+	wtok := h.index
+	if got, want := h.wakes(), fmt.Sprintf("%d=%d", wr, wtok); got != want {
+		t.Fatalf("release woke %q, want the writer %q", got, want)
+	}
+	// The writer releases: both readers are granted, one per entry (each grant's
+	// token is its entry's index), the second by the tick that follows at once.
+	h.do(fmt.Sprintf("LOCK.RELEASE f %d", wtok))
+	if got, want := h.wakes(), fmt.Sprintf("%d=%d", r2, h.index); got != want {
+		t.Fatalf("release woke %q, want %q", got, want)
+	}
+	if !h.ks.GrantReady() {
+		t.Fatal("a second reader can be granted but GrantReady is false")
+	}
+	h.tick()
+	if got, want := h.wakes(), fmt.Sprintf("%d=%d", r3, h.index); got != want {
+		t.Fatalf("tick woke %q, want %q", got, want)
+	}
+	if h.ks.GrantReady() {
+		t.Fatal("GrantReady with nobody left to grant")
+	}
+	if got := h.read("LOCK.INFO f"); strings.Count(got, "owner") != 2 || !strings.Contains(got, "shared") {
+		t.Fatalf("LOCK.INFO = %q", got)
+	}
+}
+
+func TestSemaphoreWaiters(t *testing.T) {
+	h := newHarness(t)
+	h.do("LOCK.ACQUIRE s a LIMIT 2 PX 1000")
+	h.do("LOCK.ACQUIRE s b LIMIT 2 PX 1000")
+	c := h.queued("LOCK.ACQUIRE s c LIMIT 2 WAIT 60000")
+	d := h.queued("LOCK.ACQUIRE s d LIMIT 2 WAIT 60000")
+	if got := h.do("LOCK.ACQUIRE s e LIMIT 3 WAIT 60000"); !strings.HasPrefix(got, "-ERR LIMIT") {
+		t.Fatalf("limit mismatch while waiting = %q", got)
+	}
+	// Both leases end together: two slots, two grants with tokens of their own.
+	h.now = 1000
+	h.tick()
+	first := h.index
+	h.tick()
+	if got, want := h.wakes(), fmt.Sprintf("%d=%d %d=%d", c, first, d, h.index); got != want {
+		t.Fatalf("ticks woke %q, want %q", got, want)
+	}
+}
+
+func TestQueueFullAndCancel(t *testing.T) {
+	h := newHarness(t)
+	h.do("NAMESPACE.SET small/ MAXWAITERS 2")
+	h.do("LOCK.ACQUIRE small/x holder PX 300")
+	hold := h.index
+	a := h.queued("LOCK.ACQUIRE small/x a WAIT 60000")
+	b := h.queued("LOCK.ACQUIRE small/x b WAIT 60000")
+	if got := h.do("LOCK.ACQUIRE small/x c WAIT 60000"); !strings.HasPrefix(got, "-QUEUEFULL the wait queue of 'small/x' is full (2 waiters); retry in 300 ms") {
+		t.Fatalf("third waiter = %q", got)
+	}
+	// The default cap is 500.
+	h.do("LOCK.ACQUIRE big holder")
+	for i := range 500 {
+		h.queued(fmt.Sprintf("LOCK.ACQUIRE big w%d WAIT 60000", i))
+	}
+	if got := h.do("LOCK.ACQUIRE big w500 WAIT 60000"); !strings.HasPrefix(got, "-QUEUEFULL") {
+		t.Fatalf("501st waiter = %q", got)
+	}
+	// A cancelled waiter leaves the queue: the next release skips it.
+	if got := h.do(fmt.Sprintf("LOCK.CANCEL small/x %d", a)); got != nilb {
+		t.Fatalf("cancel of a queued waiter = %q", got)
+	}
+	h.do(fmt.Sprintf("LOCK.RELEASE small/x %d", hold))
+	granted := h.index
+	if got, want := h.wakes(), fmt.Sprintf("%d=%d", b, granted); got != want {
+		t.Fatalf("release woke %q, want %q", got, want)
+	}
+	// Cancelling a waiter that was granted answers its token; RELEASE gives it back.
+	if got := h.do(fmt.Sprintf("LOCK.CANCEL small/x %d", b)); got != num(int64(granted)) {
+		t.Fatalf("cancel after the grant = %q", got)
+	}
+	if got := h.read(fmt.Sprintf("LOCK.VALIDATE small/x %d", granted)); got != num(1) {
+		t.Fatalf("cancel without RELEASE gave the grant back: %q", got)
+	}
+	if got := h.do(fmt.Sprintf("LOCK.CANCEL small/x %d RELEASE", b)); got != num(int64(granted)) {
+		t.Fatalf("cancel RELEASE = %q", got)
+	}
+	if got := h.read("EXISTS small/x"); got != num(0) {
+		t.Fatalf("lock still exists after its only holder was cancelled: %q", got)
+	}
+	// Transactions and scripts never block: WAIT is a try-once there.
+	h.do("LOCK.ACQUIRE t holder")
+	if got := h.do(`EVAL return(redis.call('LOCK.ACQUIRE','t','x','WAIT','1000')) 0`); got != nilb {
+		t.Fatalf("WAIT in a script = %q", got)
+	}
+}
+
+func TestLockDelay(t *testing.T) {
+	h := newHarness(t)
+	h.do("NAMESPACE.SET pay/ LOCKDELAY 5000")
+	// Freed by expiry: unavailable for the lock-delay.
+	h.do("LOCK.ACQUIRE pay/a w1 PX 1000")
+	h.now = 1000
+	if got := h.do("LOCK.ACQUIRE pay/a w2"); got != nilb {
+		t.Fatalf("acquire during lock-delay = %q", got)
+	}
+	if got := h.read("LOCK.INFO pay/a"); !strings.Contains(got, "lock_delay_ms\r\n:5000") {
+		t.Fatalf("LOCK.INFO during lock-delay = %q", got)
+	}
+	w := h.queued("LOCK.ACQUIRE pay/a w3 WAIT 60000")
+	if d, _ := h.ks.NextDeadline(); d != 6000 {
+		t.Fatalf("NextDeadline = %d, want the delay's end 6000", d)
+	}
+	h.now = 6000
+	h.tick()
+	if got, want := h.wakes(), fmt.Sprintf("%d=%d", w, h.index); got != want {
+		t.Fatalf("tick after lock-delay woke %q, want %q", got, want)
+	}
+	// Freed by release: available at once.
+	h.do(fmt.Sprintf("LOCK.RELEASE pay/a %d", h.index))
+	if got := h.do("LOCK.ACQUIRE pay/a w4"); got != num(int64(h.index)) {
+		t.Fatalf("acquire after a clean release = %q", got)
+	}
+	// Freed by session expiry (a failure): delayed; by SESSION.CLOSE: not.
+	h.do("SESSION.OPEN")
+	s1 := h.index
+	h.do(fmt.Sprintf("LOCK.ACQUIRE pay/b x SESSION %d", s1))
+	h.index++
+	h.ks.Apply(h.index, command.Entry{Kind: command.KindSessionExpire, Time: h.now, Wall: wall + h.now, Args: command.SessionExpireArgs(s1)})
+	if got := h.do("LOCK.ACQUIRE pay/b y"); got != nilb {
+		t.Fatalf("acquire right after the holder's session expired = %q", got)
+	}
+	h.do("SESSION.OPEN")
+	s2 := h.index
+	h.do(fmt.Sprintf("LOCK.ACQUIRE pay/c x SESSION %d", s2))
+	h.do(fmt.Sprintf("SESSION.CLOSE %d", s2))
+	if got := h.do("LOCK.ACQUIRE pay/c y"); got != num(int64(h.index)) {
+		t.Fatalf("acquire after SESSION.CLOSE = %q", got)
+	}
+	// Outside the namespace: no delay.
+	h.do("LOCK.ACQUIRE other w1 PX 10")
+	h.now += 10
+	if got := h.do("LOCK.ACQUIRE other w2"); got != num(int64(h.index)) {
+		t.Fatalf("acquire outside the namespace = %q", got)
+	}
+}
+
+func TestSessionExpiryHandsOver(t *testing.T) {
+	h := newHarness(t)
+	h.do("SESSION.OPEN")
+	s := h.index
+	for _, n := range []string{"a", "b", "c"} {
+		h.do(fmt.Sprintf("LOCK.ACQUIRE %s holder SESSION %d", n, s))
+	}
+	wa := h.queued("LOCK.ACQUIRE a next WAIT 60000")
+	wc := h.queued("LOCK.ACQUIRE c next WAIT 60000")
+	h.index++
+	h.ks.Apply(h.index, command.Entry{Kind: command.KindSessionExpire, Time: h.now, Wall: wall + h.now, Args: command.SessionExpireArgs(s)})
+	if got, want := h.wakes(), fmt.Sprintf("%d=%d %d=%d", wa, h.index, wc, h.index); got != want {
+		t.Fatalf("session expiry woke %q, want %q (every lock handed over in the same entry)", got, want)
+	}
+	if got := h.read("EXISTS b"); got != num(0) {
+		t.Fatalf("b still held after the session expired: %q", got)
+	}
+}
+
+func TestNamespaces(t *testing.T) {
+	h := newHarness(t)
+	for _, c := range []struct{ cmd, want string }{
+		{"NAMESPACE.SET pay/ MAXTTL 30000 DEFAULTTTL 10000 RATE 100 SAFETY correctness", ok},
+		{"NAMESPACE.SET pay/eu/ LOCKDELAY 2000", ok},
+		{"NAMESPACE.SET pay/ DEFAULTTTL 40000", "-ERR DEFAULTTTL must not exceed MAXTTL\r\n"},
+		{"NAMESPACE.SET pay/ LOCKDELAY 60001", "-ERR LOCKDELAY must be between 0 and 60000 ms\r\n"},
+		{"NAMESPACE.SET pay/ SAFETY maybe", "-ERR SAFETY must be 'efficiency' or 'correctness'\r\n"},
+		{"NAMESPACE.SET pay/ MAXTTL", "-ERR syntax error\r\n"},
+		{"LOCK.ACQUIRE pay/x w", "-ERR namespace 'pay/' is declared SAFETY correctness but names no fenced resource: set one with NAMESPACE.SET pay/ FENCEDBY <resource>\r\n"},
+		{"NAMESPACE.SET pay/ FENCEDBY postgres:payouts.fence", ok},
+		{"LOCK.ACQUIRE pay/x w PX 40000", "-ERR PX 40000 exceeds the MAXTTL of namespace 'pay/' (30000 ms)\r\n"},
+		{"LOCK.ACQUIRE pay/eu/x w", num(10)}, // the longest prefix (pay/eu/) has no safety class
+		{"NAMESPACE.LIST", "*2\r\n$4\r\npay/\r\n$7\r\npay/eu/\r\n"},
+		{"NAMESPACE.DEL pay/eu/", num(1)},
+		{"NAMESPACE.DEL pay/eu/", num(0)},
+	} {
+		if got := h.do(c.cmd); got != c.want {
+			t.Fatalf("%s = %q, want %q", c.cmd, got, c.want)
+		}
+	}
+	// The default TTL applies without PX.
+	h.do("LOCK.ACQUIRE pay/y w")
+	if got := h.read("LOCK.INFO pay/y"); !strings.Contains(got, "ttl_ms\r\n:10000") {
+		t.Fatalf("LOCK.INFO = %q", got)
+	}
+	if got := h.read("NAMESPACE.GET pay/"); !strings.Contains(got, "maxttl\r\n:30000") || !strings.Contains(got, "postgres:payouts.fence") || !strings.Contains(got, "maxwaiters\r\n:500") {
+		t.Fatalf("NAMESPACE.GET = %q", got)
+	}
+	if got := h.read("NAMESPACE.GET nope/"); got != nilb {
+		t.Fatalf("NAMESPACE.GET of an unknown prefix = %q", got)
+	}
+	// Sessions opened for a namespace are bounded by it.
+	h.do("SESSION.OPEN TTL 60000 NAMESPACE pay/x")
+	if got := h.read(fmt.Sprintf("SESSION.KEEPALIVE %d", h.index)); got != num(30000) {
+		t.Fatalf("session TTL in pay/ = %q, want MAXTTL 30000", got)
+	}
+}
+
+func TestWaitersSurviveSnapshot(t *testing.T) {
+	h := newHarness(t)
+	h.do("NAMESPACE.SET ns/ LOCKDELAY 100 MAXWAITERS 7")
+	h.do("LOCK.ACQUIRE ns/a holder PX 1000")
+	first := h.index
+	w1 := h.queued("LOCK.ACQUIRE ns/a w1 WAIT 60000")
+	w2 := h.queued("LOCK.ACQUIRE ns/a w2 SHARED WAIT 60000")
+	var buf bytes.Buffer
+	if _, err := h.ks.Snapshot().WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	ks := New()
+	if err := ks.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	before := h.read("LOCK.INFO ns/a")
+	h.ks = ks
+	if got := h.read("LOCK.INFO ns/a"); got != before {
+		t.Fatalf("LOCK.INFO after restore = %q, want %q", got, before)
+	}
+	if got := h.read("NAMESPACE.GET ns/"); !strings.Contains(got, "maxwaiters\r\n:7") {
+		t.Fatalf("namespace after restore = %q", got)
+	}
+	h.do(fmt.Sprintf("LOCK.RELEASE ns/a %d", first))
+	if got, want := h.wakes(), fmt.Sprintf("%d=%d", w1, h.index); got != want {
+		t.Fatalf("after restore, release woke %q, want %q", got, want)
+	}
+	_ = w2
+}

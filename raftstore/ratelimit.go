@@ -1,0 +1,68 @@
+package raftstore
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/raftstore/fsm"
+	"github.com/lockd/lockd/resp"
+)
+
+// rateLimits enforces the namespaces' RATE (operations per second) on the
+// leader, which sees every strict operation: a token bucket per namespace that
+// holds one second's worth. Limits are not replicated state: a new leader starts
+// with full buckets.
+type rateLimits struct {
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// take spends one operation of ns at now, or says how long until one is free.
+func (l *rateLimits) take(ns fsm.Namespace, now time.Time) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.buckets == nil {
+		l.buckets = map[string]*bucket{}
+	}
+	rate := float64(ns.Rate)
+	b, ok := l.buckets[ns.Prefix]
+	if !ok {
+		b = &bucket{tokens: rate, last: now}
+		l.buckets[ns.Prefix] = b
+	}
+	b.tokens = min(rate, b.tokens+now.Sub(b.last).Seconds()*rate)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return 0, true
+	}
+	return time.Duration((1 - b.tokens) / rate * float64(time.Second)), false
+}
+
+// rateLimited answers RATELIMITED when r's key lies in a namespace that has used
+// up its rate; ok is false when r may run.
+func (s *Store) rateLimited(r command.Request) (resp.Value, bool) {
+	key := command.FirstKey(r.Args)
+	if key == nil {
+		return resp.Value{}, false
+	}
+	s.m.mu.RLock()
+	ns, ok := s.m.ks.NamespaceFor(key)
+	s.m.mu.RUnlock()
+	if !ok || ns.Rate <= 0 {
+		return resp.Value{}, false
+	}
+	wait, allowed := s.rates.take(ns, s.now())
+	if allowed {
+		return resp.Value{}, false
+	}
+	ms := max(1, (wait.Milliseconds()))
+	return resp.Error(fmt.Sprintf("RATELIMITED namespace '%s' allows %d operations per second; retry in %d ms", ns.Prefix, ns.Rate, ms)), true
+}
