@@ -341,6 +341,9 @@ func (k *Keyspace) putItem(it *item) {
 	it.mod = k.index
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
+		if old.deadline != 0 && old.deadline <= k.now {
+			k.dropWaiters(old) // an expired record replaced: its waiters' waits ended
+		}
 	}
 	k.indexItem(it)
 }

@@ -138,6 +138,10 @@ func (k *Keyspace) view(r *lockRec, now int64) (v lockRec, dropped []uint64, cha
 	}
 	if v.delay != 0 && v.delay <= now {
 		v.delay = 0
+		changed = true
+	}
+	if len(v.waiters) > 0 && v.delay == 0 && v.admits(v.waiters[0].mode, v.waiters[0].limit) {
+		changed = true // a grant is due
 	}
 	return v, dropped, changed
 }
@@ -175,23 +179,27 @@ func (k *Keyspace) settle(r *lockRec, c Ctx) {
 	k.wakes = append(k.wakes, Wake{Waiter: w.id, Token: c.Index})
 }
 
-// wakeAt is when the record next needs an entry of its own: a grant the last
-// entry could not make (now), the end of a lock-delay or of the first lease
-// while someone waits. 0 when nobody waits.
+// wakeAt is when the record next needs an entry of its own while someone
+// waits: now for a grant the last entry could not make, else the end of the
+// lock-delay, of the first lease, or of the first wait (so that a waiter whose
+// client is gone is dropped even if nothing else touches the name). 0 when
+// nobody waits.
 func (r *lockRec) wakeAt(now int64) int64 {
 	if len(r.waiters) == 0 {
 		return 0
 	}
-	if r.delay > now {
-		return r.delay
-	}
-	if r.admits(r.waiters[0].mode, r.waiters[0].limit) {
+	if r.delay <= now && r.admits(r.waiters[0].mode, r.waiters[0].limit) {
 		return max(now, 1) // 0 means "no wake"
 	}
-	var w int64
+	w := r.delay
 	for _, h := range r.holders {
 		if h.deadline != sessionBound && (w == 0 || h.deadline < w) {
 			w = h.deadline
+		}
+	}
+	for _, x := range r.waiters {
+		if w == 0 || x.deadline < w {
+			w = x.deadline
 		}
 	}
 	return w
@@ -404,6 +412,12 @@ func (k *Keyspace) lockCancel(op command.LockCancel, c Ctx) resp.Value {
 	it, rec, dropped, changed, errv := k.lockOf(op.Name, c.Now)
 	if errv != nil || it == nil {
 		return resp.Nil
+	}
+	for i, id := range dropped {
+		if id == op.Waiter { // its wait ended: the canceller hears nil here
+			dropped = append(dropped[:i:i], dropped[i+1:]...)
+			break
+		}
 	}
 	for i, w := range rec.waiters {
 		if w.id == op.Waiter {
