@@ -84,6 +84,7 @@ func (s *Store) watchLeadership() {
 			s.clock.reset(s.m.now())
 			s.sessions.reset(s.openSessions(), s.now())
 			s.ready.Store(true)
+			s.metrics.leaderChanges.Add(1)
 			s.log.Info("leading", "log_time_ms", s.m.now(), "applied_index", s.raft.AppliedIndex())
 			select {
 			case s.m.kick <- struct{}{}:

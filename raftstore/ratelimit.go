@@ -63,6 +63,7 @@ func (s *Store) rateLimited(r command.Request) (resp.Value, bool) {
 	if allowed {
 		return resp.Value{}, false
 	}
-	ms := max(1, (wait.Milliseconds()))
+	s.metrics.rateLimited.Add(1)
+	ms := max(1, wait.Milliseconds())
 	return resp.Error(fmt.Sprintf("RATELIMITED namespace '%s' allows %d operations per second; retry in %d ms", ns.Prefix, ns.Rate, ms)), true
 }

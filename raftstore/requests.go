@@ -40,8 +40,9 @@ func (s *Store) awaitLeader(ctx context.Context) {
 func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Value {
 	out := make([]resp.Value, len(reqs))
 	type pending struct {
-		i int
-		f raft.ApplyFuture
+		i  int
+		f  raft.ApplyFuture
+		at time.Time
 	}
 	var inflight []pending
 	flush := func() {
@@ -61,6 +62,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		select {
 		case <-done:
 			for _, p := range waiting {
+				s.metrics.commit.Observe(time.Since(p.at).Seconds())
 				out[p.i] = s.result(p.f)
 				s.noteSessionResult(reqs[p.i].Op, out[p.i])
 			}
@@ -121,7 +123,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			out[i] = resp.Error(err.Error())
 			continue
 		}
-		inflight = append(inflight, pending{i, f})
+		inflight = append(inflight, pending{i, f, time.Now()})
 	}
 	flush()
 	return out

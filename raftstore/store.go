@@ -139,6 +139,7 @@ type Store struct {
 	sessions sessionTimers // leader only: when each session lapses
 	waits    waitBoard     // blocked LOCK.ACQUIREs of this node's clients
 	rates    rateLimits    // leader only: the namespaces' RATE
+	metrics  *storeMetrics
 
 	killMu  sync.Mutex
 	dryRuns map[chan struct{}]struct{} // dry runs in progress, for SCRIPT KILL
@@ -212,7 +213,8 @@ func Open(cfg Config) (*Store, error) {
 		closePeer()
 		return nil, fmt.Errorf("data directory %s is unusable: %w", cfg.DataDir, err)
 	}
-	logs, err := logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg})
+	metrics := newStoreMetrics()
+	logs, err := logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite})
 	if err != nil {
 		closePeer()
 		return nil, err
@@ -246,7 +248,7 @@ func Open(cfg Config) (*Store, error) {
 	m.publish = cfg.Publish
 	m.observe = cfg.observe
 	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
-		dryRuns: map[chan struct{}]struct{}{}}
+		dryRuns: map[chan struct{}]struct{}{}, metrics: metrics}
 	m.wake = s.waits.deliver
 
 	s.clock.skew = cfg.PlantedTakeoverSkew.Milliseconds() // a planted bug, fault tests only

@@ -34,7 +34,13 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 			}
 		}},
 		{"Clients", func() [][2]string {
-			return [][2]string{{"connected_clients", strconv.Itoa(len(s.clients()))}, {"blocked_clients", "0"}}
+			blocked := "0"
+			for _, kv := range s.store.LockInfo() {
+				if kv[0] == "blocked_clients" {
+					blocked = kv[1]
+				}
+			}
+			return [][2]string{{"connected_clients", strconv.Itoa(len(s.clients()))}, {"blocked_clients", blocked}}
 		}},
 		{"Memory", func() [][2]string {
 			var m runtime.MemStats
@@ -52,6 +58,7 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 			return [][2]string{{"role", "master"}, {"connected_slaves", strconv.Itoa(s.store.Replicas())}}
 		}},
 		{"Raft", s.store.Stats},
+		{"Locks", s.store.LockInfo},
 		{"Keyspace", func() [][2]string {
 			if v := s.store.KeyspaceInfo(); v != "" {
 				return [][2]string{{"db0", v}}

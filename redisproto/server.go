@@ -31,6 +31,9 @@ type Store interface {
 	Stats() [][2]string
 	// KeyspaceInfo is INFO's db0 line ("keys=N,expires=M,avg_ttl=0"), or "".
 	KeyspaceInfo() string
+	// LockInfo are name/value pairs for INFO's locks section (lock records,
+	// holders, waiters, sessions, blocked clients, lock counters).
+	LockInfo() [][2]string
 	// KillScripts stops the scripts in a dry run; false when there are none.
 	KillScripts() bool
 }

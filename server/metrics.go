@@ -3,6 +3,7 @@ package server
 import (
 	"strconv"
 
+	"github.com/lockd/lockd/raftstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -44,5 +45,66 @@ func (s *Server) newMetrics() *prometheus.Registry {
 	gauge("lockd_raft_applied_index", "Raft applied index.", stat("raft_applied_index"))
 	gauge("lockd_raft_log_time_milliseconds", "Log time of the last applied entry.", stat("raft_log_time_ms"))
 	counter("lockd_raft_log_write_batches_total", "Synced log writes (each holds one or more entries).", stat("raft_log_write_batches"))
+	reg.MustRegister(s.store.Collectors()...)
+	reg.MustRegister(lockCollector{s.store})
 	return reg
+}
+
+// lockCollector reads the lock service's gauges and counters when scraped.
+type lockCollector struct{ store *raftstore.Store }
+
+var (
+	lockGauges = map[string]*prometheus.Desc{
+		"locks":    prometheus.NewDesc("lockd_locks", "Lock records stored (held, waited for or in lock-delay).", nil, nil),
+		"held":     prometheus.NewDesc("lockd_locks_held", "Holds of lock records (each holder of a shared lock or semaphore counts).", nil, nil),
+		"waiters":  prometheus.NewDesc("lockd_lock_waiters", "Queued LOCK.ACQUIRE … WAIT requests, all names together.", nil, nil),
+		"sessions": prometheus.NewDesc("lockd_sessions", "Open sessions.", nil, nil),
+		"blocked":  prometheus.NewDesc("lockd_blocked_clients", "Clients of this node blocked in LOCK.ACQUIRE … WAIT.", nil, nil),
+	}
+	lockCounters = map[string]*prometheus.Desc{
+		"grants":        prometheus.NewDesc("lockd_lock_grants_total", "Lock grants, at once or to a waiter.", nil, nil),
+		"releases":      prometheus.NewDesc("lockd_lock_releases_total", "Holds given back (release, session close, cancel).", nil, nil),
+		"expiries":      prometheus.NewDesc("lockd_lock_expiries_total", "Holds ended because their lease or session ran out.", nil, nil),
+		"delay":         prometheus.NewDesc("lockd_lock_delay_hits_total", "Acquires refused or queued because of a lock-delay.", nil, nil),
+		"queuefull":     prometheus.NewDesc("lockd_lock_queue_full_total", "Acquires refused with QUEUEFULL.", nil, nil),
+		"ratelimited":   prometheus.NewDesc("lockd_rate_limited_total", "Requests refused with RATELIMITED by this node as leader.", nil, nil),
+		"leaderchanges": prometheus.NewDesc("lockd_raft_leader_changes_total", "Times this node took office as leader.", nil, nil),
+	}
+	lateDesc = prometheus.NewDesc("lockd_lock_expired_while_held_total",
+		"Releases and extends that arrived after the holder's lease had ended (the holder was still working), by namespace prefix.", []string{"namespace"}, nil)
+)
+
+func (c lockCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range lockGauges {
+		ch <- d
+	}
+	for _, d := range lockCounters {
+		ch <- d
+	}
+	ch <- lateDesc
+}
+
+func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.store.LockCounters()
+	g := func(k string, v int64) {
+		ch <- prometheus.MustNewConstMetric(lockGauges[k], prometheus.GaugeValue, float64(v))
+	}
+	n := func(k string, v int64) {
+		ch <- prometheus.MustNewConstMetric(lockCounters[k], prometheus.CounterValue, float64(v))
+	}
+	g("locks", st.Locks)
+	g("held", st.Holders)
+	g("waiters", st.Waiters)
+	g("sessions", int64(st.Sessions))
+	g("blocked", int64(st.Blocked))
+	n("grants", st.Grants)
+	n("releases", st.Releases)
+	n("expiries", st.Expiries)
+	n("delay", st.DelayHits)
+	n("queuefull", st.QueueFull)
+	n("ratelimited", st.RateLimited)
+	n("leaderchanges", st.LeaderChanges)
+	for _, ns := range st.Namespaces() {
+		ch <- prometheus.MustNewConstMetric(lateDesc, prometheus.CounterValue, float64(st.LateOps[ns]), ns)
+	}
 }

@@ -277,14 +277,26 @@ func TestMetrics(t *testing.T) {
 	s := start(t, t.TempDir())
 	defer s.Close()
 	c := client(t, s, 2)
-	c.Set(context.Background(), "k", "v", 0)
+	ctx := context.Background()
+	c.Set(ctx, "k", "v", 0)
+	// A holder that releases after its lease ended shows in the metric that
+	// matters most, by namespace.
+	c.Do(ctx, "NAMESPACE.SET", "pay/", "MAXWAITERS", "10")
+	tok, _ := c.Do(ctx, "LOCK.ACQUIRE", "pay/a", "w", "PX", "20").Int64()
+	pollUntil(t, "the lease to end", func() bool { return c.Exists(ctx, "pay/a").Val() == 0 })
+	c.Do(ctx, "LOCK.RELEASE", "pay/a", tok)
+	if info := c.Info(ctx, "locks").Val(); !strings.Contains(info, "lease_expired_while_held:1") || !strings.Contains(info, "lock_grants:1") {
+		t.Errorf("INFO locks = %q", info)
+	}
 	res, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	for _, want := range []string{"lockd_raft_leader 1", "lockd_resp_commands_total ", "lockd_raft_applied_index ", "lockd_raft_log_write_batches_total ", "go_goroutines "} {
+	for _, want := range []string{"lockd_raft_leader 1", "lockd_resp_commands_total ", "lockd_raft_applied_index ", "lockd_raft_log_write_batches_total ", "go_goroutines ",
+		`lockd_lock_expired_while_held_total{namespace="pay/"} 1`, "lockd_lock_grants_total 1", "lockd_locks_held 0", "lockd_sessions 0", "lockd_lock_waiters 0",
+		"lockd_raft_commit_seconds_count ", "lockd_fsync_seconds_count ", "lockd_raft_leader_changes_total 1", "lockd_lock_queue_full_total 0"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -204,6 +204,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		k.items.Clear()
 		k.deadlines.Clear()
 		k.lockTimers.Clear()
+		k.stats.Locks, k.stats.Holders, k.stats.Waiters = 0, 0, 0
 		return resp.OK
 	case command.LockCancel:
 		return k.lockCancel(op, c)

@@ -72,20 +72,22 @@ func byDeadline(a, b *item) bool {
 
 // Keyspace is the FSM state of one Raft group.
 type Keyspace struct {
-	items      *btree.BTreeG[*item] // every key, ordered by (hash, key)
-	deadlines  *btree.BTreeG[*item] // keys with a TTL, ordered by (deadline, key)
-	lockTimers *btree.BTreeG[*item] // lock records with a wake time, ordered by (wake, key)
-	now        int64                // log time of the last applied entry
-	index      uint64               // Raft index of the last applied entry
-	events     []Event              // messages published by the entry being applied
-	scripts    *lua.Engine          // the replicated script cache (EVAL, SCRIPT LOAD)
-	budget     int64                // scripts' instruction budget; 0 = ApplyBudget
-	inScript   bool                 // a script is running (its PUBLISHes are not Direct)
-	cancel     <-chan struct{}      // dry runs only: closed by SCRIPT KILL
-	sessions   map[uint64]*session  // open sessions by id (lookups only: never iterated unsorted)
-	namespaces []Namespace          // by prefix
-	wakes      []Wake               // what became of waiters, since the last TakeWakes
-	lateOps    int64                // releases/extends that came after their lease ended (a metric)
+	items         *btree.BTreeG[*item] // every key, ordered by (hash, key)
+	deadlines     *btree.BTreeG[*item] // keys with a TTL, ordered by (deadline, key)
+	lockTimers    *btree.BTreeG[*item] // lock records with a wake time, ordered by (wake, key)
+	now           int64                // log time of the last applied entry
+	index         uint64               // Raft index of the last applied entry
+	events        []Event              // messages published by the entry being applied
+	scripts       *lua.Engine          // the replicated script cache (EVAL, SCRIPT LOAD)
+	budget        int64                // scripts' instruction budget; 0 = ApplyBudget
+	inScript      bool                 // a script is running (its PUBLISHes are not Direct)
+	cancel        <-chan struct{}      // dry runs only: closed by SCRIPT KILL
+	sessions      map[uint64]*session  // open sessions by id (lookups only: never iterated unsorted)
+	namespaces    []Namespace          // by prefix
+	wakes         []Wake               // what became of waiters, since the last TakeWakes
+	stats         LockStats            // metrics only (see LockStats)
+	expiredRecent map[uint64]string    // metrics only: tokens whose lease ran out lately -> name
+	expiredOrder  []uint64             // expiredRecent's keys, oldest first
 }
 
 // Event is a message published by an applied entry (PUBLISH, at top level, in a
@@ -143,10 +145,6 @@ func (k *Keyspace) GrantReady() bool {
 	it, ok := k.lockTimers.Min()
 	return ok && it.wake <= max(k.now, 1)
 }
-
-// LateOps is how many LOCK.RELEASE / LOCK.EXTEND came after the holder's lease
-// had ended (the holder was still working when its lock expired).
-func (k *Keyspace) LateOps() int64 { return k.lateOps }
 
 // hashKey is the scan order of a key. Cursors are hash values, so the top bit is
 // cleared and 0 is avoided: cursor 0 means "start" and "done".
@@ -293,6 +291,7 @@ func (k *Keyspace) deleteItem(it *item) {
 // indexItem adds it to the deadline and wake indexes it belongs to; unindexItem removes
 // it from them.
 func (k *Keyspace) indexItem(it *item) {
+	k.account(it, 1)
 	if it.deadline != 0 {
 		k.deadlines.Set(it)
 	}
@@ -302,6 +301,7 @@ func (k *Keyspace) indexItem(it *item) {
 }
 
 func (k *Keyspace) unindexItem(it *item) {
+	k.account(it, -1)
 	if it.deadline != 0 {
 		k.deadlines.Delete(it)
 	}
@@ -362,6 +362,11 @@ func (k *Keyspace) expireDue() {
 		it, ok := k.deadlines.Min()
 		if !ok || it.deadline > k.now {
 			return
+		}
+		if it.kind == KindLock {
+			for _, h := range it.lock.holders {
+				k.noteExpired(h.token, []byte(it.key))
+			}
 		}
 		k.remove(it)
 	}

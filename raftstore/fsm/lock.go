@@ -29,6 +29,7 @@ type lockRec struct {
 	delay     int64    // log time before which nobody is granted (lock-delay after an expiry); 0 none
 	lockDelay int64    // the namespace's lock-delay when the record was stored: what a holder's expiry starts
 	granted   uint64   // index of the entry that last granted this name
+	expired   []uint64 // tokens of holders view found expired (noted when stored; never stored)
 }
 
 type holder struct {
@@ -123,6 +124,7 @@ func (k *Keyspace) view(r *lockRec, now int64) (v lockRec, dropped []uint64, cha
 			continue
 		}
 		changed = true
+		v.expired = append(v.expired, h.token)
 		if r.lockDelay > 0 {
 			v.delay = max(v.delay, addSat(h.deadline, r.lockDelay))
 		}
@@ -176,6 +178,7 @@ func (k *Keyspace) settle(r *lockRec, c Ctx) {
 		deadline = sessionBound
 	}
 	r.add(holder{owner: w.owner, session: w.session, token: c.Index, count: 1, since: c.Now, deadline: deadline, via: w.id}, w.mode, w.limit)
+	k.stats.Grants++
 	k.wakes = append(k.wakes, Wake{Waiter: w.id, Token: c.Index})
 }
 
@@ -213,6 +216,10 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 		k.wakes = append(k.wakes, Wake{Waiter: id})
 	}
 	k.settle(&rec, c)
+	for _, tok := range rec.expired {
+		k.noteExpired(tok, name)
+	}
+	rec.expired = nil
 	rec.lockDelay = k.namespaceFor(name).LockDelay
 	var deadline int64
 	for _, h := range rec.holders {
@@ -311,9 +318,13 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 	}
 	if len(rec.waiters) == 0 && rec.delay == 0 && rec.granted != c.Index && rec.admits(op.Mode, op.Limit) {
 		rec.add(holder{owner: clone(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline}, op.Mode, op.Limit)
+		k.stats.Grants++
 		k.sessionHold(op.Session, op.Name)
 		k.storeLock(op.Name, it, rec, dropped, c)
 		return resp.Int(int64(c.Index))
+	}
+	if rec.delay > c.Now {
+		k.stats.DelayHits++
 	}
 	if op.Wait == 0 || !c.Top {
 		if changed || rec.granted == c.Index {
@@ -326,6 +337,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		limit = ns.MaxWaiters
 	}
 	if int64(len(rec.waiters)) >= limit {
+		k.stats.QueueFull++
 		if changed || rec.granted == c.Index {
 			k.storeLock(op.Name, it, rec, dropped, c)
 		}
@@ -373,8 +385,8 @@ func (k *Keyspace) changeHolder(name []byte, token int64, c Ctx, change func(hs 
 		if changed {
 			k.storeLock(name, it, rec, dropped, c)
 		}
-		if it != nil && findHolder(it.lock.holders, token) >= 0 {
-			k.lateOps++ // the lease ended while its holder was still working
+		if k.wasHeld(name, token) {
+			k.noteLate(name) // the lease ended while its holder was still working
 		}
 		return resp.Zero
 	}
@@ -390,6 +402,7 @@ func (k *Keyspace) lockRelease(op command.LockRelease, c Ctx) resp.Value {
 			hs[i].count--
 			return hs
 		}
+		k.stats.Releases++
 		return append(hs[:i], hs[i+1:]...)
 	})
 }
@@ -431,6 +444,7 @@ func (k *Keyspace) lockCancel(op command.LockCancel, c Ctx) resp.Value {
 			if op.Release {
 				rec.holders = append(rec.holders[:i], rec.holders[i+1:]...)
 				changed = true
+				k.stats.Releases++
 			}
 			if changed {
 				k.storeLock(op.Name, it, rec, dropped, c)

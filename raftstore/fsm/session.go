@@ -94,6 +94,15 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 		if len(kept) != len(rec.holders) {
 			n++
 			changed = true
+			if expired {
+				for _, h := range rec.holders {
+					if h.session == id {
+						k.noteExpired(h.token, []byte(name))
+					}
+				}
+			} else {
+				k.stats.Releases += int64(len(rec.holders) - len(kept))
+			}
 			rec.holders = kept
 			if expired && rec.lockDelay > 0 {
 				rec.delay = max(rec.delay, addSat(c.Now, rec.lockDelay))

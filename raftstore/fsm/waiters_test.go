@@ -345,3 +345,33 @@ func TestWaitersSurviveSnapshot(t *testing.T) {
 	}
 	_ = w2
 }
+
+func TestLockStats(t *testing.T) {
+	h := newHarness(t)
+	h.do("NAMESPACE.SET pay/ LOCKDELAY 100 MAXWAITERS 1")
+	h.do("LOCK.ACQUIRE pay/a w1 PX 50")
+	t1 := h.index
+	h.queued("LOCK.ACQUIRE pay/a w2 PX 50 WAIT 1000")
+	h.do("LOCK.ACQUIRE pay/a w3 WAIT 1000") // QUEUEFULL
+	if st := h.ks.LockStats(); st.Locks != 1 || st.Holders != 1 || st.Waiters != 1 || st.Grants != 1 || st.QueueFull != 1 {
+		t.Fatalf("stats after queueing: %+v", st)
+	}
+	h.now = 50
+	h.tick() // w1's lease ends: lock-delay, then w2 is granted at 150
+	h.do(fmt.Sprintf("LOCK.RELEASE pay/a %d", t1)) // w1 was still working
+	h.do("LOCK.ACQUIRE pay/a w4")                  // refused: lock-delay
+	h.now = 150
+	h.tick()
+	h.do("LOCK.ACQUIRE x o PX 10")
+	tx := h.index
+	h.now = 1000
+	h.tick() // x expires and is removed by the tick
+	h.do(fmt.Sprintf("LOCK.EXTEND x %d 10", tx))
+	st := h.ks.LockStats()
+	if st.Grants != 3 || st.Expiries != 3 || st.DelayHits != 1 || st.LateOps["pay/"] != 1 || st.LateOps[""] != 1 {
+		t.Fatalf("stats = %+v, want 3 grants, 3 expiries (w1, w2, x), 1 delay hit, one late op in pay/ and one outside", st)
+	}
+	if st.Locks != 0 || st.Holders != 0 || st.Waiters != 0 {
+		t.Fatalf("gauges after everything ended: %+v", st)
+	}
+}

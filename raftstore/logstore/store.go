@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -78,6 +79,10 @@ type Options struct {
 	// passed to Open is then only used in messages, and nothing survives
 	// Close. Writes are not synced in this mode.
 	InMemory bool
+
+	// ObserveWrite, if set, is told how long each StoreLogs took (one synced
+	// write: the fsync latency the log adds to every commit).
+	ObserveWrite func(time.Duration)
 }
 
 // Store is a raft.LogStore and raft.StableStore backed by one badger DB.
@@ -117,6 +122,8 @@ type Store struct {
 	// batches counts StoreLogs calls that wrote something: one synced commit
 	// each (more only for a batch too big for one transaction).
 	batches atomic.Uint64
+
+	observe func(time.Duration) // Options.ObserveWrite
 }
 
 // Batches is the number of StoreLogs calls that wrote entries since Open. With
@@ -167,7 +174,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("logstore: open %s: %w", dir, explainOpenError(dir, err))
 	}
 
-	s := &Store{db: db, dir: dir, logger: logger, maxValue: int(bopts.ValueLogFileSize)}
+	s := &Store{db: db, dir: dir, logger: logger, maxValue: int(bopts.ValueLogFileSize), observe: opts.ObserveWrite}
 	if opts.InMemory {
 		// In-memory badger caps values at the (default, 1 MiB) value threshold.
 		s.maxValue = int(bopts.ValueThreshold)
@@ -327,6 +334,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	defer s.closeMu.RUnlock()
 	s.batches.Add(1)
+	if s.observe != nil {
+		defer func(start time.Time) { s.observe(time.Since(start)) }(time.Now())
+	}
 
 	// Encode the whole batch into two slabs before taking the write lock.
 	keySlab := make([]byte, len(logs)*logKeyLen)

@@ -1,0 +1,89 @@
+package fsm
+
+import "sort"
+
+// LockStats counts what the lock records hold and what happened to them. The
+// gauges (Locks, Holders, Waiters) are the stored records' (an expired holder
+// counts until its record is next touched); the counters run since the keyspace
+// was created or restored. They are metrics, not state: never in a snapshot,
+// and no reply depends on them.
+type LockStats struct {
+	Locks, Holders, Waiters int64
+	Grants                  int64 // grants, at once or to a waiter
+	Releases                int64 // holds given back (release, session close, cancel)
+	Expiries                int64 // holds that ended because a lease or session ran out
+	DelayHits               int64 // acquires refused or queued because of a lock-delay
+	QueueFull               int64 // acquires refused with QUEUEFULL
+	// LateOps counts, by namespace prefix ("" outside any), the releases and
+	// extends that came after the holder's lease had ended: the holder was
+	// still working when its lock expired.
+	LateOps map[string]int64
+}
+
+// LockStats returns a copy of the lock statistics.
+func (k *Keyspace) LockStats() LockStats {
+	st := k.stats
+	st.LateOps = make(map[string]int64, len(k.stats.LateOps))
+	for ns, n := range k.stats.LateOps {
+		st.LateOps[ns] = n
+	}
+	return st
+}
+
+// Namespaces returns the namespaces' prefixes, sorted.
+func (st LockStats) Namespaces() []string {
+	out := make([]string, 0, len(st.LateOps))
+	for ns := range st.LateOps {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// account adds (sign 1) or removes (sign -1) a stored item's lock gauges.
+func (k *Keyspace) account(it *item, sign int64) {
+	if it.kind != KindLock {
+		return
+	}
+	k.stats.Locks += sign
+	k.stats.Holders += sign * int64(len(it.lock.holders))
+	k.stats.Waiters += sign * int64(len(it.lock.waiters))
+}
+
+func (k *Keyspace) noteLate(name []byte) {
+	if k.stats.LateOps == nil {
+		k.stats.LateOps = map[string]int64{}
+	}
+	k.stats.LateOps[k.namespaceFor(name).Prefix]++
+}
+
+// recentExpiries bounds the expired grants remembered for LateOps.
+const recentExpiries = 4096
+
+// noteExpired counts a hold that ended because its lease or session ran out,
+// and remembers its token for a while, so that a late release or extend by the
+// holder can be counted (LateOps).
+func (k *Keyspace) noteExpired(token uint64, name []byte) {
+	k.stats.Expiries++
+	if k.expiredRecent == nil {
+		k.expiredRecent = map[uint64]string{}
+	}
+	if _, ok := k.expiredRecent[token]; !ok {
+		k.expiredOrder = append(k.expiredOrder, token)
+	}
+	k.expiredRecent[token] = string(name)
+	for len(k.expiredOrder) > recentExpiries {
+		delete(k.expiredRecent, k.expiredOrder[0])
+		k.expiredOrder = k.expiredOrder[1:]
+	}
+}
+
+// wasHeld reports whether token held name until its lease ran out: its record
+// still lists it, expired, or it expired lately.
+func (k *Keyspace) wasHeld(name []byte, token int64) bool {
+	if it, ok := k.items.Get(&item{hash: hashKey(name), key: string(name)}); ok && it.kind == KindLock && findHolder(it.lock.holders, token) >= 0 {
+		return true
+	}
+	n, ok := k.expiredRecent[uint64(token)]
+	return ok && n == string(name)
+}
