@@ -17,9 +17,9 @@ var commandNames = []string{
 	"pexpire", "pexpireat", "pexpiretime", "psetex", "pttl", "publish", "scan",
 	"set", "setex", "setnx", "ttl", "type", "unlink",
 	// commands the front door answers
-	"auth", "client", "command", "config", "discard", "echo", "exec", "hello",
+	"asking", "auth", "client", "cluster", "command", "config", "discard", "echo", "exec", "hello",
 	"info", "multi", "ping", "psubscribe", "pubsub", "punsubscribe", "quit",
-	"select", "subscribe", "time", "unsubscribe", "unwatch", "wait", "watch",
+	"readonly", "readwrite", "select", "subscribe", "time", "unsubscribe", "unwatch", "wait", "watch",
 }
 
 // sharedSubcommands are the subcommands lockd implements that Redis 7.0.15
@@ -28,6 +28,7 @@ var commandNames = []string{
 var sharedSubcommands = []string{
 	"client|getname", "client|help", "client|id", "client|info", "client|list",
 	"client|no-evict", "client|setname",
+	"cluster|help", "cluster|info", "cluster|keyslot", "cluster|myid", "cluster|nodes", "cluster|shards", "cluster|slots",
 	"command|count", "command|docs", "command|help", "command|info", "command|list",
 	"config|get", "config|help", "config|resetstat", "config|set",
 	"pubsub|channels", "pubsub|help", "pubsub|numpat", "pubsub|numsub",

@@ -15,8 +15,8 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 	switch op.Action {
 	case "members":
 		return s.members(ctx)
-	case "status": // asked by the leader for RAFT MEMBERS
-		return resp.Array(resp.Int(int64(s.raft.AppliedIndex())), resp.Int(int64(s.raft.LastIndex())))
+	case "status": // asked by another node for RAFT MEMBERS
+		return resp.Array(resp.Int(int64(s.raft.AppliedIndex())), resp.Int(int64(s.raft.LastIndex())), resp.BulkString(s.cfg.ClientAddr))
 	}
 	if s.raft.State() != raft.Leader {
 		return resp.Error(ErrNotApplied.Error())
@@ -63,16 +63,19 @@ func (s *Store) configuration() []raft.Server {
 }
 
 // members lists the configuration as this node knows it, with each member's
-// applied index and its lag behind this node's last log index (asked over the
-// peer port; -1 when a member does not answer within a second).
+// RESP address, applied index and lag behind this node's last log index (asked
+// over the peer port; applied -1 and no RESP address when a member does not
+// answer within a second).
 func (s *Store) members(ctx context.Context) resp.Value {
 	leaderAddr, leaderID := s.raft.LeaderWithID()
 	servers := s.configuration()
 	applied := make([]int64, len(servers))
+	clientAddr := make([]string, len(servers))
 	var wg sync.WaitGroup
 	for i, srv := range servers {
 		if srv.Address == s.trans.LocalAddr() {
 			applied[i] = int64(s.raft.AppliedIndex())
+			clientAddr[i] = s.cfg.ClientAddr
 			continue
 		}
 		wg.Add(1)
@@ -85,8 +88,11 @@ func (s *Store) members(ctx context.Context) resp.Value {
 			if err != nil {
 				return
 			}
-			if v, _, err := resp.ReadValue(b); err == nil && len(v.Elems) == 1 && len(v.Elems[0].Elems) == 2 {
+			if v, _, err := resp.ReadValue(b); err == nil && len(v.Elems) == 1 && len(v.Elems[0].Elems) >= 2 {
 				applied[i] = v.Elems[0].Elems[0].Int
+				if len(v.Elems[0].Elems) >= 3 {
+					clientAddr[i] = v.Elems[0].Elems[2].String()
+				}
 			}
 		}(i, string(srv.Address))
 	}
@@ -101,6 +107,7 @@ func (s *Store) members(ctx context.Context) resp.Value {
 		out = append(out, resp.Map(
 			resp.BulkString("id"), resp.BulkString(string(srv.ID)),
 			resp.BulkString("addr"), resp.BulkString(string(srv.Address)),
+			resp.BulkString("resp_addr"), resp.BulkString(clientAddr[i]),
 			resp.BulkString("suffrage"), resp.BulkString(srv.Suffrage.String()),
 			resp.BulkString("leader"), resp.Bool(srv.ID == leaderID && srv.Address == leaderAddr),
 			resp.BulkString("applied_index"), resp.Int(applied[i]),

@@ -33,6 +33,9 @@ type Config struct {
 	DataDir string
 	// PeerAddr is the address the peer (Raft) port binds, e.g. "127.0.0.1:7379".
 	PeerAddr string
+	// ClientAddr is the RESP address this node tells other nodes and
+	// cluster-aware clients (CLUSTER SLOTS); "" when it has none.
+	ClientAddr string
 	// Peers are the voters of a new cluster, this node included, used only when
 	// the data directory holds no Raft state yet. Empty: a single-node cluster of
 	// this node. Every node of a new cluster is started with the same Peers.

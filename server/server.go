@@ -54,6 +54,24 @@ type Config struct {
 	HTTPHook  func(http.Handler) http.Handler
 }
 
+// advertised is the RESP address other nodes and cluster-aware clients are
+// given: the bound address, with an unspecified host (0.0.0.0, ::) replaced by
+// the peer address's host.
+func advertised(respAddr, peerAddr string) string {
+	host, port, err := net.SplitHostPort(respAddr)
+	if err != nil {
+		return respAddr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if ph, _, err := net.SplitHostPort(peerAddr); err == nil && ph != "" {
+			if pip := net.ParseIP(ph); pip == nil || !pip.IsUnspecified() {
+				host = ph
+			}
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // Server is a running lockd process.
 type Server struct {
 	cfg   Config
@@ -99,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("HTTP port %s: %w", cfg.HTTPAddr, err)
 		}
 	}
-	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr,
+	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr, ClientAddr: advertised(rs.Addr(), cfg.PeerAddr),
 		Logger: lg, RaftLogOutput: cfg.RaftLogOutput, Publish: rs.Publish, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs}
 	if cfg.StoreHook != nil { // fault tests only

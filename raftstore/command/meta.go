@@ -529,6 +529,66 @@ var metaTable = map[string]CommandMeta{
 	},
 
 	// ---- commands the front door answers (redisproto's locals and their subcommands)
+	"cluster": {
+		Arity:      -2,
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "A container for cluster commands", Since: "3.0.0", Group: "cluster", Complexity: "Depends on subcommand."},
+	},
+	"cluster|keyslot": {
+		Arity: 3, Flags: words("stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "Returns the hash slot of the specified key", Since: "3.0.0", Group: "cluster", Complexity: "O(N) where N is the number of bytes in the key"},
+	},
+	"cluster|info": {
+		Arity: 2, Flags: words("stale"),
+		Categories: words("@slow"),
+		Tips:       []string{"nondeterministic_output"},
+		Doc:        Doc{Summary: "Provides info about Redis Cluster node state", Since: "3.0.0", Group: "cluster", Complexity: "O(1)"},
+	},
+	"cluster|myid": {
+		Arity: 2, Flags: words("stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "Return the node id", Since: "3.0.0", Group: "cluster", Complexity: "O(1)"},
+	},
+	"cluster|slots": {
+		Arity: 2, Flags: words("stale"),
+		Categories: words("@slow"),
+		Tips:       []string{"nondeterministic_output"},
+		Doc: Doc{Summary: "Get array of Cluster slot to node mappings", Since: "3.0.0", Group: "cluster", Complexity: "O(N) where N is the total number of Cluster nodes",
+			DocFlags: []string{"deprecated"}, DeprecatedSince: "7.0.0", ReplacedBy: "`CLUSTER SHARDS`"},
+	},
+	"cluster|shards": {
+		Arity: 2, Flags: words("stale"),
+		Categories: words("@slow"),
+		Tips:       []string{"nondeterministic_output"},
+		Doc:        Doc{Summary: "Get array of cluster slots to node mappings", Since: "7.0.0", Group: "cluster", Complexity: "O(N) where N is the total number of cluster nodes"},
+	},
+	"cluster|nodes": {
+		Arity: 2, Flags: words("stale"),
+		Categories: words("@slow"),
+		Tips:       []string{"nondeterministic_output"},
+		Doc:        Doc{Summary: "Get Cluster config for the node", Since: "3.0.0", Group: "cluster", Complexity: "O(N) where N is the total number of Cluster nodes"},
+	},
+	"cluster|help": {
+		Arity: 2, Flags: words("loading stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "Show helpful text about the different subcommands", Since: "5.0.0", Group: "cluster", Complexity: "O(1)"},
+	},
+	"readonly": {
+		Arity: 1, Flags: words("loading stale fast"),
+		Categories: words("@fast @connection"),
+		Doc:        Doc{Summary: "Enables read queries for a connection to a cluster replica node", Since: "3.0.0", Group: "cluster", Complexity: "O(1)"},
+	},
+	"readwrite": {
+		Arity: 1, Flags: words("loading stale fast"),
+		Categories: words("@fast @connection"),
+		Doc:        Doc{Summary: "Disables read queries for a connection to a cluster replica node", Since: "3.0.0", Group: "cluster", Complexity: "O(1)"},
+	},
+	"asking": {
+		Arity: 1, Flags: words("fast"),
+		Categories: words("@fast @connection"),
+		Doc:        Doc{Summary: "Sent by cluster clients after an -ASK redirect", Since: "3.0.0", Group: "cluster", Complexity: "O(1)"},
+	},
 	"auth": {
 		Arity: -2, Flags: words("noscript loading stale fast no_auth allow_busy"),
 		Categories: words("@fast @connection"),
