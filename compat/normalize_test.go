@@ -28,9 +28,9 @@ var (
 	serverTime    = normalizer{"serverTime", timeWithin(2)}
 	unordered     = normalizer{"unordered", both(sorted)}
 	ttlSeconds    = normalizer{"ttlSeconds", within(1)}   // TTL: exact or one second less
-	ttlMillis     = normalizer{"ttlMillis", within(100)}  // PTTL
+	ttlMillis     = normalizer{"ttlMillis", within(250)}  // PTTL (a loaded machine delays one side)
 	unixSeconds   = normalizer{"unixSeconds", within(1)}  // EXPIRETIME
-	unixMillis    = normalizer{"unixMillis", within(100)} // PEXPIRETIME
+	unixMillis    = normalizer{"unixMillis", within(250)} // PEXPIRETIME
 )
 
 // clientVolatile are the CLIENT INFO / LIST fields that depend on the

@@ -88,9 +88,7 @@ func init() {
 
 	config := local("config", -2, nil)
 	subcmd(config, "get", -3, cmdConfigGet)
-	subcmd(config, "set", -4, func(_ *conn, a [][]byte) resp.Value {
-		return resp.Error("ERR CONFIG SET is not supported by lockd; use its flags")
-	})
+	subcmd(config, "set", -4, cmdConfigSet)
 	subcmd(config, "resetstat", 2, func(*conn, [][]byte) resp.Value { return resp.OK })
 	subcmd(config, "help", 2, func(*conn, [][]byte) resp.Value {
 		return help("CONFIG", "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
@@ -376,9 +374,10 @@ var configValues = [][2]string{
 func cmdConfigGet(c *conn, a [][]byte) resp.Value {
 	var out []resp.Value
 	seen := map[string]bool{}
+	values := append(configValues[:len(configValues):len(configValues)], [2]string{"notify-keyspace-events", c.srv.notifyConfig()})
 	for _, pat := range a[2:] {
 		lp := []byte(strings.ToLower(string(pat)))
-		for _, kv := range configValues {
+		for _, kv := range values {
 			if !seen[kv[0]] && command.Match(lp, []byte(kv[0])) {
 				seen[kv[0]] = true
 				out = append(out, resp.BulkString(kv[0]), resp.BulkString(kv[1]))

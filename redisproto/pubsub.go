@@ -26,6 +26,9 @@ func newBroker() *broker {
 // that match it, and returns how many deliveries it made. It never blocks on a
 // client: messages are queued on each connection.
 func (s *Server) Publish(channel, message []byte) int {
+	if len(channel) > 2 && channel[0] == '_' && !notifyAllows(s.notifyConfig(), string(channel)) {
+		return 0
+	}
 	b := s.pubsub
 	b.mu.RLock()
 	defer b.mu.RUnlock()

@@ -61,6 +61,7 @@ type Server struct {
 	wg        sync.WaitGroup
 	stats     stats
 	pubsub    *broker
+	notify    atomic.Pointer[string] // notify-keyspace-events (CONFIG SET)
 	ctx       context.Context
 	cancelCtx context.CancelFunc
 }

@@ -366,8 +366,10 @@ func (k *Keyspace) expireDue() {
 		if it.kind == KindLock {
 			for _, h := range it.lock.holders {
 				k.noteExpired(h.token, []byte(it.key))
+				k.publishHold("expire", []byte(it.key), h)
 			}
 		}
+		k.publishExpired(it.key)
 		k.remove(it)
 	}
 }

@@ -29,7 +29,7 @@ type lockRec struct {
 	delay     int64    // log time before which nobody is granted (lock-delay after an expiry); 0 none
 	lockDelay int64    // the namespace's lock-delay when the record was stored: what a holder's expiry starts
 	granted   uint64   // index of the entry that last granted this name
-	expired   []uint64 // tokens of holders view found expired (noted when stored; never stored)
+	expired   []holder // holders view found expired (noted when stored; never stored)
 }
 
 type holder struct {
@@ -124,7 +124,7 @@ func (k *Keyspace) view(r *lockRec, now int64) (v lockRec, dropped []uint64, cha
 			continue
 		}
 		changed = true
-		v.expired = append(v.expired, h.token)
+		v.expired = append(v.expired, h)
 		if r.lockDelay > 0 {
 			v.delay = max(v.delay, addSat(h.deadline, r.lockDelay))
 		}
@@ -164,7 +164,7 @@ func (k *Keyspace) lockOf(name []byte, now int64) (*item, lockRec, []uint64, boo
 
 // settle grants the head waiter when it fits: the hand-over inside the entry
 // that freed the lock. It grants at most once per entry (see lockRec).
-func (k *Keyspace) settle(r *lockRec, c Ctx) {
+func (k *Keyspace) settle(name []byte, r *lockRec, c Ctx) {
 	if len(r.waiters) == 0 || r.granted == c.Index || r.delay > c.Now {
 		return
 	}
@@ -177,8 +177,10 @@ func (k *Keyspace) settle(r *lockRec, c Ctx) {
 	if w.session != 0 {
 		deadline = sessionBound
 	}
-	r.add(holder{owner: w.owner, session: w.session, token: c.Index, count: 1, since: c.Now, deadline: deadline, via: w.id}, w.mode, w.limit)
+	h := holder{owner: w.owner, session: w.session, token: c.Index, count: 1, since: c.Now, deadline: deadline, via: w.id}
+	r.add(h, w.mode, w.limit)
 	k.stats.Grants++
+	k.publishGrant(name, h)
 	k.wakes = append(k.wakes, Wake{Waiter: w.id, Token: c.Index})
 }
 
@@ -215,9 +217,10 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	for _, id := range dropped {
 		k.wakes = append(k.wakes, Wake{Waiter: id})
 	}
-	k.settle(&rec, c)
-	for _, tok := range rec.expired {
-		k.noteExpired(tok, name)
+	k.settle(name, &rec, c)
+	for _, h := range rec.expired {
+		k.noteExpired(h.token, name)
+		k.publishHold("expire", name, h)
 	}
 	rec.expired = nil
 	rec.lockDelay = k.namespaceFor(name).LockDelay
@@ -263,6 +266,7 @@ func (k *Keyspace) dropWaiters(it *item) {
 func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 	ns := k.namespaceFor(op.Name)
 	if ns.Safety == "correctness" && len(ns.FencedBy) == 0 {
+		k.publishReject(op.Name, op.Owner, "safety")
 		return resp.Error(fmt.Sprintf("ERR namespace '%s' is declared SAFETY correctness but names no fenced resource: set one with NAMESPACE.SET %s FENCEDBY <resource>", ns.Prefix, ns.Prefix))
 	}
 	ttl := op.TTL
@@ -271,6 +275,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 	}
 	if ns.MaxTTL > 0 && ttl > ns.MaxTTL {
 		if op.TTLSet {
+			k.publishReject(op.Name, op.Owner, "max-ttl")
 			return resp.Error(fmt.Sprintf("ERR PX %d exceeds the MAXTTL of namespace '%s' (%d ms)", ttl, ns.Prefix, ns.MaxTTL))
 		}
 		ttl = ns.MaxTTL
@@ -296,7 +301,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 			}
 		}
 	}
-	k.settle(&rec, c)
+	k.settle(op.Name, &rec, c)
 	for i, h := range rec.holders {
 		if bytes.Equal(h.owner, op.Owner) && h.session == op.Session {
 			if op.Reentrant {
@@ -317,14 +322,19 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		}
 	}
 	if len(rec.waiters) == 0 && rec.delay == 0 && rec.granted != c.Index && rec.admits(op.Mode, op.Limit) {
-		rec.add(holder{owner: clone(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline}, op.Mode, op.Limit)
+		h := holder{owner: clone(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline}
+		rec.add(h, op.Mode, op.Limit)
 		k.stats.Grants++
+		k.publishGrant(op.Name, h)
 		k.sessionHold(op.Session, op.Name)
 		k.storeLock(op.Name, it, rec, dropped, c)
 		return resp.Int(int64(c.Index))
 	}
 	if rec.delay > c.Now {
 		k.stats.DelayHits++
+		if op.Wait == 0 || !c.Top {
+			k.publishReject(op.Name, op.Owner, "lock-delay")
+		}
 	}
 	if op.Wait == 0 || !c.Top {
 		if changed || rec.granted == c.Index {
@@ -338,6 +348,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 	}
 	if int64(len(rec.waiters)) >= limit {
 		k.stats.QueueFull++
+		k.publishReject(op.Name, op.Owner, "queue-full")
 		if changed || rec.granted == c.Index {
 			k.storeLock(op.Name, it, rec, dropped, c)
 		}
@@ -403,6 +414,7 @@ func (k *Keyspace) lockRelease(op command.LockRelease, c Ctx) resp.Value {
 			return hs
 		}
 		k.stats.Releases++
+		k.publishHold("release", op.Name, hs[i])
 		return append(hs[:i], hs[i+1:]...)
 	})
 }
@@ -445,6 +457,7 @@ func (k *Keyspace) lockCancel(op command.LockCancel, c Ctx) resp.Value {
 				rec.holders = append(rec.holders[:i], rec.holders[i+1:]...)
 				changed = true
 				k.stats.Releases++
+				k.publishHold("release", op.Name, h)
 			}
 			if changed {
 				k.storeLock(op.Name, it, rec, dropped, c)

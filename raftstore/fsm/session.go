@@ -94,14 +94,17 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 		if len(kept) != len(rec.holders) {
 			n++
 			changed = true
-			if expired {
-				for _, h := range rec.holders {
-					if h.session == id {
-						k.noteExpired(h.token, []byte(name))
-					}
+			for _, h := range rec.holders {
+				if h.session != id {
+					continue
 				}
-			} else {
-				k.stats.Releases += int64(len(rec.holders) - len(kept))
+				if expired {
+					k.noteExpired(h.token, []byte(name))
+					k.publishHold("expire", []byte(name), h)
+				} else {
+					k.stats.Releases++
+					k.publishHold("release", []byte(name), h)
+				}
 			}
 			rec.holders = kept
 			if expired && rec.lockDelay > 0 {
@@ -111,6 +114,9 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 		if changed {
 			k.storeLock([]byte(name), it, rec, dropped, c)
 		}
+	}
+	if expired {
+		k.publishLock(lockEvent{Event: "session-expire", Session: id, Locks: n})
 	}
 	return n
 }

@@ -357,7 +357,7 @@ func TestLockStats(t *testing.T) {
 		t.Fatalf("stats after queueing: %+v", st)
 	}
 	h.now = 50
-	h.tick() // w1's lease ends: lock-delay, then w2 is granted at 150
+	h.tick()                                       // w1's lease ends: lock-delay, then w2 is granted at 150
 	h.do(fmt.Sprintf("LOCK.RELEASE pay/a %d", t1)) // w1 was still working
 	h.do("LOCK.ACQUIRE pay/a w4")                  // refused: lock-delay
 	h.now = 150

@@ -1,0 +1,69 @@
+package fsm
+
+import (
+	"encoding/json"
+)
+
+// EventsChannel is the pub/sub channel every lock event is published on. The
+// events of a name inside a namespace also go to EventsChannel + ":" + prefix.
+//
+// Each message is one JSON object:
+//
+//	{"event":"grant","name":"payouts/48213","token":12,"owner":"worker-02","session":0,"waiter":11,"at":81234}
+//
+// event is grant | release | expire | session-expire | reject; token, owner and
+// session name the hold (session-expire: session and locks, the number of locks
+// it held); waiter is set when a queued acquire was granted; reason says why an
+// acquire was rejected (queue-full | lock-delay | safety | max-ttl); at is the
+// log time in ms. Every node publishes each event to its own subscribers once,
+// when it applies the entry.
+const EventsChannel = "lockd:events"
+
+// Keyspace notification channels (Redis's notify-keyspace-events): the node
+// decides whether to deliver them (CONFIG SET notify-keyspace-events).
+const (
+	KeyeventExpired = "__keyevent@0__:expired"
+	KeyspacePrefix  = "__keyspace@0__:"
+)
+
+type lockEvent struct {
+	Event   string `json:"event"`
+	Name    string `json:"name"`
+	Token   uint64 `json:"token,omitempty"`
+	Owner   string `json:"owner,omitempty"`
+	Session uint64 `json:"session,omitempty"`
+	Waiter  uint64 `json:"waiter,omitempty"`
+	Locks   int    `json:"locks,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	At      int64  `json:"at"`
+}
+
+// publishLock queues a lock event for this entry's subscribers.
+func (k *Keyspace) publishLock(ev lockEvent) {
+	ev.At = k.now
+	msg, _ := json.Marshal(ev)
+	k.events = append(k.events, Event{Channel: []byte(EventsChannel), Message: msg})
+	if ns := k.namespaceFor([]byte(ev.Name)); ns.Prefix != "" {
+		k.events = append(k.events, Event{Channel: []byte(EventsChannel + ":" + ns.Prefix), Message: msg})
+	}
+}
+
+func (k *Keyspace) publishGrant(name []byte, h holder) {
+	k.publishLock(lockEvent{Event: "grant", Name: string(name), Token: h.token, Owner: string(h.owner), Session: h.session, Waiter: h.via})
+}
+
+func (k *Keyspace) publishHold(event string, name []byte, h holder) {
+	k.publishLock(lockEvent{Event: event, Name: string(name), Token: h.token, Owner: string(h.owner), Session: h.session})
+}
+
+func (k *Keyspace) publishReject(name, owner []byte, reason string) {
+	k.publishLock(lockEvent{Event: "reject", Name: string(name), Owner: string(owner), Reason: reason})
+}
+
+// publishExpired sends Redis's keyspace notifications for a key removed because
+// its TTL passed.
+func (k *Keyspace) publishExpired(key string) {
+	k.events = append(k.events,
+		Event{Channel: []byte(KeyeventExpired), Message: []byte(key)},
+		Event{Channel: []byte(KeyspacePrefix + key), Message: []byte("expired")})
+}

@@ -1,0 +1,95 @@
+package redisproto
+
+import (
+	"strings"
+
+	"github.com/lockd/lockd/resp"
+)
+
+// Keyspace notifications (notify-keyspace-events), as in Redis: off by
+// default; CONFIG SET notify-keyspace-events turns them on for this node. lockd
+// publishes the "expired" class (x): __keyevent@0__:expired with the key, and
+// __keyspace@0__:<key> with "expired", when a tick removes an expired key.
+
+// notifyFlags are the letters Redis accepts, in the order CONFIG GET shows them.
+const notifyFlags = "g$lshzxetmdnKE"
+
+// parseNotify validates a notify-keyspace-events value and returns it in
+// Redis's canonical order ("A" for all classes).
+func parseNotify(v string) (string, bool) {
+	set := map[byte]bool{}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c == 'A' {
+			for _, x := range "g$lshzxetd" {
+				set[byte(x)] = true
+			}
+			continue
+		}
+		if !strings.ContainsRune(notifyFlags, rune(c)) {
+			return "", false
+		}
+		set[c] = true
+	}
+	var b strings.Builder
+	all := true
+	for _, x := range "g$lshzxetd" {
+		all = all && set[byte(x)]
+	}
+	if all {
+		b.WriteByte('A')
+	}
+	for i := 0; i < len(notifyFlags); i++ {
+		c := notifyFlags[i]
+		if all && strings.IndexByte("g$lshzxetd", c) >= 0 {
+			continue
+		}
+		if set[c] {
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
+// notifyAllows reports whether a keyspace-notification channel may be
+// delivered under flags; other channels always may.
+func notifyAllows(flags, channel string) bool {
+	expired := strings.ContainsAny(flags, "xA")
+	switch {
+	case strings.HasPrefix(channel, "__keyevent@"):
+		return expired && strings.Contains(flags, "E")
+	case strings.HasPrefix(channel, "__keyspace@"):
+		return expired && strings.Contains(flags, "K")
+	}
+	return true
+}
+
+// CONFIG SET parameter value [parameter value ...]: only
+// notify-keyspace-events can be changed at run time; the rest are flags.
+func cmdConfigSet(c *conn, a [][]byte) resp.Value {
+	if len(a)%2 != 0 {
+		return resp.Error("ERR wrong number of arguments for 'config|set' command")
+	}
+	var notify string
+	for i := 2; i < len(a); i += 2 {
+		name := strings.ToLower(string(a[i]))
+		if name != "notify-keyspace-events" {
+			return resp.Error("ERR CONFIG SET " + name + " is not supported by lockd; use its flags")
+		}
+		v, ok := parseNotify(string(a[i+1]))
+		if !ok {
+			return resp.Error("ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+		}
+		notify = v
+	}
+	c.srv.notify.Store(&notify)
+	return resp.OK
+}
+
+// notifyConfig is the current notify-keyspace-events value.
+func (s *Server) notifyConfig() string {
+	if p := s.notify.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
