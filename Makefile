@@ -20,12 +20,18 @@ test: deps lint
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 
 ## deps: what the suite needs that Go does not bring: a real redis-server as the
-## reference of the compat suite, and redis-cli / redis-benchmark.
+## reference of the compat suite, redis-cli / redis-benchmark, and PostgreSQL
+## (the fenced payout example; its test runs initdb and postgres in a temp directory).
 deps:
 	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \
 		echo "installing redis-server and redis-tools"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	fi
+	@if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "installing postgresql (the fenced payout example, client/examples/payout)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null; \
 	fi
 	@redis-server --version
 
