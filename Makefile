@@ -21,7 +21,8 @@ test: deps lint
 
 ## deps: what the suite needs that Go does not bring: a real redis-server as the
 ## reference of the compat suite, redis-cli / redis-benchmark, and PostgreSQL
-## (the fenced payout example; its test runs initdb and postgres in a temp directory).
+## (the fenced payout example; its test runs initdb and postgres in a temp directory),
+## and promtool / systemd-analyze (deploy/'s tests check the rules and units).
 deps:
 	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \
 		echo "installing redis-server and redis-tools"; \
@@ -32,6 +33,11 @@ deps:
 		echo "installing postgresql (the fenced payout example, client/examples/payout)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null; \
+	fi
+	@if ! command -v promtool >/dev/null || ! command -v systemd-analyze >/dev/null; then \
+		echo "installing promtool (package prometheus) and systemd-analyze (the deploy/ checks)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus systemd >/dev/null; \
 	fi
 	@redis-server --version
 
