@@ -20,7 +20,8 @@ test: deps lint
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 
 ## deps: what the suite needs that Go does not bring: a real redis-server as the
-## reference of the compat suite, redis-cli / redis-benchmark, and PostgreSQL
+## reference of the compat suite, redis-cli / redis-benchmark, etcd / etcdctl
+## (the peer that lockbench -etcd and make bench measure), PostgreSQL
 ## (the fenced payout example; its test runs initdb and postgres in a temp directory),
 ## and promtool / systemd-analyze (deploy/'s tests check the rules and units).
 deps:
@@ -28,6 +29,11 @@ deps:
 		echo "installing redis-server and redis-tools"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	fi
+	@if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then \
+		echo "installing etcd-server and etcd-client (lockbench -etcd tests, make bench)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server etcd-client >/dev/null; \
 	fi
 	@if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		echo "installing postgresql (the fenced payout example, client/examples/payout)"; \
@@ -46,10 +52,12 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: redis-benchmark and lockbench against lockd and a durable redis-server, side by side
+## bench: the same lock workloads (cmd/lockbench) against lockd (1 node and 3 nodes),
+## a durable redis-server and a 3-member etcd, at 1/16/64 clients, in one table
+## (about 8 minutes; BENCH_QUICK=1: about 2). scripts/bench.sh (redis-benchmark) and
+## scripts/lockbench.sh (mixed profile, FENCE check) run on their own.
 bench: build deps
-	./scripts/bench.sh
-	./scripts/lockbench.sh
+	./scripts/compare.sh
 
 ## chaos: the fault suites: kill -9 under load, multi-process cluster failovers,
 ## the porcupine linearizability check, in-process partitions and crashes

@@ -79,18 +79,6 @@ lb() {
 	fi
 }
 
-# field FILE TABLE ROW COLUMN: the value in the report's table whose header
-# begins with TABLE (workload or op), in the row that begins with ROW, under the
-# header named COLUMN; "-" when there is no such row.
-field() {
-	awk -v table="$2" -v row="$3" -v col="$4" '
-		NF == 0 { intable = 0; next }
-		$1 == table { intable = 1; idx = 0; for (i = 1; i <= NF; i++) if ($i == col) idx = i; next }
-		intable && $1 == row && idx { print $idx; found = 1; exit }
-		END { if (!found) print "-" }
-	' "$1"
-}
-
 start_lb redis
 start_lb lockd
 for w in "${WORKLOADS[@]}"; do

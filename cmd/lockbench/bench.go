@@ -28,6 +28,9 @@ var (
 // errNoFence: -fence against a server whose SET has no FENCE option.
 var errNoFence = errors.New("-fence needs lockd")
 
+// errNoLock: -lock against a server that has no LOCK.ACQUIRE.
+var errNoLock = errors.New("-lock needs lockd")
+
 // errClass sorts error replies the way a lock client must: TRYAGAIN (rejected
 // before it entered the log: safe to retry), UNKNOWNOUTCOME (may or may not
 // have been applied: never retry an acquire blindly), anything else.
@@ -123,6 +126,9 @@ func (s *shared) sample(msg string) {
 	s.errSamples = append(s.errSamples, msg)
 }
 
+// contendedName is the i-th shared name of the contended workload.
+func (s *shared) contendedName(i int) string { return fmt.Sprintf("%s:c:%d", s.keyPrefix, i) }
+
 // claim takes up to k operations from what the run has left: none once the
 // deadline has passed, the run was interrupted or -n is used up.
 func (s *shared) claim(k int) int {
@@ -144,9 +150,11 @@ func (s *shared) claim(k int) int {
 	}
 }
 
-// heldLock is a lock a client holds: its name and the owner value it set.
+// heldLock is a lock a client holds: its name, the owner value it set and,
+// with -lock, the token LOCK.RELEASE needs.
 type heldLock struct {
 	name, owner string
+	token       int64
 }
 
 // op is one command of a batch.
@@ -168,17 +176,8 @@ const (
 	outLost                   // release, keepalive or read found the lock gone or someone else's
 )
 
-// worker is one client: one connection, its own counters and histograms.
-type worker struct {
-	id  int
-	s   *shared
-	c   *redis.Client
-	rng *rand.Rand
-	mix *mixer
-	seq uint64
-
-	held []heldLock // oldest first
-
+// stats are one client's counters and histograms; the report merges them.
+type stats struct {
 	lat       [numKinds]hist
 	count     [numKinds]uint64
 	errs      [numKinds][numErrClasses]uint64
@@ -189,12 +188,50 @@ type worker struct {
 	end       time.Time
 }
 
+// fail counts an error reply (or no reply) of kind k, unless the run was
+// interrupted, which causes errors that are not the server's.
+func (st *stats) fail(s *shared, k kind, c errClass, err error) {
+	if s.interrupt.Err() != nil {
+		return
+	}
+	st.errs[k][c]++
+	s.errs[c].Add(1)
+	s.sample(fmt.Sprintf("%s: %v", k, err))
+}
+
+// done times a reply of kind k that was not an error.
+func (st *stats) done(s *shared, k kind, lat time.Duration) {
+	st.lat[k].record(lat)
+	st.count[k]++
+	s.ops.Add(1)
+}
+
+// worker is one RESP client: one connection, its own stats.
+type worker struct {
+	stats
+	id  int
+	s   *shared
+	c   *redis.Client
+	rng *rand.Rand
+	mix *mixer
+	seq uint64
+
+	held []heldLock // oldest first
+}
+
 func (w *worker) owner() string {
 	w.seq++
 	return fmt.Sprintf("%s:%d:%d", w.s.runID, w.id, w.seq)
 }
 
 func (w *worker) acquire(ctx context.Context, name, owner string) *redis.Cmd {
+	if w.s.cfg.lock {
+		args := []any{"lock.acquire", name, owner, "px", w.s.ttlMS}
+		if w.s.cfg.wait > 0 {
+			args = append(args, "wait", w.s.cfg.wait.Milliseconds())
+		}
+		return redis.NewCmd(ctx, args...)
+	}
 	args := []any{"set", name, owner, "nx", "px", w.s.ttlMS}
 	if w.s.cfg.fence {
 		args = append(args, "fence")
@@ -212,7 +249,11 @@ func (w *worker) newOp(ctx context.Context, k kind, l heldLock, slot int) op {
 		o.lock.owner = w.owner()
 		o.cmd = w.acquire(ctx, l.name, o.lock.owner)
 	case kRelease:
-		o.cmd = redis.NewCmd(ctx, "evalsha", w.s.releaseSHA, 1, l.name, l.owner)
+		if w.s.cfg.lock {
+			o.cmd = redis.NewCmd(ctx, "lock.release", l.name, l.token)
+		} else {
+			o.cmd = redis.NewCmd(ctx, "evalsha", w.s.releaseSHA, 1, l.name, l.owner)
+		}
 	case kKeepalive:
 		o.cmd = redis.NewCmd(ctx, "evalsha", w.s.keepaliveSHA, 1, l.name, l.owner, w.s.ttlMS)
 	case kRead:
@@ -242,18 +283,10 @@ func (w *worker) exec(ctx context.Context, ops []op) time.Duration {
 func (w *worker) settle(o *op, lat time.Duration) outcome {
 	err := o.cmd.Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		if w.s.interrupt.Err() != nil {
-			return outError // caused by the interrupt: not the server's
-		}
-		c := classify(err)
-		w.errs[o.kind][c]++
-		w.s.errs[c].Add(1)
-		w.s.sample(fmt.Sprintf("%s: %v", o.kind, err))
+		w.fail(w.s, o.kind, classify(err), err)
 		return outError
 	}
-	w.lat[o.kind].record(lat)
-	w.count[o.kind]++
-	w.s.ops.Add(1)
+	w.done(w.s, o.kind, lat)
 	switch o.kind {
 	case kAcquire, kTrylock:
 		if err != nil { // nil reply: not written
@@ -262,6 +295,7 @@ func (w *worker) settle(o *op, lat time.Duration) outcome {
 		}
 		w.grants++
 		if token, ok := o.cmd.Val().(int64); ok {
+			o.lock.token = token
 			w.s.checkToken(o.lock.name, token)
 		}
 		return outGranted
@@ -280,7 +314,6 @@ func (w *worker) settle(o *op, lat time.Duration) outcome {
 
 // run is the measured loop of one client.
 func (w *worker) run(ctx context.Context) {
-	defer func() { w.end = time.Now() }()
 	switch w.s.cfg.workload {
 	case "uncontended", "contended":
 		w.runPairs(ctx)
@@ -302,7 +335,7 @@ func (w *worker) runPairs(ctx context.Context) {
 		for i := range ops {
 			var name string
 			if cfg.workload == "contended" {
-				name = fmt.Sprintf("%s:c:%d", w.s.keyPrefix, w.rng.IntN(cfg.names))
+				name = w.s.contendedName(w.rng.IntN(cfg.names))
 			} else {
 				name = fmt.Sprintf("%s:u:%d:%d", w.s.keyPrefix, w.id, w.seq+1)
 			}
@@ -393,7 +426,11 @@ func (w *worker) cleanup() {
 	defer cancel()
 	_, _ = w.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, l := range w.held {
-			p.EvalSha(ctx, w.s.releaseSHA, []string{l.name}, l.owner)
+			if w.s.cfg.lock {
+				p.Do(ctx, "lock.release", l.name, l.token)
+			} else {
+				p.EvalSha(ctx, w.s.releaseSHA, []string{l.name}, l.owner)
+			}
 		}
 		return nil
 	})
@@ -451,7 +488,17 @@ func prepareAddr(ctx context.Context, cfg *config, s *shared, addr string) error
 	if err := c.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
-	if cfg.fence {
+	if cfg.lock {
+		// LOCK.INFO of a free name answers nil on lockd, an error elsewhere.
+		if err := c.Do(ctx, "lock.info", s.keyPrefix+":probe").Err(); err != nil && !errors.Is(err, redis.Nil) {
+			var rerr redis.Error
+			if errors.As(err, &rerr) {
+				return fmt.Errorf("%w: %s answered LOCK.INFO with %q, so it is not lockd; run without -lock", errNoLock, addr, err.Error())
+			}
+			return fmt.Errorf("%s: probing LOCK.INFO: %w", addr, err)
+		}
+	}
+	if cfg.fence && !cfg.lock { // LOCK.ACQUIRE always answers a token
 		key := s.keyPrefix + ":probe"
 		v, err := c.Do(ctx, "set", key, "probe", "nx", "px", 10000, "fence").Result()
 		switch {
@@ -482,6 +529,24 @@ func prepareAddr(ctx context.Context, cfg *config, s *shared, addr string) error
 	return nil
 }
 
+// client is one closed-loop client of a run, whatever protocol it speaks.
+type client interface {
+	// setup connects (and, for mixed, takes the initial locks) before the
+	// clock starts.
+	setup(ctx context.Context) error
+	// run is the measured loop; it returns when the run is over.
+	run(ctx context.Context)
+	// cleanup releases, unmeasured, what the client still holds.
+	cleanup()
+	// close drops the connection.
+	close()
+	// counters are the client's stats, read once run has returned.
+	counters() *stats
+}
+
+func (w *worker) counters() *stats { return &w.stats }
+func (w *worker) close()           { _ = w.c.Close() }
+
 // bench runs one workload as cfg says and returns its report.
 func bench(ctx context.Context, cfg *config, progress io.Writer) (*result, error) {
 	var idb [4]byte
@@ -492,45 +557,54 @@ func bench(ctx context.Context, cfg *config, progress io.Writer) (*result, error
 	if cfg.workload == "contended" && cfg.fence {
 		s.tokens = make(map[string]*tokenTrack, cfg.names)
 		for i := 0; i < cfg.names; i++ {
-			s.tokens[fmt.Sprintf("%s:c:%d", s.keyPrefix, i)] = &tokenTrack{}
+			s.tokens[s.contendedName(i)] = &tokenTrack{}
 		}
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := prepare(setupCtx, cfg, s); err != nil {
-		return nil, err
-	}
 
 	// Connect every client (and, for mixed, take its initial locks) before the
 	// clock starts.
-	workers := make([]*worker, cfg.clients)
-	for i := range workers {
-		workers[i] = &worker{
-			id:  i,
-			s:   s,
-			c:   redis.NewClient(cfg.options(cfg.addrs[i%len(cfg.addrs)])),
-			rng: rand.New(rand.NewPCG(uint64(i)+1, uint64(idb[0])<<8|uint64(idb[1]))),
-			mix: newMixer(seedMix, i*7),
+	clients := make([]client, cfg.clients)
+	if cfg.etcd != "" {
+		if err := prepareEtcd(setupCtx, cfg); err != nil {
+			return nil, err
+		}
+		for i := range clients {
+			clients[i] = newEtcdWorker(i, s, idb)
+		}
+	} else {
+		if err := prepare(setupCtx, cfg, s); err != nil {
+			return nil, err
+		}
+		for i := range clients {
+			clients[i] = &worker{
+				id:  i,
+				s:   s,
+				c:   redis.NewClient(cfg.options(cfg.addrs[i%len(cfg.addrs)])),
+				rng: rand.New(rand.NewPCG(uint64(i)+1, uint64(idb[0])<<8|uint64(idb[1]))),
+				mix: newMixer(seedMix, i*7),
+			}
 		}
 	}
 	defer func() {
-		for _, w := range workers {
-			_ = w.c.Close()
+		for _, c := range clients {
+			c.close()
 		}
 	}()
 	var wg sync.WaitGroup
-	setupErrs := make([]error, len(workers))
-	for i, w := range workers {
+	setupErrs := make([]error, len(clients))
+	for i, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			setupErrs[i] = w.setup(setupCtx)
+			setupErrs[i] = c.setup(setupCtx)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(setupErrs...); err != nil {
-		for _, w := range workers {
-			w.cleanup()
+		for _, c := range clients {
+			c.cleanup()
 		}
 		return nil, fmt.Errorf("setting up the clients: %w", err)
 	}
@@ -540,12 +614,13 @@ func bench(ctx context.Context, cfg *config, progress io.Writer) (*result, error
 		s.deadline = start.Add(cfg.duration)
 	}
 	done := make(chan struct{})
-	for _, w := range workers {
+	for _, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.run(ctx)
-			w.cleanup()
+			c.run(ctx)
+			c.counters().end = time.Now()
+			c.cleanup()
 		}()
 	}
 	var pwg sync.WaitGroup
@@ -559,12 +634,14 @@ func bench(ctx context.Context, cfg *config, progress io.Writer) (*result, error
 	pwg.Wait()
 
 	end := start
-	for _, w := range workers {
-		if w.end.After(end) {
-			end = w.end
+	all := make([]*stats, len(clients))
+	for i, c := range clients {
+		all[i] = c.counters()
+		if all[i].end.After(end) {
+			end = all[i].end
 		}
 	}
-	return summarize(cfg, s, workers, end.Sub(start), ctx.Err() != nil), nil
+	return summarize(cfg, s, all, end.Sub(start), ctx.Err() != nil), nil
 }
 
 // setup connects the client and, for mixed, takes its initial locks.

@@ -27,14 +27,17 @@ func TestEndToEnd(t *testing.T) {
 	addr := srv.RESPAddr()
 
 	for _, tc := range []struct {
-		workload string
-		extra    []string
+		name, workload string
+		extra          []string
 	}{
-		{"contended", []string{"-fence", "-names", "4"}},
-		{"uncontended", []string{"-fence", "-pipeline", "4"}},
-		{"mixed", nil},
+		{"contended", "contended", []string{"-fence", "-names", "4"}},
+		{"uncontended", "uncontended", []string{"-fence", "-pipeline", "4"}},
+		{"mixed", "mixed", nil},
+		// lockd's lock records: one name, waiting in its queue instead of polling.
+		{"lock-wait", "contended", []string{"-lock", "-wait", "4s", "-fence", "-names", "1"}},
+		{"lock", "uncontended", []string{"-lock", "-fence", "-pipeline", "4"}},
 	} {
-		t.Run(tc.workload, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-addr", addr, "-workload", tc.workload, "-clients", "8",
 				"-duration", "1s", "-json", "-quiet"}, tc.extra...)
 			var stdout, stderr bytes.Buffer
@@ -70,7 +73,16 @@ func TestEndToEnd(t *testing.T) {
 					t.Errorf("%s latency: %+v", k, kr)
 				}
 			}
-			switch tc.workload {
+			switch tc.name {
+			case "lock-wait":
+				// 8 clients queue for one name; each wait (4s) is far longer
+				// than a hand-over, so an acquire hardly ever comes back empty.
+				if !r.Lock || r.WaitMS != 4000 || r.Taken*20 > r.Grants {
+					t.Errorf("lock %v, wait %dms: %d grants, %d acquires that came back empty", r.Lock, r.WaitMS, r.Grants, r.Taken)
+				}
+				if r.FenceChecked != r.Grants || r.Lost != 0 {
+					t.Errorf("%d grants, %d tokens checked, %d releases of a lock no longer held", r.Grants, r.FenceChecked, r.Lost)
+				}
 			case "contended":
 				if r.Taken == 0 {
 					t.Errorf("8 clients on 4 names never found one taken")
@@ -78,9 +90,9 @@ func TestEndToEnd(t *testing.T) {
 				if r.FenceChecked != r.Grants {
 					t.Errorf("%d grants but %d tokens checked", r.Grants, r.FenceChecked)
 				}
-			case "uncontended":
-				if r.Taken != 0 {
-					t.Errorf("%d acquires of a client's own fresh names found them taken", r.Taken)
+			case "uncontended", "lock":
+				if r.Taken != 0 || r.Lost != 0 {
+					t.Errorf("%d acquires of a client's own fresh names found them taken, %d releases found them gone", r.Taken, r.Lost)
 				}
 			case "mixed":
 				if r.Note == "" || (r.Errors.Total == 0 && (r.MixFallbacks != 0 || r.Lost != 0)) {
@@ -125,9 +137,14 @@ func TestParseFlags(t *testing.T) {
 	if cfg, err = parseFlags([]string{"-n", "100"}, &sink); err != nil || cfg.duration != 0 || cfg.addrs[0] != "127.0.0.1:6379" {
 		t.Errorf("-n 100: %+v, %v", cfg, err)
 	}
+	if cfg, err = parseFlags([]string{"-etcd", "mutex", "-ttl", "1500ms"}, &sink); err != nil || cfg.addrs[0] != "127.0.0.1:2379" || cfg.leaseSeconds() != 2 {
+		t.Errorf("-etcd mutex -ttl 1500ms: %+v, %v; want etcd's default address and a 2s lease", cfg, err)
+	}
 	for _, bad := range [][]string{
 		{"-workload", "sessions"}, {"-clients", "0"}, {"-ttl", "1500us"}, {"-pipeline", "0"},
-		{"-resp", "4"}, {"-names", "0"}, {"extra"},
+		{"-resp", "4"}, {"-names", "0"}, {"extra"}, {"-etcd", "lease"}, {"-etcd", "txn", "-workload", "mixed"},
+		{"-etcd", "mutex", "-pipeline", "2"}, {"-wait", "1s"}, {"-lock", "-workload", "mixed"},
+		{"-lock", "-etcd", "txn"}, {"-lock", "-wait", "5s"}, {"-lock", "-wait", "1500us"},
 	} {
 		if _, err := parseFlags(bad, &sink); !errors.Is(err, errUsage) {
 			t.Errorf("%q: err %v, want a usage error", bad, err)

@@ -15,6 +15,9 @@ const keepaliveNote = "keepalive = PEXPIRE of one held lock through a compare-an
 // result is the report of one run (and the -json output).
 type result struct {
 	Workload    string   `json:"workload"`
+	Etcd        string   `json:"etcd,omitempty"` // the -etcd recipe; empty: RESP
+	Lock        bool     `json:"lock,omitempty"` // LOCK.ACQUIRE / LOCK.RELEASE
+	WaitMS      int64    `json:"wait_ms,omitempty"`
 	Addrs       []string `json:"addrs"`
 	Clients     int      `json:"clients"`
 	Pipeline    int      `json:"pipeline"`
@@ -26,8 +29,11 @@ type result struct {
 	Seconds   float64 `json:"seconds"`
 	Ops       uint64  `json:"ops"` // replies that were not errors
 	OpsPerSec float64 `json:"ops_per_sec"`
-	Grants    uint64  `json:"grants"` // SET NX that wrote
-	Taken     uint64  `json:"taken"`  // SET NX that found the name taken
+	Grants    uint64  `json:"grants"` // SET NX that wrote (with -etcd: acquires that took the lock)
+	// GrantsPerSec is the rate of grants: on one contended name, the
+	// hand-overs per second.
+	GrantsPerSec float64 `json:"grants_per_sec"`
+	Taken        uint64  `json:"taken"` // SET NX that found the name taken
 	// Lost counts releases and keepalives that found the lock gone or another
 	// owner's, and reads that found it gone: leases that ended under a holder.
 	Lost   uint64      `json:"lost"`
@@ -79,9 +85,9 @@ type kindResult struct {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // summarize merges the workers' counters into the report.
-func summarize(cfg *config, s *shared, workers []*worker, elapsed time.Duration, interrupted bool) *result {
+func summarize(cfg *config, s *shared, workers []*stats, elapsed time.Duration, interrupted bool) *result {
 	r := &result{
-		Workload: cfg.workload, Addrs: cfg.addrs, Clients: cfg.clients, Pipeline: cfg.pipeline,
+		Workload: cfg.workload, Etcd: cfg.etcd, Lock: cfg.lock, WaitMS: cfg.wait.Milliseconds(), Addrs: cfg.addrs, Clients: cfg.clients, Pipeline: cfg.pipeline,
 		TTLMS: cfg.ttl.Milliseconds(), Fence: cfg.fence, Interrupted: interrupted,
 		Seconds: elapsed.Seconds(),
 	}
@@ -121,6 +127,7 @@ func summarize(cfg *config, s *shared, workers []*worker, elapsed time.Duration,
 	}
 	if r.Seconds > 0 {
 		r.OpsPerSec = float64(r.Ops) / r.Seconds
+		r.GrantsPerSec = float64(r.Grants) / r.Seconds
 	}
 	if cfg.workload == "mixed" {
 		r.Note = keepaliveNote
@@ -149,12 +156,25 @@ func writeJSON(w io.Writer, r *result) error {
 // find a column by name.
 func writeTable(out io.Writer, r *result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "lockbench: %s against %s, %d clients, pipeline %d, ttl %dms", r.Workload,
-		strings.Join(r.Addrs, ","), r.Clients, r.Pipeline, r.TTLMS)
+	server := ""
+	if r.Etcd != "" {
+		server = "etcd (" + r.Etcd + ") "
+	}
+	fmt.Fprintf(&b, "lockbench: %s against %s%s, %d clients, pipeline %d, ttl %dms", r.Workload,
+		server, strings.Join(r.Addrs, ","), r.Clients, r.Pipeline, r.TTLMS)
 	if r.Names > 0 {
 		fmt.Fprintf(&b, ", %d names", r.Names)
 	}
-	if r.Fence {
+	switch {
+	case r.Lock && r.WaitMS > 0:
+		fmt.Fprintf(&b, ", LOCK.ACQUIRE … WAIT %d", r.WaitMS)
+	case r.Lock:
+		b.WriteString(", LOCK.ACQUIRE")
+	}
+	switch {
+	case r.Fence && r.Etcd != "":
+		b.WriteString(", revisions checked as fencing tokens")
+	case r.Fence:
 		b.WriteString(", FENCE")
 	}
 	if r.Interrupted {
@@ -179,13 +199,13 @@ func writeTable(out io.Writer, r *result) error {
 	b.WriteString("\n")
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tseconds\tops\tops/s\tgrants\ttaken\tlost\terrors\tTRYAGAIN\tUNKNOWNOUTCOME\tother\tfence_violations\t")
+	fmt.Fprintln(tw, "workload\tseconds\tops\tops/s\tgrants\tgrants/s\ttaken\tlost\terrors\tTRYAGAIN\tUNKNOWNOUTCOME\tother\tfence_violations\t")
 	violations := "-"
 	if r.Fence && r.Workload == "contended" {
 		violations = fmt.Sprint(r.FenceViolations)
 	}
-	fmt.Fprintf(tw, "%s\t%.2f\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Workload, r.Seconds, r.Ops, r.OpsPerSec,
-		r.Grants, r.Taken, r.Lost, r.Errors.Total, r.Errors.TryAgain, r.Errors.UnknownOutcome, r.Errors.Other, violations)
+	fmt.Fprintf(tw, "%s\t%.2f\t%d\t%.0f\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Workload, r.Seconds, r.Ops, r.OpsPerSec,
+		r.Grants, r.GrantsPerSec, r.Taken, r.Lost, r.Errors.Total, r.Errors.TryAgain, r.Errors.UnknownOutcome, r.Errors.Other, violations)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -1,0 +1,382 @@
+#!/usr/bin/env bash
+# compare.sh — `make bench`: the same lock workloads, through cmd/lockbench,
+# against a single-node lockd, a 3-node lockd cluster, a durable redis-server
+# (appendonly yes, appendfsync always) and a 3-member etcd cluster (Debian's
+# etcd-server), at 1, 16 and 64 clients, and one table of throughput, latency
+# and the ratios lockd/Redis and lockd/etcd, followed by issue 9's targets.
+#
+# Everything runs on 127.0.0.1 with its data in a temporary directory on disk.
+# All four systems are started first and stay up; each cell (workload,
+# clients) then measures them one after the other, the others idle, so that a
+# shared machine's changing load skews no system against another. On exit,
+# normal or not, it stops every process it started, and only those, and
+# removes the directory.
+#
+# Workloads (each an acquire→release cycle per grant, closed loop, one
+# connection per client; a cluster's clients are spread over its nodes, client
+# i on node i mod 3, the leader first, so that one client talks to the leader):
+#   uncontended  every client locks names of its own. RESP: SET name owner NX
+#                PX 10000, release by a compare-and-delete script (EVALSHA);
+#                the lockd-N-lock rows: LOCK.ACQUIRE name owner PX 10000 and
+#                LOCK.RELEASE name token, lockd's lock records.
+#                etcd-txn: Txn If CreateRevision==0 Then Put with the client's
+#                lease, release by Txn If CreateRevision==token Then Delete.
+#                etcd-mutex: concurrency.Mutex Lock/Unlock.
+#   hot-key      every client wants one name. SET NX and etcd-txn try once and
+#                retry at once when it is taken (polling); lockd-N-lock
+#                (LOCK.ACQUIRE … WAIT 4000) and etcd-mutex wait their turn in the
+#                name's queue. cycles/s is then the hand-overs per second.
+#
+# It installs etcd-server and etcd-client with apt when etcd is missing; it
+# builds bin/lockd and bin/lockbench (redis-server and redis-cli: `make deps`).
+# Environment:
+#   BENCH_QUICK     1: 2s per run (about 2 minutes in all) instead of 10s (about 8)
+#   BENCH_DURATION  each run's length, a Go duration (overrides BENCH_QUICK)
+#   BENCH_CLIENTS   the client counts (default "1 16 64")
+#   BENCH_SYSTEMS   a subset of "lockd-1 lockd-3 redis etcd-3" (default all)
+#   BENCH_OUT       a directory to keep every run's lockbench report in
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() {
+	echo "compare.sh: $*" >&2
+	exit 1
+}
+
+case ${BENCH_QUICK:-0} in
+0 | "") DURATION=10s ;;
+*) DURATION=2s ;;
+esac
+DURATION=${BENCH_DURATION:-$DURATION}
+[[ $DURATION =~ ^([0-9]+(\.[0-9]+)?(ms|s|m))+$ ]] || die "BENCH_DURATION must be a Go duration such as 10s, got '$DURATION'"
+read -r -a CLIENTS <<<"${BENCH_CLIENTS:-1 16 64}"
+read -r -a SYSTEMS <<<"${BENCH_SYSTEMS:-lockd-1 lockd-3 redis etcd-3}"
+((${#CLIENTS[@]} > 0)) || die "BENCH_CLIENTS is empty"
+for c in "${CLIENTS[@]}"; do
+	[[ $c =~ ^[1-9][0-9]*$ ]] || die "BENCH_CLIENTS must hold positive integers, got '$c'"
+done
+for s in "${SYSTEMS[@]}"; do
+	case $s in lockd-1 | lockd-3 | redis | etcd-3) ;; *) die "BENCH_SYSTEMS: unknown system '$s'" ;; esac
+done
+OUT=${BENCH_OUT:-}
+START_TIMEOUT=30 # seconds for a server or a cluster to serve
+WORKLOADS=(uncontended hot-key)
+
+has() { # has SYSTEM: whether BENCH_SYSTEMS names it
+	local s
+	for s in "${SYSTEMS[@]}"; do [[ $s == "$1" ]] && return 0; done
+	return 1
+}
+
+for tool in go redis-server redis-cli; do
+	command -v "$tool" >/dev/null || die "$tool is not on PATH (redis-server, redis-cli: run 'make deps')"
+done
+if has etcd-3 && ! { command -v etcd >/dev/null && command -v etcdctl >/dev/null; }; then
+	echo "compare.sh: installing etcd-server and etcd-client" >&2
+	SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+	$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq etcd-server etcd-client >/dev/null ||
+		die "could not install etcd-server"
+fi
+mkdir -p bin
+go build -o bin/lockd ./cmd/lockd
+go build -o bin/lockbench ./cmd/lockbench
+
+LOCKD_BIN=bin/lockd
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-compare.XXXXXX")
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+ADDRS=""       # the system under test: its client addresses, leader first
+SYSTEM_PIDS=() # the processes of the system being started
+
+# stop_system: stop the processes of a system whose start failed.
+stop_system() {
+	local pid
+	for pid in ${SYSTEM_PIDS[@]+"${SYSTEM_PIDS[@]}"}; do
+		stop "$pid"
+	done
+	SYSTEM_PIDS=()
+}
+
+# wait_lockd_leader PORT...: poll INFO raft on every node until one is the
+# leader and every node names it; prints the leader's index among the ports.
+wait_lockd_leader() {
+	local deadline=$((SECONDS + START_TIMEOUT)) i lead state leaders idx port info
+	while ((SECONDS < deadline)); do
+		leaders=() idx=-1
+		i=0
+		for port in "$@"; do
+			info=$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" INFO raft 2>/dev/null | tr -d '\r') || info=""
+			lead=$(sed -n 's/^raft_leader://p' <<<"$info")
+			state=$(sed -n 's/^raft_state://p' <<<"$info")
+			leaders+=("$lead")
+			[[ $state == leader ]] && idx=$i
+			i=$((i + 1))
+		done
+		if ((idx >= 0)) && [[ -n ${leaders[0]} && ${leaders[0]} == "${leaders[1]}" && ${leaders[1]} == "${leaders[2]}" ]]; then
+			echo "$idx"
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# leader_first IDX ADDR...: the addresses as a comma list, the IDX-th first.
+leader_first() {
+	local idx=$1 i list
+	shift
+	local addrs=("$@")
+	list=${addrs[idx]}
+	for i in "${!addrs[@]}"; do
+		((i == idx)) || list+=",${addrs[i]}"
+	done
+	echo "$list"
+}
+
+start_system() {
+	case $1 in
+	lockd-1 | redis)
+		start_server "${1%-1}"
+		SYSTEM_PIDS=("$SERVER_PID")
+		ADDRS=127.0.0.1:$PORT
+		;;
+	lockd-3) start_lockd_cluster ;;
+	etcd-3) start_etcd_cluster ;;
+	esac
+	echo "compare.sh: $1 on $ADDRS" >&2
+}
+
+# start_lockd_cluster: three lockd nodes with a fresh -peers configuration;
+# sets ADDRS and SYSTEM_PIDS. Retried when a port was taken meanwhile.
+start_lockd_cluster() {
+	local attempt i dir peers idx ports rp pp
+	for attempt in 1 2 3; do
+		mapfile -t ports < <(free_ports 6)
+		rp=("${ports[@]:0:3}") pp=("${ports[@]:3:3}")
+		peers="n1=127.0.0.1:${pp[0]},n2=127.0.0.1:${pp[1]},n3=127.0.0.1:${pp[2]}"
+		dir="$work/lockd-3-$attempt"
+		SYSTEM_PIDS=()
+		for i in 0 1 2; do
+			mkdir -p "$dir/n$((i + 1))"
+			"$LOCKD_BIN" -node-id "n$((i + 1))" -peers "$peers" -addr "127.0.0.1:${rp[i]}" \
+				-peer-addr "127.0.0.1:${pp[i]}" -http-addr "" -data-dir "$dir/n$((i + 1))" \
+				>"$dir/n$((i + 1)).log" 2>&1 &
+			pids+=("$!")
+			SYSTEM_PIDS+=("$!")
+		done
+		if wait_ping "${rp[0]}" "${SYSTEM_PIDS[0]}" && wait_ping "${rp[1]}" "${SYSTEM_PIDS[1]}" &&
+			wait_ping "${rp[2]}" "${SYSTEM_PIDS[2]}" && idx=$(wait_lockd_leader "${rp[@]}"); then
+			ADDRS=$(leader_first "$idx" "127.0.0.1:${rp[0]}" "127.0.0.1:${rp[1]}" "127.0.0.1:${rp[2]}")
+			return 0
+		fi
+		stop_system
+		echo "compare.sh: the lockd cluster did not start (attempt $attempt); its logs:" >&2
+		tail -n 5 "$dir"/n*.log >&2
+	done
+	die "the lockd cluster did not start"
+}
+
+# start_etcd_cluster: three etcd members, a new cluster in $work; sets ADDRS
+# and SYSTEM_PIDS. Retried when a port was taken meanwhile.
+start_etcd_cluster() {
+	local attempt i dir initial ports cp pp eps deadline status idx
+	for attempt in 1 2 3; do
+		mapfile -t ports < <(free_ports 6)
+		cp=("${ports[@]:0:3}") pp=("${ports[@]:3:3}")
+		initial="e1=http://127.0.0.1:${pp[0]},e2=http://127.0.0.1:${pp[1]},e3=http://127.0.0.1:${pp[2]}"
+		dir="$work/etcd-3-$attempt"
+		SYSTEM_PIDS=()
+		for i in 0 1 2; do
+			mkdir -p "$dir"
+			etcd --name "e$((i + 1))" --data-dir "$dir/e$((i + 1))" \
+				--listen-client-urls "http://127.0.0.1:${cp[i]}" --advertise-client-urls "http://127.0.0.1:${cp[i]}" \
+				--listen-peer-urls "http://127.0.0.1:${pp[i]}" --initial-advertise-peer-urls "http://127.0.0.1:${pp[i]}" \
+				--initial-cluster "$initial" --initial-cluster-state new --initial-cluster-token "lockd-compare-$attempt" \
+				--logger zap --log-level warn >"$dir/e$((i + 1)).log" 2>&1 &
+			pids+=("$!")
+			SYSTEM_PIDS+=("$!")
+		done
+		eps="127.0.0.1:${cp[0]},127.0.0.1:${cp[1]},127.0.0.1:${cp[2]}"
+		# endpoint status -w simple: "addr, id, version, db size, is leader, ..."
+		deadline=$((SECONDS + START_TIMEOUT))
+		idx=-1
+		while ((SECONDS < deadline)); do
+			for i in 0 1 2; do
+				kill -0 "${SYSTEM_PIDS[i]}" 2>/dev/null || break 2
+			done
+			status=$(etcdctl --endpoints "$eps" --command-timeout 2s endpoint status -w simple 2>/dev/null) || status=""
+			if [[ $(grep -c . <<<"$status") == 3 ]]; then
+				idx=$(awk -F', ' '$5 == "true" { print NR - 1 }' <<<"$status")
+				[[ -n $idx ]] && break
+			fi
+			idx=-1
+			sleep 0.2
+		done
+		if ((idx >= 0)); then
+			ADDRS=$(leader_first "$idx" "127.0.0.1:${cp[0]}" "127.0.0.1:${cp[1]}" "127.0.0.1:${cp[2]}")
+			return 0
+		fi
+		stop_system
+		echo "compare.sh: the etcd cluster did not start (attempt $attempt); its logs:" >&2
+		tail -n 5 "$dir"/e*.log >&2
+	done
+	die "the etcd cluster did not start"
+}
+
+# The rows of the table: "system|workload|clients" -> the run's report file.
+declare -A REPORT=()
+ROWS_OF=() # the row names (servers) in table order
+
+# lb ROW WORKLOAD CLIENTS ARGS...: one lockbench run against ADDRS.
+lb() {
+	local row=$1 workload=$2 clients=$3 f rc=0 wl lbpid
+	shift 3
+	wl=(-workload uncontended)
+	[[ $workload == hot-key ]] && wl=(-workload contended -names 1)
+	f="$work/$row-$workload-$clients.txt"
+	# In the background, so that a signal to this script is handled at once
+	# (bash runs a trap only after the foreground command ends).
+	bin/lockbench -addr "$ADDRS" "${wl[@]}" -clients "$clients" -duration "$DURATION" -quiet "$@" \
+		>"$f" 2>"$f.err" &
+	lbpid=$!
+	pids+=("$lbpid")
+	wait "$lbpid" || rc=$?
+	forget "$lbpid"
+	if [[ -n $OUT ]]; then
+		mkdir -p "$OUT"
+		cp "$f" "$OUT/"
+	fi
+	if ((rc != 0)); then
+		cat "$f" "$f.err" >&2
+		die "lockbench $workload against $row ($ADDRS) failed (exit $rc)"
+	fi
+	REPORT["$row|$workload|$clients"]=$f
+	echo "compare.sh: $row $workload $clients clients: $(field "$f" workload "${wl[1]}" grants/s) cycles/s, acquire p99 $(field "$f" op acquire p99_ms) ms, $(field "$f" workload "${wl[1]}" errors) errors" >&2
+	sed -n 's/^  /compare.sh:   /; /^first errors:/,$p' "$f" | sed 1d >&2
+}
+
+# Start every system first; then each cell (workload, clients) measures them
+# back to back, so that a change in the machine's load over the run (it may be
+# shared) hits them alike. The systems not being measured sit idle.
+declare -A SYS_ADDRS=()
+for system in "${SYSTEMS[@]}"; do
+	start_system "$system"
+	SYS_ADDRS[$system]=$ADDRS
+	case $system in
+	etcd-3) ROWS_OF+=(etcd-txn etcd-mutex) ;;
+	lockd-*) ROWS_OF+=("$system" "$system-lock") ;;
+	*) ROWS_OF+=("$system") ;;
+	esac
+done
+for w in "${WORKLOADS[@]}"; do
+	for c in "${CLIENTS[@]}"; do
+		for system in "${SYSTEMS[@]}"; do
+			ADDRS=${SYS_ADDRS[$system]}
+			case $system in
+			etcd-3)
+				lb etcd-txn "$w" "$c" -etcd txn
+				lb etcd-mutex "$w" "$c" -etcd mutex
+				;;
+			lockd-*)
+				lb "$system" "$w" "$c"
+				if [[ $w == hot-key ]]; then
+					lb "$system-lock" "$w" "$c" -lock -wait 4s
+				else
+					lb "$system-lock" "$w" "$c" -lock
+				fi
+				;;
+			*) lb "$system" "$w" "$c" ;;
+			esac
+		done
+	done
+done
+
+# value ROW WORKLOAD CLIENTS TABLE ROWNAME COLUMN: one number of one run.
+value() {
+	local f=${REPORT["$1|$2|$3"]:-}
+	[[ -n $f ]] || {
+		echo -
+		return
+	}
+	field "$f" "$4" "$5" "$6"
+}
+cycles() { # cycles ROW WORKLOAD CLIENTS: grants per second
+	local wl=uncontended
+	[[ $2 == hot-key ]] && wl=contended
+	value "$1" "$2" "$3" workload "$wl" grants/s
+}
+errors() {
+	local wl=uncontended
+	[[ $2 == hot-key ]] && wl=contended
+	value "$1" "$2" "$3" workload "$wl" errors
+}
+ratio() { # ratio A B: A/B with two decimals, "-" unless both are numbers
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
+}
+
+echo
+echo "make bench: lockbench, $DURATION per run, closed loop, one connection per client, lock TTL 10s;"
+echo "redis-server: appendonly yes, appendfsync always; etcd $(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p') (3 members) through go.etcd.io/etcd/client/v3;"
+echo "machine: $(nproc) CPUs; load average (1, 5, 15 min) $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?") at the end."
+echo "cycles/s = grants per second (one acquire→release cycle each; on hot-key: hand-overs per second)."
+echo "/X (lockd rows) = lockd's cycles/s over X's, same workload and clients (above 1: lockd does more)."
+printf '%-11s %7s  %-12s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' \
+	workload clients server cycles/s ops/s acq_p50 acq_p99 acq_p99.9 rel_p50 rel_p99 errors /redis /etcd-txn /etcd-mutex
+for w in "${WORKLOADS[@]}"; do
+	for c in "${CLIENTS[@]}"; do
+		for row in "${ROWS_OF[@]}"; do
+			wl=uncontended
+			[[ $w == hot-key ]] && wl=contended
+			cy=$(cycles "$row" "$w" "$c")
+			rr=- rt=- rm=-
+			if [[ $row == lockd-* ]]; then
+				rr=$(ratio "$cy" "$(cycles redis "$w" "$c")")
+				rt=$(ratio "$cy" "$(cycles etcd-txn "$w" "$c")")
+				rm=$(ratio "$cy" "$(cycles etcd-mutex "$w" "$c")")
+			fi
+			printf '%-11s %7s  %-12s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' "$w" "$c" "$row" "$cy" \
+				"$(value "$row" "$w" "$c" workload "$wl" ops/s)" \
+				"$(value "$row" "$w" "$c" op acquire p50_ms)" "$(value "$row" "$w" "$c" op acquire p99_ms)" \
+				"$(value "$row" "$w" "$c" op acquire p99.9_ms)" \
+				"$(value "$row" "$w" "$c" op release p50_ms)" "$(value "$row" "$w" "$c" op release p99_ms)" \
+				"$(errors "$row" "$w" "$c")" "$rr" "$rt" "$rm"
+		done
+	done
+done
+
+# Issue 9's targets, where this run measured both sides.
+verdict() { # verdict CONDITION-AS-AWK-EXPR: met / MISSED / - (no data)
+	awk "BEGIN { print ($1) ? \"met\" : \"MISSED\" }" 2>/dev/null || echo -
+}
+num() { [[ $1 =~ ^[0-9.]+$ ]]; }
+echo
+echo "issue 9 targets (latencies in ms):"
+top=${CLIENTS[-1]}
+if has lockd-3 && has etcd-3; then
+	for row in lockd-3 lockd-3-lock; do
+		l=$(cycles "$row" uncontended "$top") e=$(cycles etcd-txn uncontended "$top") p=$(value "$row" uncontended "$top" op acquire p99_ms)
+		r=$(ratio "$l" "$e") v=-
+		num "$r" && num "$p" && v=$(verdict "$r >= 5 && $p < 10")
+		printf '  %-76s %s\n' "$row, uncontended, $top clients: >= 5x etcd-txn, acquire p99 < 10" "${r}x ($l vs $e cycles/s), p99 $p: $v"
+	done
+	for row in lockd-3 lockd-3-lock; do
+		l=$(value "$row" uncontended "${CLIENTS[0]}" op acquire p50_ms) e=$(value etcd-txn uncontended "${CLIENTS[0]}" op acquire p50_ms) v=-
+		num "$l" && num "$e" && v=$(verdict "$l <= $e")
+		printf '  %-76s %s\n' "$row, ${CLIENTS[0]} client(s): acquire p50 <= etcd-txn's" "$l vs $e: $v"
+	done
+	l=$(cycles lockd-3-lock hot-key 16) e=$(cycles etcd-mutex hot-key 16) r=$(ratio "$l" "$e") v=-
+	o=$(value lockd-3-lock hot-key 16 workload contended ops/s) per=$(ratio "$o" "$l")
+	num "$r" && num "$per" && v=$(verdict "$r >= 10 && $per <= 2.05")
+	printf '  %-76s %s\n' "lockd-3-lock hot name, 16 waiters: >= 10x etcd-mutex hand-overs/s," "${r}x ($l vs $e/s),"
+	printf '  %-76s %s\n' "  <= 2 commands (one LOCK.ACQUIRE ... WAIT, one LOCK.RELEASE) per hand-over" "$per: $v"
+fi
+if has lockd-1 && has redis; then
+	for row in lockd-1 lockd-1-lock; do
+		r=$(ratio "$(cycles "$row" uncontended "$top")" "$(cycles redis uncontended "$top")") v=-
+		num "$r" && v=$(verdict "$r >= 1")
+		printf '  %-76s %s\n' "$row, uncontended, $top clients: >= 1x redis" "${r}x: $v"
+	done
+fi
+echo "  (1 million held locks, memory and restart: not measured here)"
