@@ -33,6 +33,10 @@ type Config struct {
 	DataDir string
 	// PeerAddr is the address the peer (Raft) port binds, e.g. "127.0.0.1:7379".
 	PeerAddr string
+	// AdvertiseAddr is the peer address other nodes dial and the Raft
+	// configuration records (host:port; a DNS name is allowed, as on
+	// Kubernetes); "" means the bound PeerAddr.
+	AdvertiseAddr string
 	// ClientAddr is the RESP address this node tells other nodes and
 	// cluster-aware clients (CLUSTER SLOTS); "" when it has none.
 	ClientAddr string
@@ -45,8 +49,11 @@ type Config struct {
 	Join bool
 	// Logger receives the store's structured logs; nil discards them.
 	Logger *slog.Logger
-	// RaftLogOutput receives hashicorp/raft's own log lines (nil: discarded).
+	// RaftLogOutput receives hashicorp/raft's own log lines as they are; nil
+	// routes them into Logger (warnings and errors, or all with RaftLogs).
 	RaftLogOutput io.Writer
+	// RaftLogs logs hashicorp/raft's informational lines too (into Logger).
+	RaftLogs bool
 	// ApplyTimeout bounds how long a write waits to be enqueued and committed.
 	ApplyTimeout time.Duration
 	// SnapshotThreshold is the number of log entries between snapshots (0: 8192).
@@ -178,13 +185,24 @@ func Open(cfg Config) (*Store, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	out := cfg.RaftLogOutput
-	if out == nil {
-		out = io.Discard
+	// hashicorp/raft's own log: into lockd's slog log (warnings and errors;
+	// everything with RaftLogs), or raw to RaftLogOutput when that is set.
+	raftLog := func(name string) hclog.Logger {
+		if cfg.RaftLogOutput != nil {
+			return hclog.New(&hclog.LoggerOptions{Name: name, Output: cfg.RaftLogOutput, Level: hclog.Info})
+		}
+		level := hclog.Warn
+		if cfg.RaftLogs {
+			level = hclog.Info
+			if lg.Enabled(context.Background(), slog.LevelDebug) {
+				level = hclog.Debug
+			}
+		}
+		return hclog.New(&hclog.LoggerOptions{Name: name, Output: &slogWriter{lg: lg}, JSONFormat: true, Level: level})
 	}
 	// Bind the peer port before touching the data directory, so that a busy port
 	// leaves nothing behind.
-	peer, err := mux.Listen(cfg.PeerAddr, lg)
+	peer, err := mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +215,7 @@ func Open(cfg Config) (*Store, error) {
 	stream, dial = withDialVia(cfg.DialVia, stream, dial) // fault tests only
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second,
-		Logger: hclog.New(&hclog.LoggerOptions{Name: "transport", Output: out}),
+		Logger: raftLog("transport"),
 	})
 	fwdLayer := peer.Handle(headerForward)
 	go peer.Serve()
@@ -222,7 +240,7 @@ func Open(cfg Config) (*Store, error) {
 		closePeer()
 		return nil, err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(groupDir, 2, hclog.New(&hclog.LoggerOptions{Name: "snapshot", Output: out}))
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(groupDir, 2, raftLog("snapshot"))
 	if err != nil {
 		closePeer()
 		logs.Close()
@@ -230,7 +248,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Output: out, Level: hclog.Info})
+	rc.Logger = raftLog("raft")
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	if cfg.TrailingLogs > 0 {
 		rc.TrailingLogs = cfg.TrailingLogs
@@ -241,6 +259,11 @@ func Open(cfg Config) (*Store, error) {
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 512
 	rc.NoLegacyTelemetry = true
+	// Followers learn the commit index from the next AppendEntries; when no
+	// new entry follows, hashicorp/raft sends one after CommitTimeout (50 ms by
+	// default). A client blocked in LOCK.ACQUIRE … WAIT on a follower is woken
+	// by that follower's apply, so keep the idle gap short.
+	rc.CommitTimeout = 5 * time.Millisecond
 	// A single voter elects itself after one heartbeat timeout: keep it short so
 	// that a restart serves again quickly.
 	rc.HeartbeatTimeout = 500 * time.Millisecond

@@ -167,6 +167,7 @@ func TestWaiterOnFollowerWoken(t *testing.T) {
 	tok := leader.Do(ctx, []command.Request{req("LOCK.ACQUIRE", "job", "a", "PX", "60000")})[0]
 	ch := acquireAsync(ctx, follower, "LOCK.ACQUIRE", "job", "b", "WAIT", "20000")
 	waitFor(t, 5*time.Second, "the waiter to queue", func() bool { return queueLength(leader, "job") == 1 })
+	released := time.Now()
 	if v := leader.Do(ctx, []command.Request{req("LOCK.RELEASE", "job", fmt.Sprint(tok.Int))})[0]; v.Int != 1 {
 		t.Fatalf("release: %v", v)
 	}
@@ -175,6 +176,7 @@ func TestWaiterOnFollowerWoken(t *testing.T) {
 		if r.v.Kind != resp.KindInt || r.v.Int <= tok.Int {
 			t.Fatalf("follower's waiter got %v", r.v)
 		}
+		t.Logf("the waiter on a follower was woken %v after the release was sent", r.at.Sub(released))
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiter on the follower was not woken within 5s")
 	}

@@ -128,8 +128,7 @@ func lockProperties(t *testing.T, seed uint64) {
 			if rng.IntN(2) == 0 {
 				cmd = fmt.Sprintf("SESSION.CLOSE %d", id)
 			} else {
-				h.index++
-				h.ks.Apply(h.index, command.Entry{Kind: command.KindSessionExpire, Time: h.now, Wall: wall + h.now, Args: command.SessionExpireArgs(id)})
+				h.expireSession(id)
 				checkWakes()
 				checkRecords()
 				continue

@@ -20,6 +20,12 @@ func (h *harness) queued(cmd string) uint64 {
 	return h.index
 }
 
+// expireSession applies the leader's session-expiry entry for session id.
+func (h *harness) expireSession(id uint64) {
+	h.index++
+	h.ks.Apply(h.index, command.Entry{Kind: command.KindSessionExpire, Time: h.now, Wall: wall + h.now, Args: command.SessionExpireArgs(id)})
+}
+
 // wakes returns the wakes since the last call as "id=token" strings.
 func (h *harness) wakes() string {
 	var out []string
@@ -238,8 +244,7 @@ func TestLockDelay(t *testing.T) {
 	h.do("SESSION.OPEN")
 	s1 := h.index
 	h.do(fmt.Sprintf("LOCK.ACQUIRE pay/b x SESSION %d", s1))
-	h.index++
-	h.ks.Apply(h.index, command.Entry{Kind: command.KindSessionExpire, Time: h.now, Wall: wall + h.now, Args: command.SessionExpireArgs(s1)})
+	h.expireSession(s1)
 	if got := h.do("LOCK.ACQUIRE pay/b y"); got != nilb {
 		t.Fatalf("acquire right after the holder's session expired = %q", got)
 	}
@@ -267,8 +272,7 @@ func TestSessionExpiryHandsOver(t *testing.T) {
 	}
 	wa := h.queued("LOCK.ACQUIRE a next WAIT 60000")
 	wc := h.queued("LOCK.ACQUIRE c next WAIT 60000")
-	h.index++
-	h.ks.Apply(h.index, command.Entry{Kind: command.KindSessionExpire, Time: h.now, Wall: wall + h.now, Args: command.SessionExpireArgs(s)})
+	h.expireSession(s)
 	if got, want := h.wakes(), fmt.Sprintf("%d=%d %d=%d", wa, h.index, wc, h.index); got != want {
 		t.Fatalf("session expiry woke %q, want %q (every lock handed over in the same entry)", got, want)
 	}
