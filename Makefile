@@ -4,7 +4,7 @@ BIN     := bin
 DATA    ?= lockd-data
 PKGS    := ./...
 
-.PHONY: all build run test deps lint unit compat e2e bench chaos cluster cluster-stop clean
+.PHONY: all build run test deps lint unit compat e2e bench chaos cluster cluster-stop clean fuzz
 
 all: build
 
@@ -18,11 +18,28 @@ run: build
 ## test: the whole suite (installs redis-server / redis-tools when missing)
 test: deps lint
 	$(GO) test -count=1 -timeout 15m $(PKGS)
+	@$(MAKE) --no-print-directory fuzz
+
+## fuzz: a short run of every fuzz target, FUZZTIME each (8 targets, about 35 s of
+## fuzzing). A crash is written to the package's testdata/fuzz/<Target>/, where the
+## plain `go test` replays it from then on: fix it and keep the file as a
+## regression test. make fuzz FUZZTIME=10m for a real campaign.
+FUZZTIME ?= 4s
+FUZZ_TARGETS := redisproto:FuzzReader resp:FuzzReadValue raftstore/command:FuzzParse \
+	raftstore/command:FuzzDecode raftstore/fsm:FuzzApply raftstore/fsm:FuzzRestore \
+	lua:FuzzScript lua:FuzzCheckSyntax
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} >/tmp/lockd-fuzz.$$$$.log 2>&1 || \
+			{ cat /tmp/lockd-fuzz.$$$$.log; rm -f /tmp/lockd-fuzz.$$$$.log; exit 1; }; \
+		rm -f /tmp/lockd-fuzz.$$$$.log; \
+	done
 
 ## deps: what the suite needs that Go does not bring: a real redis-server as the
 ## reference of the compat suite, redis-cli / redis-benchmark, etcd / etcdctl
-## (the peer that lockbench -etcd and make bench measure), PostgreSQL
-## (the fenced payout example; its test runs initdb and postgres in a temp directory),
+## (the peer that lockbench -etcd and make bench measure), PostgreSQL (the
+## fenced payout example; its test runs initdb and postgres in a temp directory),
 ## and promtool / systemd-analyze (deploy/'s tests check the rules and units).
 deps:
 	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \

@@ -19,18 +19,19 @@ var commandNames = []string{
 	// commands the front door answers
 	"asking", "auth", "client", "cluster", "command", "config", "discard", "echo", "exec", "hello",
 	"info", "multi", "ping", "psubscribe", "pubsub", "punsubscribe", "quit",
-	"readonly", "readwrite", "select", "subscribe", "time", "unsubscribe", "unwatch", "wait", "watch",
+	"monitor", "readonly", "readwrite", "select", "slowlog", "subscribe", "time", "unsubscribe", "unwatch", "wait", "watch",
 }
 
 // sharedSubcommands are the subcommands lockd implements that Redis 7.0.15
 // also has. A container's COMMAND INFO and COMMAND DOCS are compared on these
 // only (see containerParts): Redis has more, lockd has two Redis 7.0.15 lacks.
 var sharedSubcommands = []string{
-	"client|getname", "client|help", "client|id", "client|info", "client|list",
+	"client|getname", "client|help", "client|id", "client|info", "client|kill", "client|list",
 	"client|no-evict", "client|setname",
 	"cluster|help", "cluster|info", "cluster|keyslot", "cluster|myid", "cluster|nodes", "cluster|shards", "cluster|slots",
 	"command|count", "command|docs", "command|help", "command|info", "command|list",
 	"config|get", "config|help", "config|resetstat", "config|set",
+	"slowlog|get", "slowlog|help", "slowlog|len", "slowlog|reset",
 	"pubsub|channels", "pubsub|help", "pubsub|numpat", "pubsub|numsub",
 }
 

@@ -34,8 +34,9 @@ var verbose = os.Getenv("COMPAT_VERBOSE") != ""
 
 // startRedis starts a redis-server on a free 127.0.0.1 port in a t.TempDir,
 // waits (polling, bounded) until it answers PING, and kills it in t.Cleanup.
-// It returns the server's address.
-func startRedis(t testing.TB) string {
+// It returns the server's address. extra are more redis-server options
+// ("--requirepass", "pw": then PING is answered NOAUTH, which counts as up).
+func startRedis(t testing.TB, extra ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -55,8 +56,8 @@ func startRedis(t testing.TB) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, "--save", "", "--appendonly", "no",
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir)
+		cmd := exec.Command(bin, append([]string{"--save", "", "--appendonly", "no",
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir}, extra...)...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		if err := cmd.Start(); err != nil {
 			logFile.Close()
@@ -109,7 +110,7 @@ func waitPing(addr string, exited <-chan struct{}) error {
 			c.send(multibulk("PING"))
 			o := c.read(time.Second)
 			c.close()
-			if string(o.raw) == "+PONG\r\n" {
+			if string(o.raw) == "+PONG\r\n" || string(o.raw) == "-NOAUTH Authentication required.\r\n" {
 				return nil
 			}
 			err = fmt.Errorf("PING answered %v", o)
@@ -420,6 +421,7 @@ type side struct {
 	name  string // "redis", "lockd"
 	addr  string
 	admin *conn
+	pass  string // the default user's password, sent by the admin connection ("" = none)
 }
 
 // env is the pair of servers that every case runs against.
@@ -470,6 +472,12 @@ func (s *side) flush(t *testing.T) {
 				t.Fatalf("%s: dial %s: %v", s.name, s.addr, err)
 			}
 			s.admin = c
+			if s.pass != "" {
+				c.send(multibulk("AUTH", s.pass))
+				if o := c.read(replyTimeout); string(o.raw) != "+OK\r\n" {
+					t.Fatalf("%s: admin AUTH answered %v", s.name, o)
+				}
+			}
 		}
 		s.admin.send(multibulk("FLUSHALL"))
 		o := s.admin.read(replyTimeout)

@@ -15,11 +15,19 @@ import (
 const lockdStartTimeout = 45 * time.Second
 
 // startOther starts the server under test: an in-process single-node lockd,
-// closed in t.Cleanup. COMPAT_TARGET=redis compares redis-server with a
-// second redis-server instead, which proves the harness and its cases.
-func startOther(t testing.TB) (name, addr string) {
+// closed in t.Cleanup, with requirePass (at most one) as the default user's
+// password. COMPAT_TARGET=redis compares redis-server with a second
+// redis-server instead, which proves the harness and its cases.
+func startOther(t testing.TB, requirePass ...string) (name, addr string) {
 	t.Helper()
+	var pass string
+	for _, p := range requirePass {
+		pass = p
+	}
 	if os.Getenv("COMPAT_TARGET") == "redis" {
+		if pass != "" {
+			return "redis2", startRedis(t, "--requirepass", pass)
+		}
 		return "redis2", startRedis(t)
 	}
 	type started struct {
@@ -30,9 +38,10 @@ func startOther(t testing.TB) (name, addr string) {
 	dir := t.TempDir()
 	go func() {
 		s, err := server.New(server.Config{
-			RESPAddr: "127.0.0.1:0",
-			PeerAddr: "127.0.0.1:0",
-			DataDir:  dir,
+			RESPAddr:    "127.0.0.1:0",
+			PeerAddr:    "127.0.0.1:0",
+			DataDir:     dir,
+			RequirePass: pass,
 		})
 		ch <- started{s, err}
 	}()

@@ -344,7 +344,7 @@ func TestKubernetesStartScript(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(string(readFile(t, out))), "\n")
 			args, gomem := lines[:len(lines)-1], lines[len(lines)-1]
 			want := []string{"-node-id", tc.pod, "-data-dir", data, "-addr", "0.0.0.0:6379",
-				"-peer-addr", "127.0.0.1:7379", "-http-addr", "0.0.0.0:8379"}
+				"-peer-addr", "127.0.0.1:7379", "-advertise-addr", tc.pod + ".lockd-peer:7379", "-http-addr", "0.0.0.0:8379"}
 			if !tc.bootstrap {
 				want = append(want, "-join", tc.members)
 			}

@@ -79,6 +79,8 @@ func replyError(v resp.Value) apiError {
 		return apiError{http.StatusBadGateway, code, text}
 	case "WRONGTYPE":
 		return apiError{http.StatusConflict, code, text}
+	case "NOPERM": // auth.go
+		return apiError{http.StatusForbidden, code, text}
 	case "QUEUEFULL", "RATELIMITED":
 		return apiError{http.StatusTooManyRequests, code, text}
 	}

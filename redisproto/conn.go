@@ -42,6 +42,7 @@ type conn struct {
 	lastAt  time.Time
 
 	quit    bool
+	auth    authState         // user and authentication (auth.go; user guarded by mu)
 	subs    subState          // pub/sub subscriptions (guarded by mu)
 	tx      *txState          // open MULTI, or nil
 	watches []command.Watched // WATCHed keys and their versions
@@ -57,11 +58,14 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) serve() {
 	defer c.nc.Close()
 	defer c.dropSubscriptions()
+	defer c.srv.monitors.remove(c)
 	var batch []command.Request
 	var batchAt []int // reply slot of each batched request
 	var replies []resp.Value
 	var protos []int // the protocol each reply is written in: HELLO may switch mid-pipeline
+	c.initAuth()
 	for {
+		c.auth.stale = true // re-read the users for the next batch (auth.go)
 		replies, protos = replies[:0], protos[:0]
 		batch, batchAt = batch[:0], batchAt[:0]
 		var perr error
@@ -75,6 +79,14 @@ func (c *conn) serve() {
 				break
 			}
 			c.srv.stats.commands.Add(1)
+			c.srv.monitors.feed(c, args)
+			if v, denied := c.authorize(args); denied { // NOAUTH, NOPERM (auth.go)
+				replies, protos = append(replies, v), append(protos, c.protocol())
+				if c.quit {
+					break
+				}
+				continue
+			}
 			if c.protocol() == 2 && c.subCount() > 0 && !allowedSubscribed(args[0]) && known(args[0]) {
 				replies = append(replies, resp.Error("ERR Can't execute '"+strings.ToLower(string(args[0]))+
 					"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
@@ -92,6 +104,7 @@ func (c *conn) serve() {
 				op, err := spec.Parse(args)
 				if err != nil {
 					replies = append(replies, resp.Error(err.Error()))
+					c.observe(spec.Name, args, replies[len(replies)-1], 0)
 					continue
 				}
 				batch = append(batch, command.Request{Args: args, Op: op, Spec: spec})
@@ -109,7 +122,9 @@ func (c *conn) serve() {
 				}
 				replies, protos = replies[:0], protos[:0]
 			}
+			started := time.Now()
 			replies = append(replies, c.local(args))
+			c.observe(localName(args), args, replies[len(replies)-1], time.Since(started))
 			protos = append(protos, c.protocol())
 			if c.quit {
 				break
@@ -121,6 +136,7 @@ func (c *conn) serve() {
 		replies = c.flushBatch(batch, batchAt, replies)
 		var pe protocolError
 		if errors.As(perr, &pe) {
+			c.srv.stats.protocolErrors.Add(1)
 			replies = append(replies, resp.Error("ERR "+pe.Error()))
 			protos = append(protos, c.protocol())
 		}
@@ -138,9 +154,9 @@ func (c *conn) serve() {
 // overtake them).
 const noReply resp.Kind = 255
 
-// maxPending bounds the output queued for a client that does not read (a slow
-// subscriber): past it the connection is closed, as Redis does with its
-// client-output-buffer-limit.
+// maxPending is the default bound on the output queued for a client that
+// does not read (a slow subscriber): past Config.MaxOutputBuffer the
+// connection is closed, as Redis does with its client-output-buffer-limit.
 const maxPending = 64 << 20
 
 // send queues b for the client and, unless another writer is draining the queue,
@@ -152,9 +168,10 @@ func (c *conn) send(b []byte, wait bool) bool {
 		c.wmu.Unlock()
 		return false
 	}
-	if len(c.pending)+len(b) > maxPending {
+	if int64(len(c.pending)+len(b)) > c.srv.maxOutput() {
 		c.broken = true
 		c.wmu.Unlock()
+		c.srv.stats.outputDisconnects.Add(1)
 		c.nc.Close()
 		return false
 	}
@@ -225,9 +242,12 @@ func (c *conn) flushBatch(batch []command.Request, at []int, replies []resp.Valu
 			break
 		}
 	}
+	started := time.Now()
 	res := c.srv.store.Do(ctx, batch)
+	took := time.Since(started) // the batch's commands share one round through the log
 	for i, v := range res {
 		replies[at[i]] = v
+		c.observe(batch[i].Spec.Name, batch[i].Args, v, took)
 	}
 	return replies
 }

@@ -69,6 +69,7 @@ func init() {
 		return resp.Verbatim(c.infoLine())
 	})
 	subcmd(client, "list", -2, cmdClientList)
+	subcmd(client, "kill", -3, cmdClientKill)
 	for _, n := range []string{"no-evict", "no-touch"} {
 		subcmd(client, n, 3, func(_ *conn, a [][]byte) resp.Value {
 			if !command.EqualFold(a[2], "on") && !command.EqualFold(a[2], "off") {
@@ -182,21 +183,6 @@ func cmdSelect(_ *conn, a [][]byte) resp.Value {
 	return resp.OK
 }
 
-// AUTH [username] password — no passwords are configured yet: the default user
-// accepts any password, as Redis's nopass default user does.
-func cmdAuth(_ *conn, a [][]byte) resp.Value {
-	switch len(a) {
-	case 2:
-		return resp.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	case 3:
-		if string(a[1]) == "default" {
-			return resp.OK
-		}
-		return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
-	}
-	return resp.Error(string(command.ErrSyntax))
-}
-
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
 func cmdHello(c *conn, a [][]byte) resp.Value {
 	proto := 0
@@ -210,14 +196,12 @@ func cmdHello(c *conn, a [][]byte) resp.Value {
 		}
 		proto = int(v)
 	}
-	var setName []byte
+	var setName, authUser, authPass []byte
 	for i := 2; i < len(a); i++ {
 		more := len(a) - i - 1
 		switch {
 		case command.EqualFold(a[i], "auth") && more >= 2:
-			if string(a[i+1]) != "default" {
-				return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
-			}
+			authUser, authPass = a[i+1], a[i+2]
 			i += 2
 		case command.EqualFold(a[i], "setname") && more >= 1:
 			setName = a[i+1]
@@ -228,6 +212,9 @@ func cmdHello(c *conn, a [][]byte) resp.Value {
 		default:
 			return resp.Error("ERR Syntax error in HELLO option '" + string(a[i]) + "'")
 		}
+	}
+	if v, failed := c.helloAuth(authUser, authPass); failed { // auth.go
+		return v
 	}
 	c.mu.Lock()
 	if setName != nil {
@@ -329,7 +316,7 @@ func (c *conn) infoLine() string {
 		" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10) +
 		" idle=" + strconv.FormatInt(int64(now.Sub(c.lastAt)/time.Second), 10) +
 		" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
-		c.lastCmd + " user=default redir=-1 resp=" + strconv.Itoa(c.proto) + "\n"
+		c.lastCmd + " user=" + c.userName() + " redir=-1 resp=" + strconv.Itoa(c.proto) + "\n"
 }
 
 // TIME — the server's wall clock (not log time).
@@ -375,6 +362,7 @@ func cmdConfigGet(c *conn, a [][]byte) resp.Value {
 	var out []resp.Value
 	seen := map[string]bool{}
 	values := append(configValues[:len(configValues):len(configValues)], [2]string{"notify-keyspace-events", c.srv.notifyConfig()})
+	values = append(values, c.srv.slowlogConfig()...)
 	for _, pat := range a[2:] {
 		lp := []byte(strings.ToLower(string(pat)))
 		for _, kv := range values {

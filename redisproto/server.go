@@ -40,10 +40,24 @@ type Store interface {
 
 // Config configures the front door.
 type Config struct {
-	Addr    string // listen address, e.g. "127.0.0.1:6379"
-	Limits  Limits
-	Logger  *slog.Logger
-	Version string // lockd's version, shown in INFO
+	Addr   string // listen address, e.g. "127.0.0.1:6379"
+	Limits Limits
+	// RequirePass is the default user's password ("": nopass, no
+	// authentication needed) until ACL SETUSER default replicates a definition.
+	RequirePass string
+	// MaxClients bounds the connected clients (0: 10000, Redis's default); one
+	// more is answered "-ERR max number of clients reached" and closed.
+	MaxClients int
+	// MaxOutputBuffer bounds the replies and messages queued for one client
+	// that does not read (0: 64 MiB); past it the client is disconnected.
+	MaxOutputBuffer int64
+	Logger          *slog.Logger
+	Version         string // lockd's version, shown in INFO
+	// ObserveCommand, if set, is told about every command answered (metrics).
+	ObserveCommand CommandObserver
+	// EnableMonitor allows MONITOR (every command of every client, to whoever
+	// asks: an admin tool, off by default).
+	EnableMonitor bool
 }
 
 // Server accepts RESP connections.
@@ -62,6 +76,8 @@ type Server struct {
 	stats     stats
 	pubsub    *broker
 	notify    atomic.Pointer[string] // notify-keyspace-events (CONFIG SET)
+	slowlog   slowlog
+	monitors  monitors
 	ctx       context.Context
 	cancelCtx context.CancelFunc
 }
@@ -70,6 +86,13 @@ type stats struct {
 	connections atomic.Int64
 	commands    atomic.Int64
 	rejected    atomic.Int64
+	// Security counters (auth.go, limits.go).
+	noAuth            atomic.Int64 // commands refused NOAUTH
+	noPerm            atomic.Int64 // commands refused NOPERM
+	authFailures      atomic.Int64 // AUTH / HELLO AUTH / HTTP credentials refused
+	maxClients        atomic.Int64 // connections refused at MaxClients
+	outputDisconnects atomic.Int64 // clients disconnected past MaxOutputBuffer
+	protocolErrors    atomic.Int64 // malformed requests and requests over Limits
 }
 
 // Listen binds cfg.Addr. Serve must be called to accept connections.
@@ -112,6 +135,11 @@ func (s *Server) Serve() error {
 			s.mu.Unlock()
 			nc.Close()
 			return nil
+		}
+		if len(s.conns) >= s.maxClients() { // limits.go
+			s.mu.Unlock()
+			s.refuse(nc)
+			continue
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)

@@ -2,8 +2,10 @@ package server
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/lockd/lockd/raftstore"
+	"github.com/lockd/lockd/redisproto"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -21,7 +23,7 @@ func (s *Server) newMetrics() *prometheus.Registry {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 	}
 	counter("lockd_resp_connections_total", "RESP connections accepted since start.", func() float64 { return float64(s.resp.Counters().Connections) })
-	counter("lockd_resp_commands_total", "RESP commands processed since start.", func() float64 { return float64(s.resp.Counters().Commands) })
+	reg.MustRegister(s.cmds.count, s.cmds.latency)
 	gauge("lockd_resp_clients", "RESP clients connected now.", func() float64 { return float64(s.resp.Counters().Clients) })
 	stat := func(key string) func() float64 {
 		return func() float64 {
@@ -40,6 +42,12 @@ func (s *Server) newMetrics() *prometheus.Registry {
 		}
 		return 0
 	})
+	gauge("lockd_ready", "1 while this node can serve strict operations (what /readyz answers 200 for).", func() float64 {
+		if s.store.Serving() {
+			return 1
+		}
+		return 0
+	})
 	gauge("lockd_raft_term", "Current Raft term.", stat("raft_term"))
 	gauge("lockd_raft_commit_index", "Raft commit index.", stat("raft_commit_index"))
 	gauge("lockd_raft_applied_index", "Raft applied index.", stat("raft_applied_index"))
@@ -47,6 +55,17 @@ func (s *Server) newMetrics() *prometheus.Registry {
 	counter("lockd_raft_log_write_batches_total", "Synced log writes (each holds one or more entries).", stat("raft_log_write_batches"))
 	reg.MustRegister(s.store.Collectors()...)
 	reg.MustRegister(lockCollector{s.store})
+	// Security: refusals by the RESP door (and the HTTP door's failed
+	// credentials), each limit with its own counter.
+	sec := func(f func(redisproto.SecurityCounters) int64) func() float64 {
+		return func() float64 { return float64(f(s.resp.SecurityCounters())) }
+	}
+	counter("lockd_resp_noauth_total", "Commands refused NOAUTH (not authenticated).", sec(func(c redisproto.SecurityCounters) int64 { return c.NoAuth }))
+	counter("lockd_resp_noperm_total", "Commands refused NOPERM by the user's ACL (command, key or channel).", sec(func(c redisproto.SecurityCounters) int64 { return c.NoPerm }))
+	counter("lockd_auth_failures_total", "Failed AUTH, HELLO AUTH and HTTP credentials.", sec(func(c redisproto.SecurityCounters) int64 { return c.AuthFailures }))
+	counter("lockd_resp_rejected_connections_total", "Connections refused at -maxclients.", sec(func(c redisproto.SecurityCounters) int64 { return c.MaxClients }))
+	counter("lockd_resp_output_buffer_disconnects_total", "Clients disconnected because their queued output passed -client-output-buffer-limit.", sec(func(c redisproto.SecurityCounters) int64 { return c.OutputDisconnects }))
+	counter("lockd_resp_protocol_errors_total", "Requests refused as malformed or over a request limit (-proto-max-bulk-len, -max-args).", sec(func(c redisproto.SecurityCounters) int64 { return c.ProtocolErrors }))
 	return reg
 }
 
@@ -107,4 +126,27 @@ func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, ns := range st.Namespaces() {
 		ch <- prometheus.MustNewConstMetric(lateDesc, prometheus.CounterValue, float64(st.LateOps[ns]), ns)
 	}
+}
+
+// commandMetrics count the RESP door's commands by name and result, and time
+// them. Names are lockd's commands only ("unknown" otherwise) and results a
+// fixed set of codes, so no client can grow the series.
+type commandMetrics struct {
+	count   *prometheus.CounterVec
+	latency *prometheus.HistogramVec
+}
+
+func newCommandMetrics() *commandMetrics {
+	return &commandMetrics{
+		count: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lockd_resp_commands_total",
+			Help: "RESP commands answered, by command and result (ok, or the error code)."}, []string{"command", "result"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lockd_command_duration_seconds",
+			Help:    "Time to answer a RESP command (commands pipelined together share their round through the log).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"command"}),
+	}
+}
+
+func (m *commandMetrics) observe(command, result string, d time.Duration) {
+	m.count.WithLabelValues(command, result).Inc()
+	m.latency.WithLabelValues(command).Observe(d.Seconds())
 }

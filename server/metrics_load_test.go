@@ -92,8 +92,15 @@ func TestMetricsFollowLoad(t *testing.T) {
 	if got := delta("lockd_fsync_seconds_count"); got < 1 || got > writes {
 		t.Errorf("lockd_fsync_seconds_count moved by %v, want 1..%v", got, writes)
 	}
-	if got := delta("lockd_resp_commands_total"); got < writes {
-		t.Errorf("lockd_resp_commands_total moved by %v, want at least %v", got, writes)
+	for name, want := range map[string]float64{
+		`lockd_resp_commands_total{command="lock.acquire",result="ok"}`:        workers*cycles + 1,
+		`lockd_resp_commands_total{command="lock.release",result="ok"}`:        workers * cycles,
+		`lockd_resp_commands_total{command="lock.acquire",result="QUEUEFULL"}`: 1,
+		`lockd_command_duration_seconds_count{command="lock.release"}`:         workers * cycles,
+	} {
+		if got := delta(name); got != want {
+			t.Errorf("%s moved by %v, want %v", name, got, want)
+		}
 	}
 	if v, _ := c.Do(ctx, "LOCK.VALIDATE", "m/held", held).Int64(); v != 1 {
 		t.Fatal("the held lock is not held")

@@ -4,6 +4,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,9 +38,23 @@ type Config struct {
 	Join    string
 	DataDir string // required
 	Logger  *slog.Logger
-	// RaftLogOutput receives hashicorp/raft's own log lines; nil discards them.
+	// RaftLogOutput receives hashicorp/raft's own log lines as they are; nil
+	// routes them into Logger (warnings and errors; all with RaftLogs).
 	RaftLogOutput io.Writer
+	RaftLogs      bool
+	// EnableMonitor allows the MONITOR command (an admin tool: it shows every
+	// key and value).
+	EnableMonitor bool
+	// AdvertiseAddr is the peer address other nodes are told (a DNS name is
+	// allowed); "" means PeerAddr as bound.
+	AdvertiseAddr string
 	Limits        redisproto.Limits
+	// RequirePass is the default user's password ("": nopass, as Redis without
+	// requirepass); it is also the password this node joins a cluster with.
+	// MaxClients and MaxOutputBuffer are redisproto.Config's (0: defaults).
+	RequirePass     string
+	MaxClients      int
+	MaxOutputBuffer int64
 	// SnapshotThreshold and TrailingLogs tune Raft snapshots (0: the store's
 	// defaults, 8192 and 10240 entries).
 	SnapshotThreshold uint64
@@ -81,6 +96,7 @@ type Server struct {
 	http  *http.Server
 	hln   net.Listener
 	done  chan error
+	cmds  *commandMetrics
 }
 
 // New opens the store, binds every port and starts serving. It returns once this
@@ -102,11 +118,12 @@ func New(cfg Config) (*Server, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: lg, done: make(chan error, 2)}
+	s := &Server{cfg: cfg, log: lg, done: make(chan error, 2), cmds: newCommandMetrics()}
 
 	// Bind the client-facing ports first: a port in use is reported before any
 	// data is touched.
-	rs, err := redisproto.Listen(redisproto.Config{Addr: cfg.RESPAddr, Limits: cfg.Limits, Logger: lg, Version: Version}, nil)
+	rs, err := redisproto.Listen(redisproto.Config{Addr: cfg.RESPAddr, Limits: cfg.Limits, Logger: lg, Version: Version,
+		RequirePass: cfg.RequirePass, MaxClients: cfg.MaxClients, MaxOutputBuffer: cfg.MaxOutputBuffer, ObserveCommand: s.cmds.observe, EnableMonitor: cfg.EnableMonitor}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +134,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("HTTP port %s: %w", cfg.HTTPAddr, err)
 		}
 	}
-	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr, ClientAddr: advertised(rs.Addr(), cfg.PeerAddr),
-		Logger: lg, RaftLogOutput: cfg.RaftLogOutput, Publish: rs.Publish, Peers: cfg.Peers, Join: cfg.Join != "",
+	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr, AdvertiseAddr: cfg.AdvertiseAddr,
+		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
+		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs}
 	if cfg.StoreHook != nil { // fault tests only
 		cfg.StoreHook(&scfg)
@@ -139,7 +157,8 @@ func New(cfg Config) (*Server, error) {
 	go func() { s.done <- rs.Serve() }()
 	if s.hln != nil {
 		metrics := promhttp.HandlerFor(s.newMetrics(), promhttp.HandlerOpts{})
-		h := httpapi.Handler(st, metrics)
+		// The HTTP door accepts the RESP door's users.
+		h := httpapi.HandlerWithAuth(st, metrics, rs)
 		if cfg.HTTPHook != nil { // fault tests only
 			h = cfg.HTTPHook(h)
 		}
@@ -153,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
 	defer cancel()
 	if cfg.Join != "" {
-		if err := join(ctx, cfg.Join, cfg.NodeID, st.PeerAddr()); err != nil {
+		if err := join(ctx, cfg.Join, cfg.RequirePass, cfg.NodeID, st.PeerAddr()); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("joining through %s: %w", cfg.Join, err)
 		}
@@ -168,8 +187,8 @@ func New(cfg Config) (*Server, error) {
 
 // join asks a member (by its RESP address) to add this node, retrying while
 // the member has no leader.
-func join(ctx context.Context, member, id, peerAddr string) error {
-	c := redis.NewClient(&redis.Options{Addr: member, MaxRetries: -1})
+func join(ctx context.Context, member, password, id, peerAddr string) error {
+	c := redis.NewClient(&redis.Options{Addr: member, Password: password, MaxRetries: -1})
 	defer c.Close()
 	for {
 		err := c.Do(ctx, "RAFT", "ADD", id, peerAddr).Err()

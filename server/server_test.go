@@ -297,7 +297,7 @@ func TestMetrics(t *testing.T) {
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	for _, want := range []string{"lockd_raft_leader 1", "lockd_resp_commands_total ", "lockd_raft_applied_index ", "lockd_raft_log_write_batches_total ", "go_goroutines ",
+	for _, want := range []string{"lockd_raft_leader 1", `lockd_resp_commands_total{command="lock.release",result="ok"} 1`, `lockd_command_duration_seconds_count{command="set"} 1`, "lockd_raft_applied_index ", "lockd_raft_log_write_batches_total ", "go_goroutines ",
 		`lockd_lock_expired_while_held_total{namespace="pay/"} 1`, "lockd_lock_grants_total 1", "lockd_locks_held 0", "lockd_sessions 0", "lockd_lock_waiters 0",
 		"lockd_raft_commit_seconds_count ", "lockd_fsync_seconds_count ", "lockd_raft_leader_changes_total 1", "lockd_lock_queue_full_total 0"} {
 		if !strings.Contains(string(body), want) {

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,11 +41,28 @@ func main() {
 }
 
 func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			return runVersion(os.Stdout)
+		case "status":
+			return runStatus(args[1:], os.Stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("lockd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: lockd [flags]       run a node (with no flags: a single-node cluster in ./lockd-data)\n"+
+			"       lockd status [-addr host:port]   the cluster at a glance\n"+
+			"       lockd version\n\n"+
+			"Every flag can also be set as LOCKD_<FLAG> in the environment (e.g. LOCKD_DATA_DIR) or as\n"+
+			"\"flag = value\" in the -config file; the command line wins, then the environment, then the file.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	var (
 		respAddr = fs.String("addr", "127.0.0.1:6379", "RESP (Redis protocol) listen address")
 		peerAddr = fs.String("peer-addr", "127.0.0.1:7379", "peer (Raft) listen address")
+		advAddr  = fs.String("advertise-addr", "", "peer address the other nodes dial and -peers names for this node, e.g. a DNS name on Kubernetes (empty: -peer-addr)")
 		httpAddr = fs.String("http-addr", "127.0.0.1:8379", "HTTP listen address (health, readiness); empty disables it")
 		dataDir  = fs.String("data-dir", "lockd-data", "directory for the Raft log and snapshots")
 		nodeID   = fs.String("node-id", "node1", "this node's ID in the Raft configuration")
@@ -53,11 +71,29 @@ func run(args []string, stderr io.Writer) int {
 		snapN    = fs.Uint64("snapshot-threshold", 8192, "log entries between Raft snapshots")
 		trailing = fs.Uint64("trailing-logs", 10240, "log entries kept after a snapshot for lagging followers (a follower further behind installs the snapshot)")
 		maxBulk  = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a request may carry, in bytes")
+		maxArgs  = fs.Int64("max-args", 1<<20, "most arguments one request may carry (Redis allows 2147483647)")
+		reqPass  = fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)")
+		maxConns = fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached")
+		maxOut   = fs.Int64("client-output-buffer-limit", 64<<20, "bytes of replies and messages queued for a client that does not read before it is disconnected")
 		logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
-		raftLogs = fs.Bool("raft-logs", false, "also print hashicorp/raft's own log lines")
+		raftLogs = fs.Bool("raft-logs", false, "also log hashicorp/raft's informational lines (its warnings and errors are always logged)")
+		logFmt   = fs.String("log-format", "text", "log format: text or json (log/slog)")
+		monitor  = fs.Bool("enable-monitor", false, "allow MONITOR (shows every command, keys and values, to any client that asks)")
+		confFile = fs.String("config", "", "a file of \"flag = value\" lines (see above)")
 	)
 	faults := registerFaultFlags(fs) // hidden: fault tests only (faults.go)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "lockd: unexpected argument %q (see lockd -help)\n", fs.Arg(0))
+		return 2
+	}
+	if err := applyConfig(fs, *confFile, os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "lockd: %v\n", err)
 		return 2
 	}
 	var level slog.Level
@@ -65,7 +101,17 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockd: bad -log-level %q\n", *logLevel)
 		return 2
 	}
-	lg := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	var handler slog.Handler
+	switch *logFmt {
+	case "text":
+		handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	case "json":
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	default:
+		fmt.Fprintf(stderr, "lockd: bad -log-format %q (text or json)\n", *logFmt)
+		return 2
+	}
+	lg := slog.New(handler)
 	abs, err := filepath.Abs(*dataDir)
 	if err != nil {
 		abs = *dataDir
@@ -73,7 +119,14 @@ func run(args []string, stderr io.Writer) int {
 	cfg := server.Config{NodeID: *nodeID, RESPAddr: *respAddr, PeerAddr: *peerAddr, HTTPAddr: *httpAddr,
 		DataDir: abs, Logger: lg}
 	cfg.Limits.MaxBulkLen = *maxBulk
+	cfg.Limits.MaxMultibulkLen = *maxArgs
+	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *reqPass, *maxConns, *maxOut
+	if cfg.RequirePass == "" {
+		cfg.RequirePass = os.Getenv("LOCKD_REQUIREPASS") // keeps the password out of ps
+	}
 	cfg.SnapshotThreshold, cfg.TrailingLogs = *snapN, *trailing
+	cfg.AdvertiseAddr = *advAddr
+	cfg.EnableMonitor = *monitor
 	cfg.Join = *joinAddr
 	if *peers != "" {
 		ps, err := parsePeers(*peers)
@@ -91,9 +144,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockd: %v\n", err)
 		return 2
 	}
-	if *raftLogs {
-		cfg.RaftLogOutput = stderr
-	}
+	cfg.RaftLogs = *raftLogs
 	lg.Info("starting lockd", "version", server.Version, "data_dir", abs)
 	srv, err := server.New(cfg)
 	if err != nil {

@@ -574,6 +574,44 @@ var metaTable = map[string]CommandMeta{
 		Categories: words("@slow"),
 		Doc:        Doc{Summary: "Show helpful text about the different subcommands", Since: "5.0.0", Group: "cluster", Complexity: "O(1)"},
 	},
+	"slowlog": {
+		Arity:      -2,
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "A container for slow log commands", Since: "2.2.12", Group: "server", Complexity: "Depends on subcommand."},
+	},
+	"slowlog|get": {
+		Arity: -2, Flags: words("admin loading stale"),
+		Categories: words("@admin @slow @dangerous"),
+		Tips:       []string{"request_policy:all_nodes", "nondeterministic_output"},
+		Doc:        Doc{Summary: "Get the slow log's entries", Since: "2.2.12", Group: "server", Complexity: "O(N) where N is the number of entries returned"},
+	},
+	"slowlog|len": {
+		Arity: 2, Flags: words("admin loading stale"),
+		Categories: words("@admin @slow @dangerous"),
+		Tips:       []string{"request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"},
+		Doc:        Doc{Summary: "Get the slow log's length", Since: "2.2.12", Group: "server", Complexity: "O(1)"},
+	},
+	"slowlog|reset": {
+		Arity: 2, Flags: words("admin loading stale"),
+		Categories: words("@admin @slow @dangerous"),
+		Tips:       []string{"request_policy:all_nodes", "response_policy:all_succeeded"},
+		Doc:        Doc{Summary: "Clear all entries from the slow log", Since: "2.2.12", Group: "server", Complexity: "O(N) where N is the number of entries in the slowlog"},
+	},
+	"slowlog|help": {
+		Arity: 2, Flags: words("loading stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "Show helpful text about the different subcommands", Since: "6.2.0", Group: "server", Complexity: "O(1)"},
+	},
+	"monitor": {
+		Arity: 1, Flags: words("admin noscript loading stale"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "Listen for all requests received by the server in real time", Since: "1.0.0", Group: "server"},
+	},
+	"client|kill": {
+		Arity: -3, Flags: words("admin noscript loading stale"),
+		Categories: words("@admin @slow @dangerous @connection"),
+		Doc:        Doc{Summary: "Kill the connection of a client", Since: "2.4.0", Group: "connection", Complexity: "O(N) where N is the number of client connections"},
+	},
 	"readonly": {
 		Arity: 1, Flags: words("loading stale fast"),
 		Categories: words("@fast @connection"),
@@ -842,5 +880,58 @@ var metaTable = map[string]CommandMeta{
 		Arity: 4, Flags: words("noscript loading stale"),
 		Categories: words("@slow @connection"),
 		Doc:        Doc{Summary: "Sets information specific to the client or connection.", Since: "7.2.0", Group: "connection", Complexity: "O(1)"},
+	},
+
+	// ---- ACL (redisproto/acl.go), as Redis 7.0.15 describes it; lockd
+	// implements the subcommands below (not LOG, SAVE, LOAD, DRYRUN).
+	"acl": {
+		Arity:      -2,
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "A container for Access List Control commands ", Since: "6.0.0", Group: "server", Complexity: "Depends on subcommand."},
+	},
+	"acl|cat": {
+		Arity: -2, Flags: words("noscript loading stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "List the ACL categories or the commands inside a category", Since: "6.0.0", Group: "server", Complexity: "O(1) since the categories and commands are a fixed set."},
+	},
+	"acl|deluser": {
+		Arity: -3, Flags: words("admin noscript loading stale"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "Remove the specified ACL users and the associated rules", Since: "6.0.0", Group: "server", Complexity: "O(1) amortized time considering the typical user."},
+	},
+	"acl|genpass": {
+		Arity: -2, Flags: words("noscript loading stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "Generate a pseudorandom secure password to use for ACL users", Since: "6.0.0", Group: "server", Complexity: "O(1)"},
+	},
+	"acl|getuser": {
+		Arity: 3, Flags: words("admin noscript loading stale"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "Get the rules for a specific ACL user", Since: "6.0.0", Group: "server", Complexity: "O(N). Where N is the number of password, command and pattern rules that the user has."},
+	},
+	"acl|help": {
+		Arity: 2, Flags: words("loading stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "Show helpful text about the different subcommands", Since: "6.0.0", Group: "server", Complexity: "O(1)"},
+	},
+	"acl|list": {
+		Arity: 2, Flags: words("admin noscript loading stale"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "List the current ACL rules in ACL config file format", Since: "6.0.0", Group: "server", Complexity: "O(N). Where N is the number of configured users."},
+	},
+	"acl|setuser": {
+		Arity: -3, Flags: words("admin noscript loading stale"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "Modify or create the rules for a specific ACL user", Since: "6.0.0", Group: "server", Complexity: "O(N). Where N is the number of rules provided."},
+	},
+	"acl|users": {
+		Arity: 2, Flags: words("admin noscript loading stale"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "List the username of all the configured ACL rules", Since: "6.0.0", Group: "server", Complexity: "O(N). Where N is the number of configured users."},
+	},
+	"acl|whoami": {
+		Arity: 2, Flags: words("noscript loading stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "Return the name of the user associated to the current connection", Since: "6.0.0", Group: "server", Complexity: "O(1)"},
 	},
 }

@@ -95,7 +95,7 @@ func Parse(args [][]byte) (op Op, spec *Spec, err error) {
 	}
 	spec, ok := Lookup(args[0])
 	if !ok {
-		return nil, nil, nil
+		return parseUnlisted(args) // ACL SETUSER|DELUSER (acl.go)
 	}
 	op, err = spec.Parse(args)
 	return op, spec, err

@@ -212,6 +212,8 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.namespaceSet(op)
 	case command.NamespaceDel:
 		return k.namespaceDel(op)
+	case command.ACLSetUser, command.ACLDelUser:
+		return k.aclWrite(op, c) // acl.go
 	}
 	return resp.Error(fmt.Sprintf("ERR internal: no executor for %T", op))
 }

@@ -84,6 +84,7 @@ type Keyspace struct {
 	cancel        <-chan struct{}      // dry runs only: closed by SCRIPT KILL
 	sessions      map[uint64]*session  // open sessions by id (lookups only: never iterated unsorted)
 	namespaces    []Namespace          // by prefix
+	acl           *command.ACLTable    // ACL users (acl.go); nil = none defined
 	wakes         []Wake               // what became of waiters, since the last TakeWakes
 	stats         LockStats            // metrics only (see LockStats)
 	expiredRecent map[uint64]string    // metrics only: tokens whose lease ran out lately -> name

@@ -27,7 +27,7 @@ var notInScripts = map[string]bool{
 	"multi": true, "exec": true, "discard": true, "watch": true, "unwatch": true,
 	"subscribe": true, "psubscribe": true, "unsubscribe": true, "punsubscribe": true,
 	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "script": true,
-	"auth": true, "hello": true, "quit": true, "client": true, "wait": true,
+	"auth": true, "hello": true, "quit": true, "client": true, "wait": true, "acl": true, "monitor": true,
 }
 
 // scriptHost is what redis.call reaches: this keyspace at the entry's position

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ type Snapshot struct {
 	sessions []sessionCopy
 	items    *btree.BTreeG[*item]
 	nss      []Namespace
+	acl      *command.ACLTable
 	now      int64
 	index    uint64
 }
@@ -32,12 +34,13 @@ func (k *Keyspace) Snapshot() *Snapshot {
 		s := k.sessions[si.ID]
 		sessions = append(sessions, sessionCopy{id: si.ID, ttl: s.ttl, name: s.name, locks: append([]string(nil), s.locks...)})
 	}
-	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions, nss: k.namespaces}
+	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions, nss: k.namespaces, acl: k.acl}
 }
 
 // snapVersion 2 added waiters, lock-delay and grant index to lock records, the
-// wake time to items and the namespaces; Restore still reads version 1.
-const snapVersion = 2
+// wake time to items and the namespaces; 3 appended the ACL users after the
+// namespaces. Restore still reads versions 1 and 2.
+const snapVersion = 3
 
 // ErrBadSnapshot is returned by Restore for a stream that is not a snapshot.
 var ErrBadSnapshot = errors.New("fsm: bad snapshot")
@@ -161,6 +164,8 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		buf = binary.AppendUvarint(buf, uint64(len(ns.FencedBy)))
 		buf = append(buf, ns.FencedBy...)
 	}
+	// ACL users, by name (acl.go).
+	buf = appendUsers(buf, s.acl)
 	n, err = bw.Write(buf)
 	total += int64(n)
 	if err != nil {
@@ -294,6 +299,11 @@ func (k *Keyspace) Restore(r io.Reader) error {
 			return fmt.Errorf("%w: namespaces: %v", ErrBadSnapshot, err)
 		}
 	}
+	if version >= 3 {
+		if fresh.acl, err = readUsers(br); err != nil {
+			return fmt.Errorf("%w: users: %v", ErrBadSnapshot, err)
+		}
+	}
 	fresh.now, fresh.index = now, index
 	*k = *fresh
 	return nil
@@ -366,9 +376,18 @@ func readBytes(br *bufio.Reader) ([]byte, error) {
 	if n > 1<<32 {
 		return nil, errors.New("length out of range")
 	}
-	b := make([]byte, n)
-	_, err = io.ReadFull(br, b)
-	return b, err
+	if n <= 1<<20 {
+		b := make([]byte, n)
+		_, err = io.ReadFull(br, b)
+		return b, err
+	}
+	// A long value grows as its bytes arrive: a corrupt length prefix must
+	// not allocate gigabytes up front (found by FuzzRestore).
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, br, int64(n)); err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return buf.Bytes(), nil
 }
 
 func readLock(br *bufio.Reader, version byte) (*lockRec, int64, error) {

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "lockd.conf")
+	os.WriteFile(file, []byte("# lockd\naddr = 127.0.0.1:7000\ndata-dir = \"/from/file\"\n-log-level = debug\n"), 0o600)
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:6379", "")
+	dataDir := fs.String("data-dir", "lockd-data", "")
+	level := fs.String("log-level", "info", "")
+	fs.String("config", "", "")
+	if err := fs.Parse([]string{"-log-level", "warn"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LOCKD_DATA_DIR": "/from/env"}
+	if err := applyConfig(fs, file, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if *addr != "127.0.0.1:7000" || *dataDir != "/from/env" || *level != "warn" {
+		t.Fatalf("addr %q (file), data-dir %q (env over file), log-level %q (command line over file)", *addr, *dataDir, *level)
+	}
+	os.WriteFile(file, []byte("nosuch = 1\n"), 0o600)
+	if err := applyConfig(fs, file, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), `unknown setting "nosuch"`) {
+		t.Fatalf("unknown setting: %v", err)
+	}
+	os.WriteFile(file, []byte("addr\n"), 0o600)
+	if err := applyConfig(fs, file, func(string) string { return "" }); err == nil {
+		t.Fatal("a line without = was accepted")
+	}
+}

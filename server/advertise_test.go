@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/raftstore"
+)
+
+// TestAdvertisedNames: nodes that bind 127.0.0.1 but are known to each other by
+// a host name (as pods are by their DNS names) form a cluster, and RAFT
+// MEMBERS and CLUSTER SLOTS show the names.
+func TestAdvertisedNames(t *testing.T) {
+	var peers []raftstore.Peer
+	var binds []string
+	for i := range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		binds = append(binds, fmt.Sprintf("127.0.0.1:%d", port))
+		peers = append(peers, raftstore.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: fmt.Sprintf("localhost:%d", port)})
+	}
+	servers := make([]*Server, 3)
+	errs := make(chan error, 3)
+	for i := range 3 {
+		go func() {
+			s, err := New(Config{NodeID: peers[i].ID, RESPAddr: "127.0.0.1:0", PeerAddr: binds[i], AdvertiseAddr: peers[i].Addr,
+				DataDir: t.TempDir(), Peers: peers})
+			servers[i] = s
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range servers {
+		defer s.Close()
+	}
+	c := client(t, servers[0], 2)
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	for c.Set(ctx, "k", "v", 0).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	members := fmt.Sprint(c.Do(ctx, "RAFT", "MEMBERS").Val())
+	for _, p := range peers {
+		if !strings.Contains(members, p.Addr) {
+			t.Fatalf("RAFT MEMBERS %s lacks %s", members, p.Addr)
+		}
+	}
+}
