@@ -76,11 +76,20 @@ lint:
 bench: build deps
 	./scripts/compare.sh
 
-## chaos: the fault suites: kill -9 under load, multi-process cluster failovers,
-## the porcupine linearizability check, in-process partitions and crashes
+## chaos: the Jepsen-style campaign (test/chaos_*): seeded runs of 3- and 5-node
+## clusters under kill -9, SIGSTOP, partitions and delay through a proxy, slow and
+## failing fsync and clock faults, checked after every run; then the negative
+## control, the planted bugs, and the other fault suites. Prints the campaign's
+## table at the end. make chaos DURATION=2m SEED=7 for another length and seed.
+DURATION ?= 10m
+SEED     ?=
 chaos: build
+	@mkdir -p $(BIN)
+	CHAOS_DURATION=$(DURATION) CHAOS_SEED=$(SEED) CHAOS_REPORT=$(BIN)/chaos-report.txt \
+		$(GO) test -count=1 -timeout 3h -run 'TestChaos(Campaign|NegativeControl|PlantedBugs)$$' -v ./test/
 	$(GO) test -count=1 -run 'Test.*Crash|Test.*Kill|TestCluster|TestLinearizab' -v ./test/
 	$(GO) test -count=1 -run 'TestClusterFailover|TestMinority|TestSessionSurvives|TestJoin' -v ./raftstore/
+	@cat $(BIN)/chaos-report.txt
 
 ## cluster: three local nodes (RESP 6391-6393); stop them with make cluster-stop
 cluster: build

@@ -27,14 +27,18 @@ func newLogClock(now func() time.Time) *logClock {
 	return &logClock{now: now, start: now()}
 }
 
-// reset starts counting from base (the highest log time applied so far).
+// reset starts counting from base (the highest log time applied so far) when
+// this node takes office. It continues from base even when this node read a
+// higher time before: those readings come from an earlier term (its clock ran
+// on through the election gap after it lost office, or it stamped entries that
+// never committed), and continuing from them would end every lease early by up
+// to that gap (found by the chaos suite; TestLogClockForgetsAnEarlierTerm).
+// Log time stays monotonic across terms through the FSM's max(previous, stamped).
 func (c *logClock) reset(base int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if base < c.last {
-		base = c.last
-	}
 	c.base = base + c.skew
+	c.last = c.base
 	c.start = c.now()
 }
 

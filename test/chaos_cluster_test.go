@@ -1,0 +1,251 @@
+package test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/raftstore/faultnet"
+)
+
+// chaosCluster is a lockdCluster whose peer links all run through a faultnet
+// proxy (lockd's hidden -dial-via flag) and whose processes expose the fault
+// endpoint (-fault-control): slow and failing log writes, clock jumps and
+// rates. Only the nemesis goroutine changes it while a run goes on.
+type chaosCluster struct {
+	*lockdCluster
+	net    *faultnet.Net
+	extra  []string // more lockd flags (planted bugs)
+	http   []string // each node's HTTP address
+	via    []string // each node's -dial-via flag
+	paused map[int]bool
+	pmu    sync.Mutex
+}
+
+// chaosLockdFlags keep every log entry on disk (so that the replay after the
+// run sees the whole log) while snapshots are still taken and restored.
+var chaosLockdFlags = []string{"-snapshot-threshold", "1024", "-trailing-logs", "1000000000", "-fault-control"}
+
+// startChaosCluster starts n nodes, each dialing its peers through its own
+// proxy per link, and waits for a leader.
+func startChaosCluster(t *testing.T, n int, extra ...string) *chaosCluster {
+	t.Helper()
+	t.Setenv("LOCKD_FAULT_INJECTION", "1")
+	for attempt := 1; ; attempt++ {
+		fn := faultnet.New()
+		cc := &chaosCluster{lockdCluster: &lockdCluster{t: t}, net: fn, extra: extra, paused: map[int]bool{}}
+		as := freeAddrs(t, 3*n)
+		var peers []string
+		for i := 0; i < n; i++ {
+			nd := &clusterNode{idx: i, id: fmt.Sprintf("n%d", i+1),
+				addrs: lockdAddrs{resp: as[3*i], peer: as[3*i+1], http: as[3*i+2]}, dir: filepath.Join(t.TempDir(), "data")}
+			cc.nodes = append(cc.nodes, nd)
+			cc.http = append(cc.http, as[3*i+2])
+			peers = append(peers, nd.id+"="+nd.addrs.peer)
+		}
+		cc.peers = strings.Join(peers, ",")
+		for _, a := range cc.nodes {
+			var via []string
+			for _, b := range cc.nodes {
+				if a == b {
+					continue
+				}
+				p, err := fn.Add(faultnet.Link{From: a.id, To: b.id}, b.addrs.peer)
+				if err != nil {
+					t.Fatalf("proxy %s->%s: %v", a.id, b.id, err)
+				}
+				via = append(via, b.addrs.peer+"="+p)
+			}
+			cc.via = append(cc.via, strings.Join(via, ","))
+		}
+		t.Cleanup(func() { fn.Close() })
+		for _, nd := range cc.nodes {
+			cc.spawnChaos(nd)
+		}
+		raced := false
+		for _, nd := range cc.nodes {
+			if err := nd.proc.waitReady(readyTimeout); err != nil {
+				if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") {
+					raced = true
+					break
+				}
+				t.Fatalf("%s: %v\nstderr:\n%s", nd.proc.name, err, nd.proc.stderr)
+			}
+		}
+		if raced && attempt < startTries {
+			for _, nd := range cc.nodes {
+				nd.proc.kill()
+			}
+			fn.Close()
+			continue
+		}
+		cc.waitLeader(leaderTimeout)
+		for _, nd := range cc.nodes {
+			nd.up.Store(true)
+		}
+		return cc
+	}
+}
+
+func (cc *chaosCluster) spawnChaos(nd *clusterNode) {
+	nd.gen++
+	args := append([]string{"-node-id", nd.id, "-peers", cc.peers, "-dial-via", cc.via[nd.idx]}, chaosLockdFlags...)
+	args = append(args, cc.extra...)
+	nd.proc = spawnLockdArgs(cc.t, fmt.Sprintf("%s.%d", nd.id, nd.gen), nd.dir, nd.addrs, args...)
+	nd.procs = append(nd.procs, nd.proc)
+}
+
+// restartChaos starts a killed node again and waits (bounded) until it
+// answers PING; it does not wait for it to follow (the cluster may have no
+// quorum yet when several nodes are down).
+func (cc *chaosCluster) restartChaos(nd *clusterNode) error {
+	for attempt := 1; ; attempt++ {
+		cc.spawnChaos(nd)
+		err := nd.proc.waitReady(readyTimeout)
+		if err == nil {
+			nd.up.Store(true)
+			return nil
+		}
+		if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") && attempt < startTries {
+			time.Sleep(100 * time.Millisecond) // back-off before the next attempt, not synchronisation
+			continue
+		}
+		return fmt.Errorf("%s: %v", nd.proc.name, err)
+	}
+}
+
+// pause sends SIGSTOP (on) or SIGCONT (off) to nd's process.
+func (cc *chaosCluster) pause(nd *clusterNode, on bool) {
+	sig := syscall.SIGCONT
+	if on {
+		sig = syscall.SIGSTOP
+	}
+	if nd.proc != nil {
+		nd.proc.cmd.Process.Signal(sig)
+	}
+	cc.pmu.Lock()
+	cc.paused[nd.idx] = on
+	cc.pmu.Unlock()
+}
+
+func (cc *chaosCluster) isPaused(nd *clusterNode) bool {
+	cc.pmu.Lock()
+	defer cc.pmu.Unlock()
+	return cc.paused[nd.idx]
+}
+
+// setFaults posts name=value pairs to nd's fault endpoint.
+func (cc *chaosCluster) setFaults(nd *clusterNode, kv ...string) error {
+	if nd.proc == nil {
+		return fmt.Errorf("%s is down", nd.id)
+	}
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	hc := &http.Client{Timeout: infoTimeout}
+	res, err := hc.Post("http://"+cc.http[nd.idx]+"/debug/faults?"+q.Encode(), "", nil)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: POST /debug/faults?%s: %s %s", nd.id, q.Encode(), res.Status, body)
+	}
+	return nil
+}
+
+// currentLeader asks every running, unpaused node at once and returns the one
+// that says it leads with the highest term (nil if none does).
+func (cc *chaosCluster) currentLeader() *clusterNode {
+	type view struct {
+		nd   *clusterNode
+		term int
+	}
+	var mu sync.Mutex
+	var views []view
+	var wg sync.WaitGroup
+	for _, nd := range cc.running() {
+		if cc.isPaused(nd) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			info, err := raftInfo(nd.addrs.resp)
+			if err != nil || info["raft_state"] != "leader" {
+				return
+			}
+			term, _ := strconv.Atoi(info["raft_term"])
+			mu.Lock()
+			views = append(views, view{nd, term})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(views) == 0 {
+		return nil
+	}
+	sort.Slice(views, func(i, j int) bool { return views[i].term > views[j].term })
+	return views[0].nd
+}
+
+// awaitLeader polls currentLeader until bound.
+func (cc *chaosCluster) awaitLeader(bound time.Duration) *clusterNode {
+	deadline := time.Now().Add(bound)
+	for {
+		if l := cc.currentLeader(); l != nil {
+			return l
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// cut partitions the nodes into the given sides: every link between nodes of
+// different sides is set to mode; links within a side stay as they are.
+func (cc *chaosCluster) cut(mode faultnet.Mode, sides ...[]*clusterNode) {
+	side := map[string]int{}
+	for i, s := range sides {
+		for _, nd := range s {
+			side[nd.id] = i
+		}
+	}
+	var ls []faultnet.Link
+	for _, l := range cc.net.Links() {
+		if side[l.From] != side[l.To] {
+			ls = append(ls, l)
+		}
+	}
+	cc.net.Set(mode, 0, ls...)
+}
+
+// cutPairs cuts the links between the given pairs of nodes (both directions).
+func (cc *chaosCluster) cutPairs(mode faultnet.Mode, pairs [][2]*clusterNode) {
+	var ls []faultnet.Link
+	for _, p := range pairs {
+		ls = append(ls, faultnet.Link{From: p[0].id, To: p[1].id}, faultnet.Link{From: p[1].id, To: p[0].id})
+	}
+	cc.net.Set(mode, 0, ls...)
+}
+
+// appliedIndex reads nd's applied index.
+func appliedIndex(nd *clusterNode) (uint64, error) {
+	info, err := raftInfo(nd.addrs.resp)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(info["raft_applied_index"], 10, 64)
+}

@@ -1,0 +1,340 @@
+package test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/raftstore/fsm"
+	"github.com/lockd/lockd/raftstore/logstore"
+	"github.com/lockd/lockd/resp"
+)
+
+// The replay: after a run every process is stopped, each replica's Raft log is
+// read from its badger directory and applied, entry by entry, to a fresh
+// fsm.Keyspace — the same code the replicas ran. At every index an
+// independent model of the workload's locks (holder, token, lease deadline in
+// log time) checks the FSM's decisions: no grant while another holder's lease
+// is live, the token of a grant is its index and rises per name, log time never
+// goes back. Replicas must hold the same entries up to the run's final marker
+// and reach byte-identical states there.
+
+// replayGrant is a grant found in the log.
+type replayGrant struct {
+	index      uint64
+	name       string
+	owner      string
+	now        int64 // log time of the grant
+	ttl        int64
+	released   bool // released in the log before the next grant of the name
+	expiredNow int64
+}
+
+// replayResult is what the replay of all replicas found.
+type replayResult struct {
+	violations []string
+	grants     map[uint64]*replayGrant   // by index (= token), from the first replica
+	byName     map[string][]*replayGrant // in log order
+	entries    uint64                    // entries replayed per replica (up to the marker)
+	handovers  int                       // grants to queued waiters (FIFO checked)
+}
+
+// readReplicaLog reads every entry of the Raft log in dir (a node's
+// <data>/group-0/raft), which no process may hold open.
+func readReplicaLog(dir string) ([]raft.Log, error) {
+	s, err := logstore.Open(dir, logstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	first, err := s.FirstIndex()
+	if err != nil {
+		return nil, err
+	}
+	last, err := s.LastIndex()
+	if err != nil {
+		return nil, err
+	}
+	if first > 1 {
+		return nil, fmt.Errorf("log starts at %d: compacted (the replay needs the whole log)", first)
+	}
+	out := make([]raft.Log, 0, last)
+	for i := first; i <= last && i > 0; i++ {
+		var l raft.Log
+		if err := s.GetLog(i, &l); err != nil {
+			return nil, fmt.Errorf("index %d: %w", i, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// isChaosLock reports whether a key is one of the workload's locks.
+func isChaosLock(name string) bool {
+	return strings.HasPrefix(name, "chaos:lock:") || strings.HasPrefix(name, "chaos:dead:")
+}
+
+// modelWaiter is a queued LOCK.ACQUIRE … WAIT (its id is the index of the
+// entry that queued it).
+type modelWaiter struct {
+	id              uint64
+	name, owner     string
+	ttl, deadline   int64
+	granted, ledout bool
+}
+
+type modelHolder struct {
+	owner    string
+	token    uint64
+	deadline int64
+	grant    *replayGrant
+}
+
+// replayOne applies one replica's log up to marker, checking the model at
+// every index, and returns the final state's snapshot bytes.
+func replayOne(id string, logs []raft.Log, marker uint64, res *replayResult, record bool) ([]byte, error) {
+	ks := fsm.New()
+	held := map[string]*modelHolder{}
+	lastTok := map[string]uint64{}
+	waiters := map[uint64]*modelWaiter{}
+	queues := map[string][]*modelWaiter{} // FIFO, by arrival in the log
+	var now int64
+	viol := func(format string, args ...any) {
+		res.violations = append(res.violations, id+": "+fmt.Sprintf(format, args...))
+	}
+	// live returns name's holder, forgetting one whose lease ended.
+	live := func(name string) *modelHolder {
+		h := held[name]
+		if h != nil && h.deadline <= now {
+			h.grant.expiredNow = now
+			delete(held, name)
+			h = nil
+		}
+		return h
+	}
+	// grant records a grant of name at index (checked against the holder).
+	grant := func(index uint64, how, name, owner string, tok uint64, ttl int64) {
+		if tok != index {
+			viol("index %d: %s %s granted token %d, not its index", index, how, name, tok)
+		}
+		if tok <= lastTok[name] {
+			viol("index %d: %s granted token %d, not above the previous token %d", index, name, tok, lastTok[name])
+		}
+		lastTok[name] = tok
+		if h := live(name); h != nil {
+			viol("index %d: %s granted to %s (token %d, %s) at log time %d while %s holds it (token %d) until %d: two holders",
+				index, name, owner, tok, how, now, h.owner, h.token, h.deadline)
+		}
+		g := &replayGrant{index: index, name: name, owner: owner, now: now, ttl: ttl}
+		if ttl < 0 {
+			viol("index %d: %s granted without a lease", index, name)
+			ttl = 1 << 40
+		}
+		held[name] = &modelHolder{owner: owner, token: tok, deadline: now + ttl, grant: g}
+		if record {
+			res.grants[index] = g
+			res.byName[name] = append(res.byName[name], g)
+		}
+	}
+	// dequeue removes w from its queue.
+	dequeue := func(w *modelWaiter) {
+		q := queues[w.name]
+		for i, x := range q {
+			if x == w {
+				queues[w.name] = append(q[:i:i], q[i+1:]...)
+				return
+			}
+		}
+	}
+	for _, l := range logs {
+		if l.Index > marker {
+			break
+		}
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		e, err := command.Decode(l.Data)
+		if err != nil {
+			return nil, fmt.Errorf("index %d: %w", l.Index, err)
+		}
+		if e.Time > now {
+			now = e.Time
+		}
+		reply := ks.Apply(l.Index, e)
+		ks.TakeEvents()
+		wakes := ks.TakeWakes()
+		if ks.Now() != now {
+			viol("index %d: the FSM's log time is %d, max of the stamped times is %d", l.Index, ks.Now(), now)
+			now = ks.Now()
+		}
+		if e.Kind == command.KindCommand && len(e.Args) >= 2 && isChaosLock(string(e.Args[1])) {
+			modelCommand(l.Index, e, reply, now, live, grant, waiters, queues, held, viol)
+		}
+		// Hand-overs to waiters (in this entry, after its own command).
+		for _, wk := range wakes {
+			w := waiters[wk.Waiter]
+			if w == nil {
+				viol("index %d: a wake for waiter %d, which no entry queued", l.Index, wk.Waiter)
+				continue
+			}
+			dequeue(w)
+			if wk.Token == 0 {
+				w.ledout = true
+				continue
+			}
+			for _, x := range queues[w.name] {
+				if x.id < w.id && x.deadline > now {
+					viol("index %d: %s handed to waiter %d (%s) while waiter %d (%s), queued before it, still waited: not FIFO",
+						l.Index, w.name, w.id, w.owner, x.id, x.owner)
+					break
+				}
+			}
+			if w.deadline < now {
+				viol("index %d: %s handed to waiter %d whose wait had ended at %d (now %d)", l.Index, w.name, w.id, w.deadline, now)
+			}
+			w.granted = true
+			if record {
+				res.handovers++
+			}
+			grant(l.Index, "handed over", w.name, w.owner, wk.Token, w.ttl)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := ks.Snapshot().WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// modelCommand applies one command on a workload lock to the model.
+func modelCommand(index uint64, e command.Entry, reply resp.Value, now int64, live func(string) *modelHolder,
+	grant func(uint64, string, string, string, uint64, int64), waiters map[uint64]*modelWaiter,
+	queues map[string][]*modelWaiter, held map[string]*modelHolder, viol func(string, ...any)) {
+	cmd, name := strings.ToUpper(string(e.Args[0])), string(e.Args[1])
+	h := live(name)
+	switch cmd {
+	case "SET", "LOCK.ACQUIRE":
+		if len(e.Args) < 3 {
+			return
+		}
+		owner := string(e.Args[2])
+		ttl, wait := int64(-1), int64(0)
+		for i := 3; i+1 < len(e.Args); i++ {
+			switch strings.ToUpper(string(e.Args[i])) {
+			case "PX":
+				ttl, _ = strconv.ParseInt(string(e.Args[i+1]), 10, 64)
+			case "WAIT":
+				wait, _ = strconv.ParseInt(string(e.Args[i+1]), 10, 64)
+			}
+		}
+		if id, ok := fsm.QueuedWaiter(reply); ok {
+			if id != index {
+				viol("index %d: %s queued waiter %d, not its index", index, name, id)
+			}
+			if h == nil && len(queues[name]) == 0 {
+				viol("index %d: %s queued %s although the lock was free and nobody waited", index, name, owner)
+			}
+			w := &modelWaiter{id: id, name: name, owner: owner, ttl: ttl, deadline: now + wait}
+			waiters[id] = w
+			queues[name] = append(queues[name], w)
+			return
+		}
+		if reply.Kind != resp.KindInt {
+			return // not granted (or an error): the model does not change
+		}
+		if h != nil && h.owner == owner && uint64(reply.Int) == h.token {
+			return // the holder asking again gets its grant back
+		}
+		grant(index, cmd, name, owner, uint64(reply.Int), ttl)
+	case "LOCK.CANCEL":
+		if len(e.Args) < 3 {
+			return
+		}
+		wid, _ := strconv.ParseUint(string(e.Args[2]), 10, 64)
+		if w := waiters[wid]; w != nil && reply.Kind != resp.KindInt {
+			w.ledout = true
+			q := queues[name]
+			for i, x := range q {
+				if x == w {
+					queues[name] = append(q[:i:i], q[i+1:]...)
+					break
+				}
+			}
+		}
+		if reply.Kind == resp.KindInt && len(e.Args) == 4 && h != nil && uint64(reply.Int) == h.token {
+			h.grant.released = true
+			delete(held, name)
+		}
+	case "DELEX", "LOCK.RELEASE":
+		if reply.Kind != resp.KindInt || reply.Int != 1 {
+			return
+		}
+		ok := h != nil
+		if ok && cmd == "DELEX" {
+			ok = len(e.Args) == 4 && string(e.Args[3]) == h.owner
+		}
+		if ok && cmd == "LOCK.RELEASE" {
+			ok = len(e.Args) == 3 && string(e.Args[2]) == strconv.FormatUint(h.token, 10)
+		}
+		if !ok {
+			viol("index %d: %s released %s, which the model says is not held by that holder", index, cmd, name)
+		}
+		if h != nil {
+			h.grant.released = true
+			delete(held, name)
+		}
+	}
+}
+
+var errNoMarker = errors.New("a replica does not reach the final marker")
+
+// replayReplicas replays every replica up to marker and compares them.
+func replayReplicas(ids []string, logs [][]raft.Log, marker uint64) replayResult {
+	res := replayResult{grants: map[uint64]*replayGrant{}, byName: map[string][]*replayGrant{}, entries: marker}
+	var states [][]byte
+	for i, id := range ids {
+		if n := len(logs[i]); n == 0 || logs[i][n-1].Index < marker {
+			res.violations = append(res.violations, fmt.Sprintf("%s: %v (log ends at %d, marker %d)", id, errNoMarker, n, marker))
+			states = append(states, nil)
+			continue
+		}
+		st, err := replayOne(id, logs[i], marker, &res, i == 0)
+		if err != nil {
+			res.violations = append(res.violations, fmt.Sprintf("%s: replay: %v", id, err))
+		}
+		states = append(states, st)
+	}
+	// The same entries at every index up to the marker, and the same state.
+	for i := 1; i < len(ids); i++ {
+		a, b := logs[0], logs[i]
+		for j := 0; j < len(a) && j < len(b) && a[j].Index <= marker; j++ {
+			if a[j].Index != b[j].Index || a[j].Term != b[j].Term || a[j].Type != b[j].Type || !bytes.Equal(a[j].Data, b[j].Data) {
+				res.violations = append(res.violations, fmt.Sprintf("replicas %s and %s diverge at index %d (terms %d, %d)",
+					ids[0], ids[i], a[j].Index, a[j].Term, b[j].Term))
+				break
+			}
+		}
+		if states[0] != nil && states[i] != nil && !bytes.Equal(states[0], states[i]) {
+			res.violations = append(res.violations, fmt.Sprintf("replicas %s and %s reach different states at the marker %d", ids[0], ids[i], marker))
+		}
+	}
+	// One report per problem, not one per replica.
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range res.violations {
+		k := v
+		if _, rest, ok := strings.Cut(v, ": "); ok && strings.HasPrefix(rest, "index ") {
+			k = rest
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, v)
+		}
+	}
+	res.violations = out
+	return res
+}

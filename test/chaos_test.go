@@ -1,0 +1,574 @@
+package test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/hashicorp/raft"
+)
+
+// The chaos campaign (issue 5): runs of a real multi-process cluster, every
+// peer link through a fault proxy, with fenced-resource workers (separate
+// processes), linearizability clients and a nemesis, each followed by the
+// checks: the resource lost no acknowledged update and saw no repeated token;
+// the register history is linearizable (porcupine); acknowledged grants are in
+// the log with their tokens, tokens rise in real-time order, and leases did not
+// end early in real time (when clocks are honest); dead holders' locks were
+// freed in time; and the replay of every replica's log (see chaos_replay_test.go).
+//
+// `make chaos` runs a long campaign (CHAOS_DURATION, CHAOS_SEED); `go test`
+// runs a short one, plus the negative control and the planted bugs, which the
+// checks must catch.
+
+// chaosLinTimeout bounds porcupine on one run's history; undecided is
+// reported, not failed.
+const chaosLinTimeout = 20 * time.Second
+
+// chaosRun describes one run.
+type chaosRun struct {
+	name     string
+	nodes    int
+	faultFor time.Duration // how long the nemesis runs
+	seed     uint64
+	kinds    []string // fault kinds the nemesis draws from
+	fenced   bool     // false: the negative control
+	workers  int
+	lin      int      // linearizability clients
+	extra    []string // lockd flags (planted bugs)
+}
+
+// chaosResult is what one run found.
+type chaosResult struct {
+	ops          int64
+	faults       map[string]int
+	violations   []string
+	lost         int
+	accepted     int
+	rejected     int
+	unavailable  time.Duration
+	grants       int
+	entries      uint64
+	linResult    porcupine.CheckResult
+	earlyLeases  int           // leases that ended early in real time (a violation with honest clocks)
+	deadHolder   string        // the dead holder closest to its bound: "freed after of bound"
+	deadOver     time.Duration // how far beyond its bound (negative: within)
+	handovers    int
+	realTimeLint bool // the real-time lease check ran
+	linTook      time.Duration
+	linOps       int
+	linUnknown   int
+}
+
+func (r *chaosResult) violate(format string, args ...any) {
+	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+}
+
+// runChaos performs one run and its checks. It fails t only when the run
+// itself could not be carried out; what the checks find is in the result.
+func runChaos(t *testing.T, run chaosRun) *chaosResult {
+	res := &chaosResult{faults: map[string]int{}}
+	t.Logf("run %s: %d nodes, %v of faults from %v, seed %d, fenced %v %v", run.name, run.nodes, run.faultFor, run.kinds, run.seed, run.fenced, run.extra)
+	cc := startChaosCluster(t, run.nodes, run.extra...)
+	rs := startResourceServer(t, run.fenced)
+	var addrs []string
+	for _, nd := range cc.nodes {
+		addrs = append(addrs, nd.addrs.resp)
+	}
+	var workers []*chaosWorker
+	for i := 0; i < run.workers; i++ {
+		workers = append(workers, startChaosWorker(t, chaosWorkerConfig{ID: i, Seed: run.seed, Addrs: addrs, Resource: rs.addr}))
+	}
+	start := time.Now()
+	stop := make(chan struct{})
+	var done atomic.Int64
+	recs := make([]*linRecorder, run.lin)
+	var wg sync.WaitGroup
+	for i := range recs {
+		recs[i] = &linRecorder{client: i}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chaosLinClient(cc.lockdCluster, recs[i], run.seed, start, stop, &done)
+		}()
+	}
+
+	nem := &nemesis{cc: cc, rng: rand.New(rand.NewPCG(run.seed, 0x6e656d)), workers: workers, counts: map[string]int{},
+		logf: func(format string, args ...any) {
+			t.Logf("%6.2fs %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+		}}
+	nem.hold(500*time.Millisecond, time.Second) // load before the first fault
+	nem.run(run.kinds, time.Now().Add(run.faultFor))
+
+	// Heal everything and let the load run on a healthy cluster a moment.
+	cc.net.Heal()
+	for _, w := range workers {
+		w.pause(false)
+	}
+	for _, nd := range cc.nodes {
+		if cc.isPaused(nd) {
+			cc.pause(nd, false)
+		}
+	}
+	nem.restartAll()
+	for _, nd := range cc.running() {
+		if err := cc.setFaults(nd, "fsync_delay", "0s", "fsync_fail", "false", "clock_rate", "1", "lying_disk", "0s"); err != nil {
+			nem.violate("healing %s: %v", nd.id, err)
+		}
+	}
+	if cc.awaitLeader(recoverTimeout) == nil {
+		nem.violate("no leader within %v after the last fault was healed", recoverTimeout)
+	}
+	nem.hold(time.Second, 1500*time.Millisecond)
+	for _, w := range workers {
+		w.stop()
+	}
+	close(stop)
+	wg.Wait()
+	end := time.Now()
+	res.faults = nem.counts
+	res.violations = append(res.violations, nem.violations...)
+	res.deadHolder, res.deadOver = nem.deadWorst, nem.deadOver
+
+	// The final marker: every replica must apply it; then stop and replay.
+	marker := chaosMarker(cc, run.name)
+	if marker == 0 {
+		res.violate("could not write the final marker within %v", recoverTimeout)
+	} else {
+		waitApplied(cc, marker, res)
+	}
+	for _, nd := range cc.running() {
+		cc.kill(nd)
+	}
+	var ids []string
+	var logs [][]raft.Log
+	for _, nd := range cc.nodes {
+		l, err := readReplicaLog(filepath.Join(nd.dir, "group-0", "raft"))
+		if err != nil {
+			t.Fatalf("%s: reading its log: %v", nd.id, err)
+		}
+		ids, logs = append(ids, nd.id), append(logs, l)
+	}
+	var rep replayResult
+	if marker > 0 {
+		rep = replayReplicas(ids, logs, marker)
+		res.violations = append(res.violations, rep.violations...)
+		res.grants, res.entries, res.handovers = len(rep.grants), rep.entries, rep.handovers
+	}
+
+	// The clients' view.
+	var acqs []chaosAcquire
+	for _, w := range workers {
+		acqs = append(acqs, w.history()...)
+	}
+	res.ops = int64(len(acqs)) + done.Load()
+	honest := true
+	for k, n := range res.faults {
+		if clockFaults[k] && n > 0 {
+			honest = false
+		}
+	}
+	res.realTimeLint = honest
+	if marker > 0 {
+		checkGrants(acqs, rep, honest, res)
+	}
+	lost, accepted, rejected := rs.lost()
+	res.lost, res.accepted, res.rejected = len(lost), accepted, rejected
+	res.ops += int64(accepted + rejected)
+	if run.fenced {
+		for _, l := range lost {
+			res.violate("lost update: %s was accepted by the fenced resource and is not in its final record", l)
+		}
+	}
+	for _, v := range rs.violations {
+		res.violate("resource: %s", v)
+	}
+	res.linResult = checkLinHistory(recs, start, end, res)
+	res.unavailable = longestGap(acqs, recs, start, end)
+	t.Logf("run %s: %d ops, %d resource writes accepted (%d rejected), %d lost; %d grants (%d handed to queued waiters) in %d log entries; porcupine %s in %v (%d ops, %d of unknown outcome); longest unavailability %v; faults %v; %d violations",
+		run.name, res.ops, accepted, rejected, res.lost, res.grants, res.handovers, res.entries, res.linResult, res.linTook.Round(time.Millisecond), res.linOps, res.linUnknown, res.unavailable.Round(time.Millisecond), res.faults, len(res.violations))
+	for i, v := range res.violations {
+		if i == 20 {
+			t.Logf("... and %d more", len(res.violations)-20)
+			break
+		}
+		t.Logf("violation: %s", v)
+	}
+	return res
+}
+
+// chaosMarker writes the run's final marker through the leader and returns
+// its index (0 if it could not within recoverTimeout).
+func chaosMarker(cc *chaosCluster, name string) uint64 {
+	deadline := time.Now().Add(recoverTimeout)
+	for time.Now().Before(deadline) {
+		if l := cc.currentLeader(); l != nil {
+			if c, err := dialRESP(l.addrs.resp, opTimeout); err == nil {
+				r, err := c.do("SET", "chaos:end", name, "FENCE")
+				c.close()
+				if err == nil && r.kind == ':' {
+					return uint64(r.n)
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // between attempts while a leader settles
+	}
+	return 0
+}
+
+// waitApplied waits (bounded) until every node applied the marker.
+func waitApplied(cc *chaosCluster, marker uint64, res *chaosResult) {
+	deadline := time.Now().Add(recoverTimeout)
+	for _, nd := range cc.nodes {
+		for {
+			i, err := appliedIndex(nd)
+			if err == nil && i >= marker {
+				break
+			}
+			if time.Now().After(deadline) {
+				res.violate("%s did not apply the final marker %d within %v (applied %d, %v)", nd.id, marker, recoverTimeout, i, err)
+				break
+			}
+			time.Sleep(pollEvery)
+		}
+	}
+}
+
+// checkGrants checks the clients' acknowledged grants against the log.
+func checkGrants(acqs []chaosAcquire, rep replayResult, honest bool, res *chaosResult) {
+	byOwner := map[string]chaosAcquire{}
+	tokOwner := map[int64]string{}
+	var granted []chaosAcquire
+	for _, a := range acqs {
+		byOwner[a.owner] = a
+		if a.token <= 0 {
+			continue
+		}
+		granted = append(granted, a)
+		if prev, dup := tokOwner[a.token]; dup {
+			res.violate("token %d acknowledged to %s and to %s", a.token, prev, a.owner)
+		}
+		tokOwner[a.token] = a.owner
+		g := rep.grants[uint64(a.token)]
+		if g == nil || g.name != a.name || g.owner != a.owner {
+			res.violate("grant of %s to %s with token %d was acknowledged but the log has no such grant at index %d", a.name, a.owner, a.token, a.token)
+		}
+	}
+	// Tokens rise in real-time order: a grant asked for after another was
+	// acknowledged has a larger token.
+	byName := map[string][]chaosAcquire{}
+	for _, a := range granted {
+		byName[a.name] = append(byName[a.name], a)
+	}
+	for name, gs := range byName {
+		byAck := slices.Clone(gs)
+		sort.Slice(byAck, func(i, j int) bool { return byAck[i].ack.Before(byAck[j].ack) })
+		bySent := slices.Clone(gs)
+		sort.Slice(bySent, func(i, j int) bool { return bySent[i].sent.Before(bySent[j].sent) })
+		var maxTok int64
+		var maxOwner string
+		j := 0
+		for _, b := range bySent {
+			for ; j < len(byAck) && byAck[j].ack.Before(b.sent); j++ {
+				if byAck[j].token > maxTok {
+					maxTok, maxOwner = byAck[j].token, byAck[j].owner
+				}
+			}
+			if b.token <= maxTok {
+				res.violate("%s: %s was granted token %d after %s had been acknowledged token %d", name, b.owner, b.token, maxOwner, maxTok)
+			}
+		}
+	}
+	// Leases end no earlier in real time than their TTL after the request was
+	// sent (the log says which grants expired rather than being released).
+	for name, gs := range rep.byName {
+		for i := 1; i < len(gs); i++ {
+			g1, g2 := gs[i-1], gs[i]
+			if g1.released {
+				continue
+			}
+			a, ok1 := byOwner[g1.owner]
+			b, ok2 := byOwner[g2.owner]
+			if !ok1 || !ok2 || b.token <= 0 {
+				continue
+			}
+			if early := a.sent.Add(time.Duration(g1.ttl) * time.Millisecond).Sub(b.ack); early > 2*time.Millisecond {
+				res.earlyLeases++
+				if honest {
+					res.violate("%s: the lease of %s (token %d, %dms, asked at %s) ended %v early: %s was granted token %d at %s",
+						name, g1.owner, g1.index, g1.ttl, a.sent.Format("15:04:05.000"), early.Round(time.Millisecond), g2.owner, g2.index, b.ack.Format("15:04:05.000"))
+				}
+			}
+		}
+	}
+}
+
+// checkLinHistory runs porcupine over the register clients' history.
+func checkLinHistory(recs []*linRecorder, start, end time.Time, res *chaosResult) porcupine.CheckResult {
+	var history []porcupine.Operation
+	last := int64(end.Sub(start))
+	for _, rec := range recs {
+		for _, i := range rec.unknown {
+			rec.ops[i].Return = last + 1
+		}
+		history = append(history, rec.ops...)
+	}
+	if len(history) == 0 {
+		return porcupine.Ok
+	}
+	unknown := 0
+	for _, rec := range recs {
+		unknown += len(rec.unknown)
+	}
+	res.linOps, res.linUnknown = len(history), unknown
+	began := time.Now()
+	r := porcupine.CheckOperationsTimeout(linModel, history, chaosLinTimeout)
+	res.linTook = time.Since(began)
+	if r == porcupine.Illegal {
+		_, info := porcupine.CheckOperationsVerbose(linModel, history, chaosLinTimeout)
+		f, err := os.CreateTemp("", "lockd-chaos-linearizability-*.html")
+		path := "(no file)"
+		if err == nil {
+			path = f.Name()
+			f.Close()
+			porcupine.VisualizePath(linModel, info, path)
+		}
+		res.violate("the register history is not linearizable; visualization: %s", path)
+	}
+	return r
+}
+
+// longestGap is the longest time, between the first second and the end of
+// the load, in which no client got a definite answer from the cluster.
+func longestGap(acqs []chaosAcquire, recs []*linRecorder, start, end time.Time) time.Duration {
+	var ts []time.Time
+	for _, a := range acqs {
+		if !a.unknown && (a.token > 0 || a.ack.After(a.sent)) {
+			ts = append(ts, a.ack)
+		}
+	}
+	for _, rec := range recs {
+		for _, op := range rec.ops {
+			if !op.Output.(linOutput).unknown {
+				ts = append(ts, start.Add(time.Duration(op.Return)))
+			}
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	var worst time.Duration
+	prev := start.Add(time.Second)
+	for _, x := range append(ts, end) {
+		if x.Before(prev) {
+			continue
+		}
+		worst = max(worst, x.Sub(prev))
+		prev = x
+	}
+	return worst
+}
+
+// chaosTable accumulates the campaign's report.
+type chaosTable struct {
+	runs, violations, lost, grants int
+	ops                            int64
+	faults                         map[string]int
+	unavailable                    time.Duration
+	porcupine                      map[porcupine.CheckResult]int
+	earlyUnderClockFaults          int
+	handovers, realTimeRuns        int
+	dead                           string
+	deadOver                       time.Duration
+	deadChecked                    bool
+}
+
+func (tb *chaosTable) add(r *chaosResult) {
+	if tb.faults == nil {
+		tb.faults, tb.porcupine = map[string]int{}, map[porcupine.CheckResult]int{}
+	}
+	tb.runs++
+	tb.ops += r.ops
+	tb.violations += len(r.violations)
+	tb.lost += r.lost
+	tb.grants += r.grants
+	for k, n := range r.faults {
+		tb.faults[k] += n
+	}
+	tb.unavailable = max(tb.unavailable, r.unavailable)
+	tb.porcupine[r.linResult]++
+	if !r.realTimeLint {
+		tb.earlyUnderClockFaults += r.earlyLeases
+	}
+	tb.handovers += r.handovers
+	if r.realTimeLint {
+		tb.realTimeRuns++
+	}
+	if r.deadHolder != "" && (!tb.deadChecked || r.deadOver > tb.deadOver) {
+		tb.dead, tb.deadOver, tb.deadChecked = r.deadHolder, r.deadOver, true
+	}
+}
+
+func (tb *chaosTable) String() string {
+	var b strings.Builder
+	total := 0
+	for _, n := range tb.faults {
+		total += n
+	}
+	fmt.Fprintf(&b, "%-34s %d\n", "runs", tb.runs)
+	fmt.Fprintf(&b, "%-34s %d\n", "operations", tb.ops)
+	fmt.Fprintf(&b, "%-34s %d (%d handed over to queued waiters, FIFO checked)\n", "grants checked against the log", tb.grants, tb.handovers)
+	fmt.Fprintf(&b, "%-34s %d\n", "faults injected", total)
+	for _, k := range allFaults {
+		fmt.Fprintf(&b, "  %-32s %d\n", k, tb.faults[k])
+	}
+	fmt.Fprintf(&b, "%-34s %d\n", "violations", tb.violations)
+	fmt.Fprintf(&b, "%-34s %d\n", "lost acknowledged updates", tb.lost)
+	fmt.Fprintf(&b, "%-34s ok %d, unknown (timed out) %d, illegal %d\n", "porcupine (register)", tb.porcupine[porcupine.Ok], tb.porcupine[porcupine.Unknown], tb.porcupine[porcupine.Illegal])
+	fmt.Fprintf(&b, "%-34s %v\n", "longest unavailability", tb.unavailable.Round(time.Millisecond))
+	fmt.Fprintf(&b, "%-34s %d of %d runs (the others inject clock faults)\n", "runs checking leases in real time", tb.realTimeRuns, tb.runs)
+	fmt.Fprintf(&b, "%-34s %d (fencing kept the resource safe)\n", "early lease ends under clock faults", tb.earlyUnderClockFaults)
+	worst := "-"
+	if tb.deadChecked {
+		worst = tb.dead + " (closest to its bound)"
+	}
+	fmt.Fprintf(&b, "%-34s %s\n", "dead holder's lock free after", worst)
+	return b.String()
+}
+
+// chaosEnv reads the campaign's length and seed.
+func chaosEnv(t *testing.T) (time.Duration, uint64, bool) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("CHAOS_SEED: %v", err)
+		}
+	}
+	if s := os.Getenv("CHAOS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("CHAOS_DURATION: %v", err)
+		}
+		return d, seed, true
+	}
+	return 0, seed, false
+}
+
+// campaignKinds alternates between runs with and without clock faults, so
+// that half the runs check leases in real time.
+func campaignKinds(i int) []string {
+	var out []string
+	for _, k := range allFaults {
+		if clockFaults[k] && i%2 == 0 {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestChaosCampaign runs the campaign: with CHAOS_DURATION, runs until that
+// much time has passed (make chaos); without, a short one of two runs.
+func TestChaosCampaign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process fault campaign")
+	}
+	total, seed, long := chaosEnv(t)
+	t.Logf("seed %d (rerun with CHAOS_SEED=%d)", seed, seed)
+	runFor := 15 * time.Second
+	maxRuns := 2
+	if long {
+		runFor, maxRuns = 15*time.Second, 1<<30
+	}
+	begin := time.Now()
+	var tb chaosTable
+	var all []string
+	for i := 0; i < maxRuns; i++ {
+		// A run takes about its fault time plus ~15s of start, heal and checks.
+		if long && i > 0 && time.Since(begin)+runFor+15*time.Second > total {
+			break
+		}
+		run := chaosRun{name: fmt.Sprintf("campaign-%d", i+1), nodes: 3 + 2*(i%2), faultFor: runFor, seed: seed + uint64(i),
+			kinds: campaignKinds(i), fenced: true, workers: 4, lin: 3}
+		var r *chaosResult
+		t.Run(run.name, func(t *testing.T) { r = runChaos(t, run) })
+		if r == nil {
+			continue
+		}
+		tb.add(r)
+		for _, v := range r.violations {
+			all = append(all, run.name+": "+v)
+		}
+	}
+	report := fmt.Sprintf("chaos campaign, seed %d, %v:\n%s", seed, time.Since(begin).Round(time.Second), &tb)
+	t.Log("\n" + report)
+	if p := os.Getenv("CHAOS_REPORT"); p != "" {
+		os.WriteFile(p, []byte(report), 0o644)
+	}
+	for _, v := range all {
+		t.Error(v)
+	}
+}
+
+// TestChaosNegativeControl: with fencing switched off on the resource, pausing
+// lock holders longer than their lease must lose acknowledged updates — or
+// the suite could not see a lost update at all.
+func TestChaosNegativeControl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process fault run")
+	}
+	_, seed, _ := chaosEnv(t)
+	r := runChaos(t, chaosRun{name: "negative-control", nodes: 3, faultFor: 12 * time.Second, seed: seed,
+		kinds: []string{fPauseClient}, fenced: false, workers: 4, lin: 1})
+	if r.faults[fPauseClient] == 0 {
+		t.Fatal("no lock holder was paused")
+	}
+	if r.lost == 0 {
+		t.Errorf("fencing off and %d holders paused past their lease, yet no update was lost: the workload cannot see lost updates", r.faults[fPauseClient])
+	} else {
+		t.Logf("negative control: %d acknowledged updates lost without fencing (%d pauses), as expected", r.lost, r.faults[fPauseClient])
+	}
+	for _, v := range r.violations {
+		t.Error(v) // nothing else may go wrong
+	}
+}
+
+// TestChaosPlantedBugs runs lockd with a planted bug; the checks must catch it.
+func TestChaosPlantedBugs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process fault runs")
+	}
+	_, seed, _ := chaosEnv(t)
+	cases := []struct {
+		name  string
+		extra []string
+		kinds []string
+	}{
+		// A new leader that continues log time 4 leases ahead ends every
+		// lease early in real time.
+		{"takeover-skew", []string{"-planted-takeover-skew", "4s"}, []string{fDeadWithLead}},
+		// A disk that acknowledges log writes before they are durable loses
+		// acknowledged grants in a power failure.
+		{"lying-disk", []string{"-planted-lying-disk", "1s"}, []string{fCrashAll}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := runChaos(t, chaosRun{name: "planted-" + c.name, nodes: 3, faultFor: 12 * time.Second, seed: seed + uint64(i),
+				kinds: c.kinds, fenced: true, workers: 4, lin: 2, extra: c.extra})
+			if len(r.violations) == 0 {
+				t.Errorf("planted bug %s was not caught (%v faults)", c.name, r.faults)
+			} else {
+				t.Logf("planted bug %s caught: %d violations, first: %s", c.name, len(r.violations), r.violations[0])
+			}
+		})
+	}
+}
