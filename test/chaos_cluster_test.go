@@ -71,16 +71,7 @@ func startChaosCluster(t *testing.T, n int, extra ...string) *chaosCluster {
 		for _, nd := range cc.nodes {
 			cc.spawnChaos(nd)
 		}
-		raced := false
-		for _, nd := range cc.nodes {
-			if err := nd.proc.waitReady(readyTimeout); err != nil {
-				if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") {
-					raced = true
-					break
-				}
-				t.Fatalf("%s: %v\nstderr:\n%s", nd.proc.name, err, nd.proc.stderr)
-			}
-		}
+		raced := awaitReady(t, cc.nodes)
 		if raced && attempt < startTries {
 			for _, nd := range cc.nodes {
 				nd.proc.kill()

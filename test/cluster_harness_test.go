@@ -84,16 +84,7 @@ func startCluster(t testing.TB, n int) *lockdCluster {
 		for _, nd := range cl.nodes {
 			cl.spawn(nd)
 		}
-		raced := false
-		for _, nd := range cl.nodes {
-			if err := nd.proc.waitReady(readyTimeout); err != nil {
-				if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") {
-					raced = true
-					break
-				}
-				t.Fatalf("%s: %v\nstderr:\n%s", nd.proc.name, err, nd.proc.stderr)
-			}
-		}
+		raced := awaitReady(t, cl.nodes)
 		if raced && attempt < startTries {
 			t.Logf("cluster start lost a port race (attempt %d); retrying on other ports", attempt)
 			for _, nd := range cl.nodes {
@@ -108,6 +99,22 @@ func startCluster(t testing.TB, n int) *lockdCluster {
 		t.Logf("cluster of %d up, leader %s (peers %s)", n, leader.id, cl.peers)
 		return cl
 	}
+}
+
+// awaitReady waits until every node's process answers PING. It reports a
+// start that lost a race for its ports (the caller retries on other ports);
+// any other failure ends the test.
+func awaitReady(t testing.TB, nodes []*clusterNode) (raced bool) {
+	t.Helper()
+	for _, nd := range nodes {
+		if err := nd.proc.waitReady(readyTimeout); err != nil {
+			if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") {
+				return true
+			}
+			t.Fatalf("%s: %v\nstderr:\n%s", nd.proc.name, err, nd.proc.stderr)
+		}
+	}
+	return false
 }
 
 // spawn starts a process for nd and returns at once.
