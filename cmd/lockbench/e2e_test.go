@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,19 +108,26 @@ func TestEndToEnd(t *testing.T) {
 
 	// -n bounds a run by operations instead of time.
 	t.Run("n", func(t *testing.T) {
-		var stdout, stderr bytes.Buffer
-		args := []string{"-addr", addr, "-workload", "mixed", "-clients", "4", "-n", "500", "-json", "-quiet"}
-		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
-		}
-		var r result
-		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.Ops+r.Errors.Total != 500 {
-			t.Errorf("-n 500 sent %d operations", r.Ops+r.Errors.Total)
-		}
+		checkOpsBound(t, 500, "-addr", addr, "-workload", "mixed", "-clients", "4")
 	})
+}
+
+// checkOpsBound runs lockbench with args plus -n n and checks that exactly n
+// operations were sent.
+func checkOpsBound(t *testing.T, n int, args ...string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	args = append(args, "-n", strconv.Itoa(n), "-json", "-quiet")
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var r result
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops+r.Errors.Total != uint64(n) {
+		t.Errorf("-n %d sent %d operations", n, r.Ops+r.Errors.Total)
+	}
 }
 
 func TestParseFlags(t *testing.T) {

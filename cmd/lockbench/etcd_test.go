@@ -180,18 +180,7 @@ func TestEtcdEndToEnd(t *testing.T) {
 	}
 
 	t.Run("n", func(t *testing.T) {
-		var stdout, stderr bytes.Buffer
-		args := []string{"-etcd", etcdTxn, "-addr", addr, "-clients", "4", "-n", "200", "-json", "-quiet"}
-		if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
-		}
-		var r result
-		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.Ops+r.Errors.Total != 200 {
-			t.Errorf("-n 200 sent %d operations", r.Ops+r.Errors.Total)
-		}
+		checkOpsBound(t, 200, "-etcd", etcdTxn, "-addr", addr, "-clients", "4")
 	})
 }
 
