@@ -78,13 +78,16 @@ func (s *Store) forwardBatch(ctx context.Context, addr string, reqs []command.Re
 	return out
 }
 
-// dialForward opens an 'F' connection to a leader's peer port.
-func dialForward(ctx context.Context, addr string) (net.Conn, error) {
-	timeout := 10 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		if d := time.Until(dl); d < timeout {
-			timeout = d
+// forwardDialer returns a dialer of 'F' connections to a leader's peer port,
+// over TLS when t is set.
+func forwardDialer(t *mux.TLS) func(ctx context.Context, addr string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		timeout := 10 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			if d := time.Until(dl); d < timeout {
+				timeout = d
+			}
 		}
+		return mux.DialTLS(addr, headerForward, timeout, t)
 	}
-	return mux.Dial(addr, headerForward, timeout)
 }

@@ -64,6 +64,10 @@ type Config struct {
 	TrailingLogs uint64
 	// Now is the monotonic clock (tests inject one); nil means time.Now.
 	Now func() time.Time
+	// PeerTLS, when set, runs the peer port (Raft and forwarding, inbound and
+	// outbound) over TLS; with mutual TLS a node whose certificate the CA did
+	// not sign can neither dial in nor be dialed.
+	PeerTLS *mux.TLS
 
 	// Fault-injection hooks, for the test/ fault suite only (lockd's hidden
 	// fault flags); production leaves them zero.
@@ -202,7 +206,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	// Bind the peer port before touching the data directory, so that a busy port
 	// leaves nothing behind.
-	peer, err := mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg)
+	peer, err := mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(cfg.PeerTLS))
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +215,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.faults != nil {
 		stream = faultLayer{raftLayer, cfg.faults}
 	}
-	dial := dialForward
+	dial := forwardDialer(cfg.PeerTLS)
 	stream, dial = withDialVia(cfg.DialVia, stream, dial) // fault tests only
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second,

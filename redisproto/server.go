@@ -7,6 +7,7 @@ package redisproto
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,9 @@ type Config struct {
 	// EnableMonitor allows MONITOR (every command of every client, to whoever
 	// asks: an admin tool, off by default).
 	EnableMonitor bool
+	// TLS, when set, makes the port speak TLS only (as redis-server with
+	// tls-port and port 0); nil is plain TCP.
+	TLS *tls.Config
 }
 
 // Server accepts RESP connections.
@@ -103,6 +107,9 @@ func Listen(cfg Config, store Store) (*Server, error) {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("RESP port %s: %w", cfg.Addr, err)
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{cfg: cfg, store: store, log: cfg.Logger, ln: ln, start: time.Now(),

@@ -6,6 +6,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/raftstore"
 	"github.com/lockd/lockd/redisproto"
+	"github.com/lockd/lockd/tlsconf"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 )
@@ -67,6 +69,14 @@ type Config struct {
 	// opens, HTTPHook wraps the HTTP handler (nil: none).
 	StoreHook func(*raftstore.Config)
 	HTTPHook  func(http.Handler) http.Handler
+
+	// TLS names the certificate files (none: plain TCP everywhere). With a
+	// certificate the RESP and HTTP ports speak TLS only; with a CA bundle
+	// the peer port uses mutual TLS too, and -join dials the member over TLS.
+	// The pair is re-read by ReloadTLS and when the files change (checked
+	// every TLSWatchInterval, default DefaultTLSWatchInterval).
+	TLS              tlsconf.Options
+	TLSWatchInterval time.Duration
 }
 
 // advertised is the RESP address other nodes and cluster-aware clients are
@@ -97,6 +107,9 @@ type Server struct {
 	hln   net.Listener
 	done  chan error
 	cmds  *commandMetrics
+
+	tls       *tlsSetup // nil without TLS
+	stopWatch context.CancelFunc
 }
 
 // New opens the store, binds every port and starts serving. It returns once this
@@ -119,11 +132,20 @@ func New(cfg Config) (*Server, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: lg, done: make(chan error, 2), cmds: newCommandMetrics()}
+	ts, err := s.loadTLS()
+	if err != nil {
+		return nil, err
+	}
+	s.tls = ts
+	var respTLS *tls.Config
+	if ts != nil {
+		respTLS = ts.client
+	}
 
 	// Bind the client-facing ports first: a port in use is reported before any
 	// data is touched.
 	rs, err := redisproto.Listen(redisproto.Config{Addr: cfg.RESPAddr, Limits: cfg.Limits, Logger: lg, Version: Version,
-		RequirePass: cfg.RequirePass, MaxClients: cfg.MaxClients, MaxOutputBuffer: cfg.MaxOutputBuffer, ObserveCommand: s.cmds.observe, EnableMonitor: cfg.EnableMonitor}, nil)
+		RequirePass: cfg.RequirePass, MaxClients: cfg.MaxClients, MaxOutputBuffer: cfg.MaxOutputBuffer, ObserveCommand: s.cmds.observe, EnableMonitor: cfg.EnableMonitor, TLS: respTLS}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +155,17 @@ func New(cfg Config) (*Server, error) {
 			rs.Close()
 			return nil, fmt.Errorf("HTTP port %s: %w", cfg.HTTPAddr, err)
 		}
+		if respTLS != nil {
+			s.hln = tls.NewListener(s.hln, respTLS)
+		}
 	}
 	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr, AdvertiseAddr: cfg.AdvertiseAddr,
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs}
+	if ts != nil {
+		scfg.PeerTLS = ts.peer
+	}
 	if cfg.StoreHook != nil { // fault tests only
 		cfg.StoreHook(&scfg)
 	}
@@ -152,6 +180,7 @@ func New(cfg Config) (*Server, error) {
 	s.store = st
 	rs.SetStore(st)
 	s.resp = rs
+	s.watchTLS()
 	// Serve at once: PING, HEALTH and /readyz (503) answer while the node is still
 	// electing itself; keyspace commands wait for it (bounded by the store).
 	go func() { s.done <- rs.Serve() }()
@@ -172,7 +201,11 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
 	defer cancel()
 	if cfg.Join != "" {
-		if err := join(ctx, cfg.Join, cfg.RequirePass, cfg.NodeID, st.PeerAddr()); err != nil {
+		var joinTLS *tls.Config
+		if ts != nil {
+			joinTLS = ts.join
+		}
+		if err := join(ctx, cfg.Join, cfg.RequirePass, cfg.NodeID, st.PeerAddr(), joinTLS); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("joining through %s: %w", cfg.Join, err)
 		}
@@ -185,10 +218,16 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// join asks a member (by its RESP address) to add this node, retrying while
-// the member has no leader.
-func join(ctx context.Context, member, password, id, peerAddr string) error {
-	c := redis.NewClient(&redis.Options{Addr: member, Password: password, MaxRetries: -1})
+// join asks a member (by its RESP address, over TLS when tc is set) to add
+// this node, retrying while the member has no leader.
+func join(ctx context.Context, member, password, id, peerAddr string, tc *tls.Config) error {
+	if tc != nil && tc.ServerName == "" {
+		if host, _, err := net.SplitHostPort(member); err == nil {
+			tc = tc.Clone()
+			tc.ServerName = host
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: member, Password: password, MaxRetries: -1, TLSConfig: tc})
 	defer c.Close()
 	for {
 		err := c.Do(ctx, "RAFT", "ADD", id, peerAddr).Err()
@@ -228,6 +267,9 @@ const drainTimeout = 11 * time.Second
 // closes the connections, then closes the store (a leader hands over first).
 func (s *Server) Close() error {
 	var errs []error
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
 	if s.resp != nil {
 		// Drain first, with the store still up: requests already read are
 		// answered before their connections close. Then the store hands

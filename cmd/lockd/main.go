@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockd/lockd/raftstore"
 	"github.com/lockd/lockd/server"
+	"github.com/lockd/lockd/tlsconf"
 )
 
 // parsePeers reads "id=addr,id=addr".
@@ -79,6 +80,10 @@ func run(args []string, stderr io.Writer) int {
 		raftLogs = fs.Bool("raft-logs", false, "also log hashicorp/raft's informational lines (its warnings and errors are always logged)")
 		logFmt   = fs.String("log-format", "text", "log format: text or json (log/slog)")
 		monitor  = fs.Bool("enable-monitor", false, "allow MONITOR (shows every command, keys and values, to any client that asks)")
+		tlsCert  = fs.String("tls-cert", "", "PEM certificate of this node: the RESP and HTTP ports then speak TLS only; with -tls-ca it is the peer certificate too (re-read on SIGHUP and when the file changes)")
+		tlsKey   = fs.String("tls-key", "", "PEM private key of -tls-cert")
+		tlsCA    = fs.String("tls-ca", "", "PEM CA bundle: the peer port uses mutual TLS, accepting only nodes whose certificate it signed")
+		tlsCAuth = fs.Bool("tls-client-auth", false, "require RESP and HTTP clients to present a certificate signed by -tls-ca")
 		confFile = fs.String("config", "", "a file of \"flag = value\" lines (see above)")
 	)
 	faults := registerFaultFlags(fs) // hidden: fault tests only (faults.go)
@@ -128,6 +133,7 @@ func run(args []string, stderr io.Writer) int {
 	cfg.AdvertiseAddr = *advAddr
 	cfg.EnableMonitor = *monitor
 	cfg.Join = *joinAddr
+	cfg.TLS = tlsconf.Options{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ClientAuth: *tlsCAuth}
 	if *peers != "" {
 		ps, err := parsePeers(*peers)
 		if err != nil {
@@ -152,14 +158,24 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	code := 0
-	select {
-	case s := <-sig:
-		lg.Info("shutting down", "signal", s.String())
-	case err := <-srv.Done():
-		lg.Error("serving failed", "err", err)
-		code = 1
+wait:
+	for {
+		select {
+		case s := <-sig:
+			if s == syscall.SIGHUP { // re-read the TLS certificate
+				if err := srv.ReloadTLS(); errors.Is(err, server.ErrNoTLS) {
+					lg.Info("SIGHUP ignored: no TLS certificate to reload")
+				}
+				continue // a failed reload is logged and keeps the old pair
+			}
+			lg.Info("shutting down", "signal", s.String())
+		case err := <-srv.Done():
+			lg.Error("serving failed", "err", err)
+			code = 1
+		}
+		break wait
 	}
 	// A store that cannot flush (a vanished disk) must not keep the process
 	// alive forever: give Close a deadline.

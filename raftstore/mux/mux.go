@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,7 @@ type Option func(*options)
 type options struct {
 	headerTimeout time.Duration
 	queueLen      int
+	tls           *TLS
 }
 
 // WithHeaderTimeout sets how long an inbound connection may take to send its
@@ -124,6 +126,9 @@ func ListenAdvertise(bind, advertise string, log *slog.Logger, opts ...Option) (
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("peer port %s: %w", bind, err)
+	}
+	if o.tls != nil && o.tls.Listen != nil {
+		ln = tls.NewListener(ln, o.tls.Listen)
 	}
 	if adv == nil {
 		adv = ln.Addr()
@@ -244,7 +249,11 @@ func (m *Mux) isClosed() bool {
 // queues conn on the matching Layer, closing it on any failure.
 func (m *Mux) handshake(conn net.Conn) {
 	defer m.wg.Done()
-	header, err := readHeader(conn, m.opts.headerTimeout)
+	err := handshakeServer(conn, m.opts.headerTimeout)
+	var header byte
+	if err == nil {
+		header, err = readHeader(conn, m.opts.headerTimeout)
+	}
 
 	m.mu.Lock()
 	delete(m.pending, conn) // from here on Close no longer closes conn for us
@@ -435,29 +444,46 @@ func (l *Layer) Addr() net.Addr { return l.mux.addr }
 // blocks for at most about timeout (no limit if timeout is 0). It works
 // whether or not the Layer is closed.
 func (l *Layer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return Dial(string(address), l.header, timeout)
+	return DialTLS(string(address), l.header, timeout, l.mux.opts.tls)
 }
 
 // Dial connects to the peer port at address and sends header as the first
 // byte, for callers that dial a header without serving it. It blocks for at
 // most about timeout (no limit if timeout is 0).
 func Dial(address string, header byte, timeout time.Duration) (net.Conn, error) {
+	return dial(address, header, timeout, nil)
+}
+
+// dial is Dial, over TLS when cfg is not nil.
+func dial(address string, header byte, timeout time.Duration, cfg *tls.Config) (net.Conn, error) {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
 	conn, err := net.DialTimeout("tcp", address, timeout)
 	if err != nil {
 		return nil, err
 	}
 	if timeout > 0 {
-		if err := conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		if err := conn.SetDeadline(deadline); err != nil {
 			conn.Close()
 			return nil, err
 		}
+	}
+	if cfg != nil {
+		tc := tls.Client(conn, cfg)
+		if err := tc.Handshake(); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("mux: tls handshake with %s: %w", address, err)
+		}
+		conn = tc
 	}
 	if _, err := conn.Write([]byte{header}); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("mux: send header to %s: %w", address, err)
 	}
 	if timeout > 0 {
-		if err := conn.SetWriteDeadline(time.Time{}); err != nil {
+		if err := conn.SetDeadline(time.Time{}); err != nil {
 			conn.Close()
 			return nil, err
 		}
