@@ -1,0 +1,65 @@
+package redisproto
+
+import (
+	"strconv"
+	"testing"
+)
+
+// cycleReader returns its bytes over and over, as a client that pipelines the
+// same batch forever would send them.
+type cycleReader struct {
+	b   []byte
+	off int
+}
+
+func (c *cycleReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m := copy(p[n:], c.b[c.off:])
+		n += m
+		c.off = (c.off + m) % len(c.b)
+	}
+	return n, nil
+}
+
+// BenchmarkReaderPipeline: one op parses a pipelined batch of 64 RESP
+// requests (LOCK.ACQUIRE and LOCK.RELEASE alternating, as lockbench -lock
+// -pipeline 64 sends them) from the connection's buffered reader. Runs only
+// with -bench:
+//
+//	go test -run '^$' -bench ReaderPipeline ./redisproto
+func BenchmarkReaderPipeline(b *testing.B) {
+	const batch = 64
+	var wire []byte
+	for i := 0; i < batch/2; i++ {
+		name := "lock:bench:" + strconv.Itoa(i)
+		wire = appendCommand(wire, "LOCK.ACQUIRE", name, "client-0123456789", "PX", "30000")
+		wire = appendCommand(wire, "LOCK.RELEASE", name, strconv.Itoa(1000000+i))
+	}
+	r := newReader(&cycleReader{b: wire}, Limits{})
+	b.SetBytes(int64(len(wire)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for range batch {
+			args, err := r.next(true)
+			if err != nil || len(args) < 3 {
+				b.Fatalf("next = %q, %v", args, err)
+			}
+		}
+	}
+}
+
+// appendCommand appends argv as a RESP multibulk request.
+func appendCommand(b []byte, argv ...string) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(argv)), 10)
+	b = append(b, '\r', '\n')
+	for _, a := range argv {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, a...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
