@@ -36,6 +36,10 @@ type machine struct {
 	// blocked requests (after the state lock is released). Set before Raft
 	// starts.
 	wake func([]fsm.Wake)
+
+	// wants tells the keyspace which event channels have listeners here
+	// (fsm.Keyspace.SetEventFilter). Set before Raft starts; nil: all.
+	wants func(channel string) bool
 }
 
 type applyWaiter struct {
@@ -197,6 +201,7 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	if err := ks.Restore(rc); err != nil {
 		return err
 	}
+	ks.SetEventFilter(m.wants)
 	m.mu.Lock()
 	m.ks = ks
 	m.mu.Unlock()

@@ -87,6 +87,9 @@ type Config struct {
 	// observe, set by tests only, sees every applied entry and its reply.
 	observe func(index uint64, e command.Entry, reply resp.Value)
 
+	// WantEvents reports whether an event channel has listeners on this node
+	// (lock events and keyspace notifications are built only then); nil: all.
+	WantEvents func(channel string) bool
 	// Publish delivers a message published by an applied entry to this node's
 	// subscribers and returns how many received it. It is called on the apply
 	// goroutine and must not block. nil drops published messages.
@@ -276,6 +279,8 @@ func Open(cfg Config) (*Store, error) {
 
 	m := newMachine()
 	m.publish = cfg.Publish
+	m.wants = cfg.WantEvents
+	m.ks.SetEventFilter(cfg.WantEvents)
 	m.observe = cfg.observe
 	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
 		dryRuns: map[chan struct{}]struct{}{}, metrics: metrics}

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
@@ -16,10 +17,18 @@ type broker struct {
 	mu       sync.RWMutex
 	channels map[string]map[*conn]struct{}
 	patterns map[string]map[*conn]struct{}
+
+	// What WantsEvents answers, recomputed after a subscription change
+	// (dirty is set under mu's write lock by every change).
+	dirty      atomic.Bool
+	lockEvents atomic.Bool // a subscriber to lockd:events* or any pattern
+	keyEvents  atomic.Bool // a subscriber to __key*@ channels or any pattern
 }
 
 func newBroker() *broker {
-	return &broker{channels: map[string]map[*conn]struct{}{}, patterns: map[string]map[*conn]struct{}{}}
+	b := &broker{channels: map[string]map[*conn]struct{}{}, patterns: map[string]map[*conn]struct{}{}}
+	b.dirty.Store(true)
+	return b
 }
 
 // Publish delivers a message to the subscribers of channel and of the patterns
@@ -143,6 +152,7 @@ func (c *conn) confirm(kind string, name resp.Value, count int) {
 func (c *conn) subscribe(names [][]byte, pattern bool) resp.Value {
 	b := c.srv.pubsub
 	b.mu.Lock()
+	b.dirty.Store(true)
 	defer b.mu.Unlock()
 	table, kind := b.channels, "subscribe"
 	if pattern {
@@ -173,6 +183,7 @@ func (c *conn) subscribe(names [][]byte, pattern bool) resp.Value {
 func (c *conn) unsubscribe(names [][]byte, pattern bool) resp.Value {
 	b := c.srv.pubsub
 	b.mu.Lock()
+	b.dirty.Store(true)
 	defer b.mu.Unlock()
 	table, kind := b.channels, "unsubscribe"
 	if pattern {
@@ -222,6 +233,7 @@ func (c *conn) unsubscribe(names [][]byte, pattern bool) resp.Value {
 func (c *conn) dropSubscriptions() {
 	b := c.srv.pubsub
 	b.mu.Lock()
+	b.dirty.Store(true)
 	defer b.mu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -242,4 +254,28 @@ func (c *conn) dropSubscriptions() {
 		}
 	}
 	c.subs = subState{}
+}
+
+// WantsEvents reports whether publishing on channel can reach anyone on this
+// node: the state machine builds lock events (lockd:events…) and keyspace
+// notifications (__keyevent@…, __keyspace@…) only then. Cheap: recomputed
+// only after subscriptions change. Safe for concurrent use.
+func (s *Server) WantsEvents(channel string) bool {
+	b := s.pubsub
+	if b.dirty.Load() {
+		b.mu.RLock()
+		b.dirty.Store(false)
+		lock, key := len(b.patterns) > 0, len(b.patterns) > 0
+		for name := range b.channels {
+			lock = lock || strings.HasPrefix(name, "lockd:events")
+			key = key || strings.HasPrefix(name, "__key")
+		}
+		b.lockEvents.Store(lock)
+		b.keyEvents.Store(key)
+		b.mu.RUnlock()
+	}
+	if strings.HasPrefix(channel, "__key") {
+		return b.keyEvents.Load() && s.notifyConfig() != ""
+	}
+	return b.lockEvents.Load()
 }

@@ -14,8 +14,9 @@ import (
 //
 // Each decodes the entry from its log bytes first, as the Raft FSM does, so
 // the numbers cover decode + parse + execute of one committed entry, and
-// then take the entry's events (lock events are built even when nobody
-// subscribes).
+// then take the entry's events. Lock events are built as when someone
+// subscribes to them; the NoListeners variant sets the node's event filter to
+// "nobody listens", as a node without subscribers runs.
 
 // benchApplier applies encoded entries at increasing indexes and log times.
 type benchApplier struct {
@@ -43,13 +44,23 @@ func encoded(argv ...[]byte) []byte {
 // BenchmarkApplyLockAcquireRelease: one op is LOCK.ACQUIRE of a free name
 // (granted) followed by LOCK.RELEASE of it, over 1024 names in turn, so the
 // keyspace stays small.
-func BenchmarkApplyLockAcquireRelease(b *testing.B) {
+func BenchmarkApplyLockAcquireRelease(b *testing.B) { benchAcquireRelease(b, New()) }
+
+// BenchmarkApplyLockAcquireReleaseNoListeners is the same cycle on a node
+// where nobody subscribes to the event channels.
+func BenchmarkApplyLockAcquireReleaseNoListeners(b *testing.B) {
+	ks := New()
+	ks.SetEventFilter(func(string) bool { return false })
+	benchAcquireRelease(b, ks)
+}
+
+func benchAcquireRelease(b *testing.B, ks *Keyspace) {
 	const names = 1024
 	acq := make([][]byte, names)
 	for i := range acq {
 		acq[i] = encoded([]byte("LOCK.ACQUIRE"), []byte("lock:"+strconv.Itoa(i)), []byte("owner-1"), []byte("PX"), []byte("30000"))
 	}
-	a := &benchApplier{ks: New()}
+	a := &benchApplier{ks: ks}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -38,8 +38,19 @@ type lockEvent struct {
 	At      int64  `json:"at"`
 }
 
+// SetEventFilter tells the keyspace which event channels have listeners on
+// this node (nil: all of them): lock events and keyspace notifications are
+// built only when wanted, since building them is most of a grant's
+// allocations. No reply and no state depends on it, so replicas may differ.
+func (k *Keyspace) SetEventFilter(wants func(channel string) bool) { k.wants = wants }
+
+func (k *Keyspace) wanted(channel string) bool { return k.wants == nil || k.wants(channel) }
+
 // publishLock queues a lock event for this entry's subscribers.
 func (k *Keyspace) publishLock(ev lockEvent) {
+	if !k.wanted(EventsChannel) {
+		return
+	}
 	ev.At = k.now
 	msg, _ := json.Marshal(ev)
 	k.events = append(k.events, Event{Channel: []byte(EventsChannel), Message: msg})
@@ -63,6 +74,9 @@ func (k *Keyspace) publishReject(name, owner []byte, reason string) {
 // publishExpired sends Redis's keyspace notifications for a key removed because
 // its TTL passed.
 func (k *Keyspace) publishExpired(key string) {
+	if !k.wanted(KeyeventExpired) {
+		return
+	}
 	k.events = append(k.events,
 		Event{Channel: []byte(KeyeventExpired), Message: []byte(key)},
 		Event{Channel: []byte(KeyspacePrefix + key), Message: []byte("expired")})

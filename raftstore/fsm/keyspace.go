@@ -86,6 +86,7 @@ type Keyspace struct {
 	namespaces    []Namespace          // by prefix
 	acl           *command.ACLTable    // ACL users (acl.go); nil = none defined
 	wakes         []Wake               // what became of waiters, since the last TakeWakes
+	wants         func(string) bool    // SetEventFilter; nil: every event channel
 	stats         LockStats            // metrics only (see LockStats)
 	expiredRecent map[uint64]string    // metrics only: tokens whose lease ran out lately -> name
 	expiredOrder  []uint64             // expiredRecent's keys, oldest first

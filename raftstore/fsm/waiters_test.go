@@ -379,3 +379,26 @@ func TestLockStats(t *testing.T) {
 		t.Fatalf("gauges after everything ended: %+v", st)
 	}
 }
+
+func TestEventFilter(t *testing.T) {
+	h := newHarness(t)
+	listening := false
+	h.ks.SetEventFilter(func(channel string) bool { return listening && channel == EventsChannel })
+	h.do("LOCK.ACQUIRE a o")
+	if ev := h.ks.TakeEvents(); len(ev) != 0 {
+		t.Fatalf("events built with nobody listening: %v", ev)
+	}
+	listening = true
+	h.do("LOCK.ACQUIRE b o")
+	if ev := h.ks.TakeEvents(); len(ev) != 1 || string(ev[0].Channel) != EventsChannel {
+		t.Fatalf("events with a listener: %v", ev)
+	}
+	h.do("SET k v PX 1")
+	h.now += 10
+	h.tick()
+	for _, ev := range h.ks.TakeEvents() {
+		if string(ev.Channel) == KeyeventExpired {
+			t.Fatal("a keyspace notification was built though nobody listens to it")
+		}
+	}
+}
