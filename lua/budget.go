@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -38,14 +39,55 @@ type budget struct {
 	cancel <-chan struct{} // Limits.Cancel: SCRIPT KILL (nil: none)
 	killed bool
 	n      int64
+
+	// Limits.MaxAllocBytes: the process's allocation counter when the run
+	// started, and whether the run went past its allowance.
+	maxAlloc   int64
+	allocStart uint64
+	sample     []metrics.Sample
+	oom        bool
+}
+
+// ErrMemory is the error a run ends with when it allocates more than
+// Limits.MaxAllocBytes.
+var ErrMemory = errors.New("script exceeded its memory budget")
+
+// MemoryErrorPrefix starts the error reply of a run stopped by
+// Limits.MaxAllocBytes: "ERR script exceeded its memory budget of N bytes".
+const MemoryErrorPrefix = "ERR script exceeded its memory budget"
+
+func memoryReply(max int64) string {
+	return fmt.Sprintf("%s of %d bytes", MemoryErrorPrefix, max)
+}
+
+// heapAllocs is the runtime/metrics counter of bytes allocated so far.
+const heapAllocs = "/gc/heap/allocs:bytes"
+
+// allocCheckEvery is how many instructions pass between two reads of the
+// allocation counter (a read costs about 0.2 µs): a few, because one
+// instruction can double a string.
+const allocCheckEvery = 4
+
+func (b *budget) startAllocs(max int64) {
+	b.maxAlloc = max
+	b.sample = []metrics.Sample{{Name: heapAllocs}}
+	metrics.Read(b.sample)
+	b.allocStart = b.sample[0].Value.Uint64()
 }
 
 func (b *budget) Done() <-chan struct{} {
-	if b.left <= 0 || b.killed {
-		b.spent = !b.killed
+	if b.left <= 0 || b.killed || b.oom {
+		b.spent = !b.killed && !b.oom
 		return closedChan
 	}
 	b.left--
+	if b.maxAlloc > 0 && b.left%allocCheckEvery == 0 {
+		metrics.Read(b.sample)
+		if int64(b.sample[0].Value.Uint64()-b.allocStart) > b.maxAlloc {
+			b.oom = true
+			return closedChan
+		}
+	}
 	if b.cancel != nil {
 		if b.n++; b.n&1023 == 0 {
 			select {
@@ -71,6 +113,9 @@ func IsKilledError(v resp.Value) bool {
 }
 
 func (b *budget) Err() error {
+	if b.oom {
+		return ErrMemory
+	}
 	if b.spent || b.killed {
 		return ErrBudget
 	}

@@ -122,3 +122,30 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("got %s", render(v))
 	}
 }
+
+// MaxAllocBytes stops scripts that build huge strings in a few instructions
+// (string concatenation doubles a string per instruction), even under pcall.
+func TestAllocLimit(t *testing.T) {
+	const limit = 64 << 20
+	for _, src := range []string{
+		`local s = 'x' for i = 1, 40 do s = s .. s end return #s`,
+		`local t = {} for i = 1, 100 do t[i] = string.rep('x', 10000000) end return #t`,
+		`local s = 'x' for i = 1, 40 do pcall(function() s = s .. s end) end return #s`,
+	} {
+		e := New()
+		sha, err := e.Load([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := e.Run(sha, nil, nil, &countingHost{}, Limits{MaxInstructions: 1_000_000, MaxAllocBytes: limit})
+		if !IsMemoryError(v) || string(v.Str) != "ERR script exceeded its memory budget of 67108864 bytes" {
+			t.Fatalf("%q: got %s", src, render(v))
+		}
+	}
+	// A script within its allowance is unaffected.
+	e := New()
+	sha, _ := e.Load([]byte(`local s = 'x' for i = 1, 16 do s = s .. s end return #s`))
+	if v := e.Run(sha, nil, nil, &countingHost{}, Limits{MaxInstructions: 1_000_000, MaxAllocBytes: limit}); v.Kind != resp.KindInt || v.Int != 65536 {
+		t.Fatalf("a small script: %s", render(v))
+	}
+}

@@ -69,6 +69,13 @@ type Limits struct {
 	// table.concat and load may build (the script fails with "resulting
 	// string too large" otherwise). 0 means DefaultMaxStringLen.
 	MaxStringLen int
+	// MaxAllocBytes stops a run once the process has allocated this many
+	// bytes since the run started (runtime/metrics, read every few
+	// instructions), with MemoryErrorPrefix+"...": a script that would build
+	// gigabytes of strings is refused before it does. The count includes
+	// other goroutines' allocations, so the outcome is not deterministic: only
+	// for runs no replica repeats (a leader's dry run). 0 means no limit.
+	MaxAllocBytes int64
 }
 
 // DefaultMaxStringLen is the string cap used when Limits.MaxStringLen is 0:
@@ -263,6 +270,12 @@ func (e *Engine) putState(st *state) {
 		e.idle = append(e.idle, st)
 	}
 	e.poolMu.Unlock()
+}
+
+// IsMemoryError reports whether v is the error reply of a run stopped by
+// Limits.MaxAllocBytes.
+func IsMemoryError(v resp.Value) bool {
+	return v.Kind == resp.KindError && strings.HasPrefix(string(v.Str), MemoryErrorPrefix)
 }
 
 // IsBudgetError reports whether v is the error reply of a run stopped by

@@ -369,12 +369,15 @@ func (s *state) run(sc *script, keys, argv [][]byte, host Host, lim Limits, logf
 	L.Env = s.genv
 	L.G.Global = s.genv
 	L.G.CurrentThread = L
-	if lim.MaxInstructions > 0 || lim.Cancel != nil {
+	if lim.MaxInstructions > 0 || lim.Cancel != nil || lim.MaxAllocBytes > 0 {
 		left := lim.MaxInstructions
 		if left <= 0 {
 			left = 1<<63 - 1
 		}
 		s.r.budget = &budget{left: left, cancel: lim.Cancel}
+		if lim.MaxAllocBytes > 0 {
+			s.r.budget.startAllocs(lim.MaxAllocBytes)
+		}
 		L.SetContext(s.r.budget)
 	}
 	L.Push(L.NewFunctionFromProto(sc.proto))
@@ -384,6 +387,8 @@ func (s *state) run(sc *script, keys, argv [][]byte, host Host, lim Limits, logf
 	case s.r.hostPanic != nil:
 	case s.r.budget != nil && s.r.budget.killed:
 		out = resp.Error(KilledErrorText)
+	case s.r.budget != nil && s.r.budget.oom:
+		out = resp.Error(memoryReply(lim.MaxAllocBytes))
 	case s.r.budget != nil && s.r.budget.spent:
 		out = resp.Error(budgetReply(lim.MaxInstructions))
 	case err != nil:

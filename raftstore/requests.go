@@ -213,7 +213,7 @@ func (s *Store) admitScript(op command.Eval) (resp.Value, bool) {
 	s.killMu.Lock()
 	delete(s.dryRuns, kill)
 	s.killMu.Unlock()
-	if v.IsError() && (lua.IsBudgetError(v) || lua.IsKilledError(v) ||
+	if v.IsError() && (lua.IsBudgetError(v) || lua.IsKilledError(v) || lua.IsMemoryError(v) ||
 		strings.HasPrefix(v.String(), "ERR Error compiling script")) {
 		return v, false
 	}

@@ -194,3 +194,24 @@ func TestWaiterOnFollowerWoken(t *testing.T) {
 	}
 	c.converge()
 }
+
+// A script that would allocate gigabytes is refused by the leader's dry run
+// before it enters the log (and runs on every replica).
+func TestScriptMemoryRefusedBeforeTheLog(t *testing.T) {
+	s := open(t, t.TempDir(), 0)
+	defer s.Close()
+	before := s.raft.LastIndex()
+	v := do(s, "EVAL", "local s = 'x' for i = 1, 40 do s = s .. s end redis.call('SET', 'k', s) return #s", "0")
+	if !strings.HasPrefix(v.String(), "ERR script exceeded its memory budget") {
+		t.Fatalf("EVAL = %v", v)
+	}
+	if after := s.raft.LastIndex(); after != before {
+		t.Fatalf("the refused script reached the log (last index %d -> %d)", before, after)
+	}
+	if v := do(s, "EXISTS", "k"); v.Int != 0 {
+		t.Fatalf("EXISTS k = %v", v)
+	}
+	if v := do(s, "EVAL", "return redis.call('SET', 'k', 'v')", "0"); v.String() != "OK" {
+		t.Fatalf("a small script: %v", v)
+	}
+}

@@ -82,6 +82,7 @@ type Keyspace struct {
 	budget        int64                // scripts' instruction budget; 0 = ApplyBudget
 	inScript      bool                 // a script is running (its PUBLISHes are not Direct)
 	cancel        <-chan struct{}      // dry runs only: closed by SCRIPT KILL
+	maxAlloc      int64                // dry runs only: lua.Limits.MaxAllocBytes
 	sessions      map[uint64]*session  // open sessions by id (lookups only: never iterated unsorted)
 	namespaces    []Namespace          // by prefix
 	acl           *command.ACLTable    // ACL users (acl.go); nil = none defined

@@ -22,6 +22,11 @@ const (
 	ApplyBudget  = 250_000_000
 )
 
+// DryRunMaxAlloc bounds what a script may allocate in the leader's dry run
+// (lua.Limits.MaxAllocBytes): one that would build gigabytes of strings is
+// refused before it enters the log and runs on every replica.
+const DryRunMaxAlloc = 256 << 20
+
 // notInScripts names commands a script may not call (Redis's noscript flag).
 var notInScripts = map[string]bool{
 	"multi": true, "exec": true, "discard": true, "watch": true, "unwatch": true,
@@ -92,7 +97,7 @@ func (k *Keyspace) eval(op command.Eval, c Ctx) resp.Value {
 	}
 	k.inScript = true
 	defer func() { k.inScript = false }()
-	return k.scripts.Run(op.SHA, op.Keys, op.Args, &scriptHost{k: k, c: c, ro: op.RO}, lua.Limits{MaxInstructions: budget, Cancel: k.cancel})
+	return k.scripts.Run(op.SHA, op.Keys, op.Args, &scriptHost{k: k, c: c, ro: op.RO}, lua.Limits{MaxInstructions: budget, Cancel: k.cancel, MaxAllocBytes: k.maxAlloc})
 }
 
 // Script returns the source of a script in the replicated cache (sha in any case).
@@ -107,7 +112,7 @@ func (k *Keyspace) DryRun(op command.Eval, src []byte, engine *lua.Engine, now, 
 	if _, err := engine.Load(src); err != nil {
 		return resp.Error(err.Error())
 	}
-	k.scripts, k.budget, k.cancel = engine, DryRunBudget, cancel
+	k.scripts, k.budget, k.cancel, k.maxAlloc = engine, DryRunBudget, cancel, DryRunMaxAlloc
 	if now > k.now {
 		k.now = now
 	}
