@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,19 @@ func TestACLUsersReplicated(t *testing.T) {
 	for _, s := range c.running() {
 		waitUser(s, "payouts", true)
 	}
+	// A script run for that user, forwarded by a follower and applied on
+	// every replica, may not touch keys outside the user's patterns.
+	as := func(user string, cmd ...string) command.Request { r := req(cmd...); r.User = user; return r }
+	c.node(fi).Do(ctx, []command.Request{req("SET", "search/x", "secret")})
+	out := c.node(fi).Do(ctx, []command.Request{
+		as("payouts", "EVAL", "return redis.call('GET', 'search/x')", "0"),
+		as("payouts", "EVAL", "return redis.call('SET', 'payouts/x', 'v')", "0"),
+		req("EVAL", "return redis.call('GET', 'search/x')", "0"),
+	})
+	if !strings.Contains(out[0].String(), "can't access at least one of the keys") || out[1].String() != "OK" || out[2].String() != "secret" {
+		t.Fatalf("scripts as a restricted user, then as nobody in particular: %v", out)
+	}
+	c.converge()
 	// A replica that misses the change (and enough entries for a snapshot)
 	// learns it from the snapshot.
 	down := (li + 2) % 3

@@ -162,11 +162,12 @@ func (m *machine) appliedCh(index uint64) <-chan struct{} {
 	return ch
 }
 
-// read runs a read-only op against the current state.
-func (m *machine) read(op command.Op, now, wall int64) resp.Value {
+// read runs a read-only op against the current state (a script's commands
+// checked against user's ACL when user is set).
+func (m *machine) read(op command.Op, user string, now, wall int64) resp.Value {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.ks.Read(op, now, wall)
+	return m.ks.ReadAs(op, user, now, wall)
 }
 
 func (m *machine) now() int64 {

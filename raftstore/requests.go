@@ -98,7 +98,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 				verified = true
 			}
 			now, wall := s.clock.read()
-			out[i] = s.m.read(r.Op, now, wall)
+			out[i] = s.m.read(r.Op, r.User, now, wall)
 			continue
 		}
 		verified = false
@@ -113,9 +113,12 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		case command.ScriptLoad, command.ScriptFlush:
 			kind, args = command.KindScript, command.ScriptArgs(op)
 		case command.Eval:
-			if v, ok := s.admitScript(op); !ok {
+			if v, ok := s.admitScript(op, r.User); !ok {
 				out[i] = v
 				continue
+			}
+			if r.User != "" {
+				kind, args = command.KindScriptAs, command.ScriptAsArgs(r.User, r.Args)
 			}
 		}
 		f, err := s.propose(ctx, kind, args)
@@ -191,7 +194,7 @@ func mapApplyErr(err error) error {
 // script runs against a copy of the current state with fsm.DryRunBudget. A
 // script that does not finish (or an EVALSHA of a script the cache does not
 // hold) is answered here and never proposed.
-func (s *Store) admitScript(op command.Eval) (resp.Value, bool) {
+func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 	src := op.Source
 	if src == nil {
 		s.m.mu.RLock()
@@ -209,7 +212,7 @@ func (s *Store) admitScript(op command.Eval) (resp.Value, bool) {
 	s.killMu.Lock()
 	s.dryRuns[kill] = struct{}{}
 	s.killMu.Unlock()
-	v := scratch.DryRun(op, src, s.dry, now, wall, kill)
+	v := scratch.DryRun(op, user, src, s.dry, now, wall, kill)
 	s.killMu.Lock()
 	delete(s.dryRuns, kill)
 	s.killMu.Unlock()

@@ -241,3 +241,20 @@ func (c *conn) helloAuth(name, pass []byte) (v resp.Value, failed bool) {
 	}
 	return resp.Value{}, false
 }
+
+// scriptUser is the user an EVAL/EVALSHA of this connection runs for, so that
+// the commands the script calls are checked against that user's ACL where the
+// script runs; "" for other ops and for users without restrictions.
+func (c *conn) scriptUser(op command.Op) string {
+	if _, ok := op.(command.Eval); !ok {
+		return ""
+	}
+	if c.auth.stale {
+		c.refreshACL()
+	}
+	u, found := c.srv.lookupUser(c.auth.acl, c.userName())
+	if !found || u.Unrestricted() {
+		return ""
+	}
+	return u.Name
+}

@@ -107,7 +107,7 @@ func (c *conn) serve() {
 					c.observe(spec.Name, args, replies[len(replies)-1], 0)
 					continue
 				}
-				batch = append(batch, command.Request{Args: args, Op: op, Spec: spec})
+				batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.scriptUser(op)})
 				batchAt = append(batchAt, len(replies))
 				replies = append(replies, resp.Value{})
 				continue

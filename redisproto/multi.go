@@ -42,6 +42,12 @@ func (c *conn) enqueue(args [][]byte) resp.Value {
 			c.tx.dirty = true
 			return resp.Error(string(command.ErrArity(spec.Name)))
 		}
+		if op, err := spec.Parse(args); err == nil && c.scriptUser(op) != "" {
+			// A transaction's entry carries no user to check a script's
+			// commands against: such a user runs its scripts outside MULTI.
+			c.tx.dirty = true
+			return resp.Error("ERR a script inside MULTI is not available to a user with ACL restrictions; run it outside MULTI")
+		}
 	} else {
 		s, ok := locals[strings.ToLower(string(args[0]))]
 		if !ok {

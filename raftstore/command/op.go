@@ -265,4 +265,8 @@ type Request struct {
 	Args [][]byte
 	Op   Op
 	Spec *Spec
+	// User is set on an EVAL/EVALSHA of a user with key or command
+	// restrictions: the commands the script calls are checked against that
+	// user's ACL where the script runs (KindScriptAs).
+	User string
 }

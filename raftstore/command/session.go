@@ -39,6 +39,24 @@ func (SessionClose) isOp()     {}
 // leader); its Args are SessionExpireArgs(id).
 const KindSessionExpire Kind = 6
 
+// KindScriptAs is an EVAL/EVALSHA run on behalf of a user with ACL
+// restrictions: Args are ScriptAsArgs(user, the command's args), and every
+// command the script calls is checked against that user's replicated ACL.
+const KindScriptAs Kind = 7
+
+// ScriptAsArgs is the argument vector of a KindScriptAs entry.
+func ScriptAsArgs(user string, args [][]byte) [][]byte {
+	return append([][]byte{[]byte(user)}, args...)
+}
+
+// ParseScriptAsArgs is the inverse of ScriptAsArgs.
+func ParseScriptAsArgs(a [][]byte) (string, [][]byte, error) {
+	if len(a) < 2 {
+		return "", nil, ErrCorrupt
+	}
+	return string(a[0]), a[1:], nil
+}
+
 // SessionExpireArgs is the argument vector of a KindSessionExpire entry.
 func SessionExpireArgs(id uint64) [][]byte { return [][]byte{strconv.AppendUint(nil, id, 10)} }
 

@@ -17,6 +17,7 @@ const (
 	tagScriptExists = 'E'
 	tagVersions     = 'V'
 	tagAdmin        = 'A'
+	tagCommandAs    = 'U' // a command with Request.User: args are ScriptAsArgs
 )
 
 // EncodeRequests is the form in which a follower forwards one connection's batch
@@ -28,6 +29,10 @@ func EncodeRequests(reqs []Request) []byte {
 	for _, r := range reqs {
 		tag, args := byte(tagCommand), r.Args
 		switch op := r.Op.(type) {
+		case Eval:
+			if r.User != "" {
+				tag, args = tagCommandAs, ScriptAsArgs(r.User, r.Args)
+			}
 		case Tx:
 			tag, args = tagTx, TxArgs(op)
 		case ScriptLoad, ScriptFlush:
@@ -92,6 +97,15 @@ func DecodeRequests(b []byte) ([]Request, error) {
 }
 
 func decodeRequest(tag byte, args [][]byte) (Request, error) {
+	if tag == tagCommandAs {
+		user, rest, err := ParseScriptAsArgs(args)
+		if err != nil {
+			return Request{}, ErrBadRequests
+		}
+		r, err := decodeRequest(tagCommand, rest)
+		r.User = user
+		return r, err
+	}
 	switch tag {
 	case tagCommand:
 		op, spec, err := Parse(args)

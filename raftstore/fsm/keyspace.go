@@ -166,6 +166,7 @@ type Ctx struct {
 	Wall  int64  // the stamping leader's wall clock, Unix ms
 	Write bool   // false for a read served outside the log: nothing may change
 	Top   bool   // a command entry of its own (not in a transaction or script): it may block
+	User  string // a script runs for this user: what it calls is checked against the user's ACL ("" = no check)
 }
 
 // Apply executes one committed log entry at Raft index index. It is deterministic.
@@ -204,6 +205,19 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		}
 		k.endSession(id, true, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
 		return resp.OK
+	case command.KindScriptAs:
+		user, args, err := command.ParseScriptAsArgs(e.Args)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
+		}
+		op, spec, err := command.Parse(args)
+		if err != nil {
+			return errReply(err)
+		}
+		if _, ok := op.(command.Eval); !ok || spec == nil {
+			panic(fmt.Sprintf("fsm: log index %d: a script entry holds %q", index, args[0]))
+		}
+		return k.Exec(op, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true, Top: true, User: user})
 	case command.KindTx:
 		tx, err := command.ParseTx(e.Args)
 		if err != nil {
@@ -256,10 +270,16 @@ func (k *Keyspace) version(key []byte, now int64) uint64 {
 // Read executes a read-only op at log time now (which must not be earlier than
 // Now()). It changes nothing.
 func (k *Keyspace) Read(op command.Op, now, wall int64) resp.Value {
+	return k.ReadAs(op, "", now, wall)
+}
+
+// ReadAs is Read on behalf of user: a read-only script's commands are checked
+// against the user's ACL ("" = no check).
+func (k *Keyspace) ReadAs(op command.Op, user string, now, wall int64) resp.Value {
 	if now < k.now {
 		now = k.now
 	}
-	return k.Exec(op, Ctx{Now: now, Wall: wall})
+	return k.Exec(op, Ctx{Now: now, Wall: wall, User: user})
 }
 
 func errReply(err error) resp.Value {

@@ -43,6 +43,36 @@ type scriptHost struct {
 	ro bool
 }
 
+// ACL failures of a command a script calls, as Redis 7 words them (the Lua
+// bridge appends where in the script it happened).
+const (
+	errScriptNoPermCommand = "ERR The user executing the script can't run this command or subcommand"
+	errScriptNoPermKey     = "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments"
+	errScriptNoPermChannel = "ERR The user executing the script can't publish to the channel mentioned in the command"
+)
+
+// authorize checks a command the script calls against the ACL of the user the
+// script runs for (Ctx.User; nobody: no check). It uses the replicated user
+// table, so every replica decides the same.
+func (h *scriptHost) authorize(args [][]byte) (resp.Value, bool) {
+	if h.c.User == "" {
+		return resp.Value{}, false
+	}
+	u, ok := h.k.acl.User(h.c.User)
+	if !ok {
+		return resp.Error(errScriptNoPermCommand), true
+	}
+	switch u.Authorize(command.FullName(args), args) {
+	case nil:
+		return resp.Value{}, false
+	case command.ErrNoPermKey:
+		return resp.Error(errScriptNoPermKey), true
+	case command.ErrNoPermChan:
+		return resp.Error(errScriptNoPermChannel), true
+	}
+	return resp.Error(errScriptNoPermCommand), true
+}
+
 // Call runs one command for a script with Redis's checks and texts.
 func (h *scriptHost) Call(args [][]byte) resp.Value {
 	name := strings.ToLower(string(args[0]))
@@ -68,6 +98,9 @@ func (h *scriptHost) Call(args [][]byte) resp.Value {
 	}
 	if !spec.CheckArity(len(args)) {
 		return resp.Error(lua.ErrWrongArity)
+	}
+	if v, denied := h.authorize(args); denied {
+		return v
 	}
 	if spec.Write && (h.ro || !h.c.Write) {
 		return resp.Error(lua.ErrWriteFromRO)
@@ -108,7 +141,8 @@ func (k *Keyspace) Script(sha string) ([]byte, bool) { return k.scripts.Source(s
 // engine (a private compile cache: the replicated cache changes only in apply).
 // The copy is discarded. Call it on a Clone, never on the live keyspace.
 // Closing cancel stops it (SCRIPT KILL).
-func (k *Keyspace) DryRun(op command.Eval, src []byte, engine *lua.Engine, now, wall int64, cancel <-chan struct{}) resp.Value {
+// With user set, what the script calls is checked against that user's ACL.
+func (k *Keyspace) DryRun(op command.Eval, user string, src []byte, engine *lua.Engine, now, wall int64, cancel <-chan struct{}) resp.Value {
 	if _, err := engine.Load(src); err != nil {
 		return resp.Error(err.Error())
 	}
@@ -117,7 +151,7 @@ func (k *Keyspace) DryRun(op command.Eval, src []byte, engine *lua.Engine, now, 
 		k.now = now
 	}
 	op.Source = nil
-	return k.eval(op, Ctx{Index: k.index + 1, Now: k.now, Wall: wall, Write: true})
+	return k.eval(op, Ctx{Index: k.index + 1, Now: k.now, Wall: wall, Write: true, User: user})
 }
 
 // Clone returns a copy of the keyspace that shares nothing mutable with it
