@@ -17,6 +17,8 @@ type storeMetrics struct {
 	fsync         prometheus.Histogram // one synced log write
 	leaderChanges atomic.Int64         // times this node took office
 	rateLimited   atomic.Int64         // requests refused with RATELIMITED
+	scriptsBudget atomic.Int64         // scripts refused by the dry run: instruction budget or SCRIPT KILL
+	scriptsMemory atomic.Int64         // scripts refused by the dry run: allocation budget
 }
 
 // latencyBuckets run from 100µs to about 3 s.
@@ -42,6 +44,8 @@ type LockCounters struct {
 	Sessions      int   // open sessions
 	Blocked       int   // this node's clients blocked in LOCK.ACQUIRE … WAIT
 	RateLimited   int64 // requests this node refused with RATELIMITED (as leader)
+	ScriptsBudget int64 // scripts the dry run refused for their instruction budget (or SCRIPT KILL)
+	ScriptsMemory int64 // scripts the dry run refused for their allocation budget
 	LeaderChanges int64 // times this node took office
 }
 
@@ -52,7 +56,8 @@ func (s *Store) LockCounters() LockCounters {
 	n := len(s.m.ks.Sessions())
 	s.m.mu.RUnlock()
 	return LockCounters{LockStats: st, Sessions: n, Blocked: s.waits.count(),
-		RateLimited: s.metrics.rateLimited.Load(), LeaderChanges: s.metrics.leaderChanges.Load()}
+		RateLimited: s.metrics.rateLimited.Load(), LeaderChanges: s.metrics.leaderChanges.Load(),
+		ScriptsBudget: s.metrics.scriptsBudget.Load(), ScriptsMemory: s.metrics.scriptsMemory.Load()}
 }
 
 // LockInfo is INFO's "# Locks" section.

@@ -216,6 +216,12 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 	s.killMu.Lock()
 	delete(s.dryRuns, kill)
 	s.killMu.Unlock()
+	switch {
+	case lua.IsMemoryError(v):
+		s.metrics.scriptsMemory.Add(1)
+	case lua.IsBudgetError(v) || lua.IsKilledError(v):
+		s.metrics.scriptsBudget.Add(1)
+	}
 	if v.IsError() && (lua.IsBudgetError(v) || lua.IsKilledError(v) || lua.IsMemoryError(v) ||
 		strings.HasPrefix(v.String(), "ERR Error compiling script")) {
 		return v, false

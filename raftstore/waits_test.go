@@ -208,6 +208,9 @@ func TestScriptMemoryRefusedBeforeTheLog(t *testing.T) {
 	if after := s.raft.LastIndex(); after != before {
 		t.Fatalf("the refused script reached the log (last index %d -> %d)", before, after)
 	}
+	if n := s.LockCounters().ScriptsMemory; n != 1 {
+		t.Fatalf("scripts refused for memory = %d, want 1", n)
+	}
 	if v := do(s, "EXISTS", "k"); v.Int != 0 {
 		t.Fatalf("EXISTS k = %v", v)
 	}

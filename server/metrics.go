@@ -88,6 +88,8 @@ var (
 		"queuefull":     prometheus.NewDesc("lockd_lock_queue_full_total", "Acquires refused with QUEUEFULL.", nil, nil),
 		"ratelimited":   prometheus.NewDesc("lockd_rate_limited_total", "Requests refused with RATELIMITED by this node as leader.", nil, nil),
 		"leaderchanges": prometheus.NewDesc("lockd_raft_leader_changes_total", "Times this node took office as leader.", nil, nil),
+		"scriptsbudget": prometheus.NewDesc("lockd_scripts_refused_budget_total", "Scripts refused before the log for their instruction budget (or SCRIPT KILL).", nil, nil),
+		"scriptsmemory": prometheus.NewDesc("lockd_scripts_refused_memory_total", "Scripts refused before the log for their allocation budget.", nil, nil),
 	}
 	lateDesc = prometheus.NewDesc("lockd_lock_expired_while_held_total",
 		"Releases and extends that arrived after the holder's lease had ended (the holder was still working), by namespace prefix.", []string{"namespace"}, nil)
@@ -123,6 +125,8 @@ func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
 	n("queuefull", st.QueueFull)
 	n("ratelimited", st.RateLimited)
 	n("leaderchanges", st.LeaderChanges)
+	n("scriptsbudget", st.ScriptsBudget)
+	n("scriptsmemory", st.ScriptsMemory)
 	for _, ns := range st.Namespaces() {
 		ch <- prometheus.MustNewConstMetric(lateDesc, prometheus.CounterValue, float64(st.LateOps[ns]), ns)
 	}
