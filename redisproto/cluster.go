@@ -154,16 +154,24 @@ func reachable(ms []member) []member {
 	return out
 }
 
+// slotMap is the slot map this node serves: every slot in the one Raft group
+// (several groups, with a replicated map, are issue 7's next step).
+var slotMap, _ = shard.NewMap(1)
+
 func cmdClusterSlots(c *conn, _ [][]byte) resp.Value {
 	ms := reachable(c.members())
 	if len(ms) == 0 {
 		return resp.EmptyList
 	}
-	entry := []resp.Value{resp.Int(0), resp.Int(shard.Slots - 1)}
-	for _, m := range ms {
-		entry = append(entry, clusterNode(m))
+	var out []resp.Value
+	for _, r := range slotMap.Ranges() {
+		entry := []resp.Value{resp.Int(int64(r.From)), resp.Int(int64(r.To))}
+		for _, m := range ms { // the group's leader first, then its replicas
+			entry = append(entry, clusterNode(m))
+		}
+		out = append(out, resp.Array(entry...))
 	}
-	return resp.Array(resp.Array(entry...))
+	return resp.Array(out...)
 }
 
 func cmdClusterShards(c *conn, _ [][]byte) resp.Value {
