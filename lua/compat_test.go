@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -2020,9 +2021,9 @@ func TestRedisCompat(t *testing.T) {
 
 // TestRedisCompatLive checks the captured replies against a real Redis.
 func TestRedisCompatLive(t *testing.T) {
-	addr := os.Getenv("LOCKD_REDIS_ADDR")
+	addr := os.Getenv("LOCKD_REDIS_ADDR") // a Redis 7.0 server of your own, or:
 	if addr == "" {
-		t.Skip("set LOCKD_REDIS_ADDR to a Redis 7.0 server to run")
+		addr = startRedisServer(t)
 	}
 	for i, c := range compatCases {
 		conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
@@ -2054,6 +2055,43 @@ func TestRedisCompatLive(t *testing.T) {
 		if got != c.want {
 			t.Errorf("case %d %q (RESP%d)\nredis %q\n want %q", i, c.script, c.proto, got, c.want)
 		}
+	}
+}
+
+// startRedisServer starts a throwaway redis-server (installed by make deps) on
+// a free 127.0.0.1 port and returns its address once it answers PING.
+func startRedisServer(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server is required (make deps installs it): %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			fmt.Fprint(c, "PING\r\n")
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			c.Close()
+			if line == "+PONG\r\n" {
+				return addr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server on %s did not answer PING within 10s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
