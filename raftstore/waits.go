@@ -90,12 +90,6 @@ func (b *waitBoard) count() int {
 	return len(b.waiting)
 }
 
-// blocking reports whether r is an acquire that may block.
-func blocking(r command.Request) (command.LockAcquire, bool) {
-	op, ok := r.Op.(command.LockAcquire)
-	return op, ok && op.Wait > 0
-}
-
 // Do executes a batch of commands (one client's pipeline) in order and returns
 // one reply per command. A LOCK.ACQUIRE with WAIT blocks the batch (and only
 // this batch: other clients are served meanwhile) until it is granted, its wait
@@ -104,10 +98,10 @@ func blocking(r command.Request) (command.LockAcquire, bool) {
 func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 	start := time.Now()
 	for i, r := range reqs {
-		op, ok := blocking(r)
-		if !ok {
+		if !r.Blocks() {
 			continue
 		}
+		op := r.Op.(command.LockAcquire)
 		out := make([]resp.Value, 0, len(reqs))
 		out = append(out, s.route(ctx, reqs[:i+1])...)
 		if id, queued := fsm.QueuedWaiter(out[i]); queued {

@@ -245,8 +245,8 @@ func (c *conn) helloAuth(name, pass []byte) (v resp.Value, failed bool) {
 // scriptUser is the user an EVAL/EVALSHA of this connection runs for, so that
 // the commands the script calls are checked against that user's ACL where the
 // script runs; "" for other ops and for users without restrictions.
-func (c *conn) scriptUser(op command.Op) string {
-	if _, ok := op.(command.Eval); !ok {
+func (c *conn) scriptUser(spec *command.Spec) string {
+	if !spec.RunsScript() {
 		return ""
 	}
 	if c.auth.stale {

@@ -77,14 +77,7 @@ func (c *conn) members() []member {
 }
 
 // myRaftID is this node's Raft id.
-func (c *conn) myRaftID() string {
-	for _, kv := range c.srv.store.Stats() {
-		if kv[0] == "raft_node_id" {
-			return kv[1]
-		}
-	}
-	return ""
-}
+func (c *conn) myRaftID() string { return pairValue(c.srv.store.Stats(), "raft_node_id", "") }
 
 // nodeID is the 40-hex-digit cluster node id of a Raft id.
 func nodeID(raftID string) string {
@@ -101,14 +94,7 @@ func hostPort(addr string) (string, int64) {
 	return host, p
 }
 
-func term(c *conn) string {
-	for _, kv := range c.srv.store.Stats() {
-		if kv[0] == "raft_term" {
-			return kv[1]
-		}
-	}
-	return "0"
-}
+func term(c *conn) string { return pairValue(c.srv.store.Stats(), "raft_term", "0") }
 
 func cmdClusterInfo(c *conn, _ [][]byte) resp.Value {
 	ms := c.members()

@@ -107,7 +107,7 @@ func (c *conn) serve() {
 					c.observe(spec.Name, args, replies[len(replies)-1], 0)
 					continue
 				}
-				batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.scriptUser(op)})
+				batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.scriptUser(spec)})
 				batchAt = append(batchAt, len(replies))
 				replies = append(replies, resp.Value{})
 				continue
@@ -235,7 +235,7 @@ func (c *conn) flushBatch(batch []command.Request, at []int, replies []resp.Valu
 	}
 	ctx := c.srv.ctx
 	for _, r := range batch {
-		if op, ok := r.Op.(command.LockAcquire); ok && op.Wait > 0 {
+		if r.Blocks() {
 			var stop func()
 			ctx, stop = c.watchClose(ctx)
 			defer stop()

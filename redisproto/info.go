@@ -34,12 +34,7 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 			}
 		}},
 		{"Clients", func() [][2]string {
-			blocked := "0"
-			for _, kv := range s.store.LockInfo() {
-				if kv[0] == "blocked_clients" {
-					blocked = kv[1]
-				}
-			}
+			blocked := pairValue(s.store.LockInfo(), "blocked_clients", "0")
 			return [][2]string{{"connected_clients", strconv.Itoa(len(s.clients()))}, {"blocked_clients", blocked}}
 		}},
 		{"Memory", func() [][2]string {
@@ -80,6 +75,16 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 		}
 	}
 	return resp.Verbatim(b.String())
+}
+
+// pairValue is the value of key in an INFO-style list of pairs, or def.
+func pairValue(pairs [][2]string, key, def string) string {
+	for _, kv := range pairs {
+		if kv[0] == key {
+			return kv[1]
+		}
+	}
+	return def
 }
 
 func portOf(addr string) string {

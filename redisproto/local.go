@@ -374,3 +374,39 @@ func cmdConfigGet(c *conn, a [][]byte) resp.Value {
 	}
 	return resp.Map(out...)
 }
+
+// CONFIG SET parameter value [parameter value ...]: only
+// notify-keyspace-events can be changed at run time; the rest are flags.
+func cmdConfigSet(c *conn, a [][]byte) resp.Value {
+	if len(a)%2 != 0 {
+		return resp.Error("ERR wrong number of arguments for 'config|set' command")
+	}
+	// Validate everything first: a failed CONFIG SET changes nothing.
+	var notify *string
+	for i := 2; i < len(a); i += 2 {
+		name := strings.ToLower(string(a[i]))
+		switch name {
+		case "notify-keyspace-events":
+			v, ok := parseNotify(string(a[i+1]))
+			if !ok {
+				return resp.Error("ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+			}
+			notify = &v
+		case "slowlog-log-slower-than", "slowlog-max-len":
+			if n, err := strconv.ParseInt(string(a[i+1]), 10, 64); err != nil || (name == "slowlog-max-len" && n < 0) {
+				return resp.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
+			}
+		default:
+			return resp.Error("ERR CONFIG SET " + name + " is not supported by lockd; use its flags")
+		}
+	}
+	for i := 2; i < len(a); i += 2 {
+		if name := strings.ToLower(string(a[i])); strings.HasPrefix(name, "slowlog-") {
+			c.srv.setSlowlog(name, string(a[i+1]))
+		}
+	}
+	if notify != nil {
+		c.srv.notify.Store(notify)
+	}
+	return resp.OK
+}

@@ -42,7 +42,7 @@ func (c *conn) enqueue(args [][]byte) resp.Value {
 			c.tx.dirty = true
 			return resp.Error(string(command.ErrArity(spec.Name)))
 		}
-		if op, err := spec.Parse(args); err == nil && c.scriptUser(op) != "" {
+		if c.scriptUser(spec) != "" {
 			// A transaction's entry carries no user to check a script's
 			// commands against: such a user runs its scripts outside MULTI.
 			c.tx.dirty = true

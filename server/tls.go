@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -49,14 +50,7 @@ func (s *Server) watchTLS() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopWatch = cancel
-	go s.tls.loader.Watch(ctx, cmpDuration(s.cfg.TLSWatchInterval, DefaultTLSWatchInterval))
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
+	go s.tls.loader.Watch(ctx, cmp.Or(s.cfg.TLSWatchInterval, DefaultTLSWatchInterval))
 }
 
 // ReloadTLS re-reads the certificate pair (lockd calls it on SIGHUP); new

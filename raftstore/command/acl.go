@@ -468,25 +468,20 @@ func (u *User) CommandRules() string {
 }
 
 // KeyRules is the user's key patterns as ACL GETUSER shows them.
-func (u *User) KeyRules() string {
-	if u.AllKeys {
-		return "~*"
-	}
-	parts := make([]string, len(u.Keys))
-	for i, k := range u.Keys {
-		parts[i] = "~" + k
-	}
-	return strings.Join(parts, " ")
-}
+func (u *User) KeyRules() string { return patternRules("~", u.AllKeys, u.Keys) }
 
 // ChannelRules is the user's channel patterns as ACL GETUSER shows them.
-func (u *User) ChannelRules() string {
-	if u.AllChannels {
-		return "&*"
+func (u *User) ChannelRules() string { return patternRules("&", u.AllChannels, u.Channels) }
+
+// patternRules writes patterns with their rule prefix ("~" keys, "&"
+// channels), or prefix+"*" for all.
+func patternRules(prefix string, all bool, patterns []string) string {
+	if all {
+		return prefix + "*"
 	}
-	parts := make([]string, len(u.Channels))
-	for i, c := range u.Channels {
-		parts[i] = "&" + c
+	parts := make([]string, len(patterns))
+	for i, p := range patterns {
+		parts[i] = prefix + p
 	}
 	return strings.Join(parts, " ")
 }

@@ -31,6 +31,13 @@ type LockAcquire struct {
 	Reentrant   bool
 }
 
+// Blocks reports whether the request may block its connection: a
+// LOCK.ACQUIRE with WAIT.
+func (r Request) Blocks() bool {
+	op, ok := r.Op.(LockAcquire)
+	return ok && op.Wait > 0
+}
+
 // MaxLockWait bounds WAIT (one hour): a waiter is a replicated record, and a
 // client that wants to wait longer re-queues.
 const MaxLockWait = 3600_000

@@ -101,3 +101,13 @@ func parseEval(name string, a [][]byte) (Op, error) {
 	}
 	return op, nil
 }
+
+// RunsScript reports whether the command runs a script (EVAL, EVALSHA and
+// their _RO forms).
+func (s *Spec) RunsScript() bool {
+	switch s.Name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro":
+		return true
+	}
+	return false
+}

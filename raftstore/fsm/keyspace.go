@@ -44,7 +44,7 @@ type item struct {
 	fields   []field  // KindHash; never empty (an emptied hash is deleted)
 	lock     *lockRec // KindLock
 	deadline int64    // log time in ms; 0 = no TTL
-	wake     int64    // KindLock: log time the record needs a tick (lockRec.wakeAt); 0 = none
+	wake     int64    // KindLock with waiters: log time the record needs a tick (lockRec.wakeAt)
 	token    uint64   // Raft index of the entry that wrote the value
 	mod      uint64   // Raft index of the entry that last changed the item (WATCH)
 }
@@ -146,7 +146,7 @@ func (k *Keyspace) NextDeadline() (int64, bool) {
 // without pausing.
 func (k *Keyspace) GrantReady() bool {
 	it, ok := k.lockTimers.Min()
-	return ok && it.wake <= max(k.now, 1)
+	return ok && it.wake <= k.now
 }
 
 // hashKey is the scan order of a key. Cursors are hash values, so the top bit is
@@ -311,6 +311,10 @@ func (k *Keyspace) deleteItem(it *item) {
 	k.unindexItem(it)
 }
 
+// waits reports whether it is a lock record with waiters: one that has a wake
+// time and is in lockTimers.
+func (it *item) waits() bool { return it.kind == KindLock && len(it.lock.waiters) > 0 }
+
 // indexItem adds it to the deadline and wake indexes it belongs to; unindexItem removes
 // it from them.
 func (k *Keyspace) indexItem(it *item) {
@@ -318,7 +322,7 @@ func (k *Keyspace) indexItem(it *item) {
 	if it.deadline != 0 {
 		k.deadlines.Set(it)
 	}
-	if it.wake != 0 {
+	if it.waits() {
 		k.lockTimers.Set(it)
 	}
 }
@@ -328,7 +332,7 @@ func (k *Keyspace) unindexItem(it *item) {
 	if it.deadline != 0 {
 		k.deadlines.Delete(it)
 	}
-	if it.wake != 0 {
+	if it.waits() {
 		k.lockTimers.Delete(it)
 	}
 }

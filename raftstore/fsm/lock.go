@@ -187,14 +187,14 @@ func (k *Keyspace) settle(name []byte, r *lockRec, c Ctx) {
 // wakeAt is when the record next needs an entry of its own while someone
 // waits: now for a grant the last entry could not make, else the end of the
 // lock-delay, of the first lease, or of the first wait (so that a waiter whose
-// client is gone is dropped even if nothing else touches the name). 0 when
-// nobody waits.
+// client is gone is dropped even if nothing else touches the name). Only a
+// record with waiters has one (lockTimers holds exactly those).
 func (r *lockRec) wakeAt(now int64) int64 {
 	if len(r.waiters) == 0 {
 		return 0
 	}
 	if r.delay <= now && r.admits(r.waiters[0].mode, r.waiters[0].limit) {
-		return max(now, 1) // 0 means "no wake"
+		return now
 	}
 	w := r.delay
 	for _, h := range r.holders {
@@ -302,6 +302,14 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		}
 	}
 	k.settle(op.Name, &rec, c)
+	// unchanged answers v, storing the record only if view or settle changed
+	// it (settle grants only where view saw a grant due, so changed covers it).
+	unchanged := func(v resp.Value) resp.Value {
+		if changed {
+			k.storeLock(op.Name, it, rec, dropped, c)
+		}
+		return v
+	}
 	for i, h := range rec.holders {
 		if bytes.Equal(h.owner, op.Owner) && h.session == op.Session {
 			if op.Reentrant {
@@ -315,10 +323,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 	}
 	for _, w := range rec.waiters {
 		if bytes.Equal(w.owner, op.Owner) && w.session == op.Session && op.Wait > 0 && c.Top {
-			if changed {
-				k.storeLock(op.Name, it, rec, dropped, c)
-			}
-			return resp.Error(queuedPrefix + strconv.FormatUint(w.id, 10))
+			return unchanged(resp.Error(queuedPrefix + strconv.FormatUint(w.id, 10)))
 		}
 	}
 	if len(rec.waiters) == 0 && rec.delay == 0 && rec.granted != c.Index && rec.admits(op.Mode, op.Limit) {
@@ -337,10 +342,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		}
 	}
 	if op.Wait == 0 || !c.Top {
-		if changed || rec.granted == c.Index {
-			k.storeLock(op.Name, it, rec, dropped, c)
-		}
-		return resp.Nil
+		return unchanged(resp.Nil)
 	}
 	limit := int64(command.DefaultMaxWaiters)
 	if ns.MaxWaiters >= 0 && ns.Prefix != "" {
@@ -349,10 +351,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 	if int64(len(rec.waiters)) >= limit {
 		k.stats.QueueFull++
 		k.publishReject(op.Name, op.Owner, "queue-full")
-		if changed || rec.granted == c.Index {
-			k.storeLock(op.Name, it, rec, dropped, c)
-		}
-		return resp.Error(fmt.Sprintf("QUEUEFULL the wait queue of '%s' is full (%d waiters); retry in %d ms", op.Name, limit, retryHint(rec, c.Now)))
+		return unchanged(resp.Error(fmt.Sprintf("QUEUEFULL the wait queue of '%s' is full (%d waiters); retry in %d ms", op.Name, limit, retryHint(rec, c.Now))))
 	}
 	rec.waiters = append(rec.waiters, waiter{id: c.Index, owner: clone(op.Owner), session: op.Session, ttl: ttl,
 		mode: op.Mode, limit: op.Limit, reentrant: op.Reentrant, since: c.Now, deadline: addSat(c.Now, op.Wait)})
@@ -547,7 +546,7 @@ func (k *Keyspace) lockInfo(op command.LockInfo, c Ctx) resp.Value {
 func (k *Keyspace) settleDue(c Ctx) {
 	var due []*item
 	k.lockTimers.Scan(func(it *item) bool {
-		if it.wake > max(c.Now, 1) || len(due) >= MaxExpirePerTick {
+		if it.wake > c.Now || len(due) >= MaxExpirePerTick {
 			return false
 		}
 		due = append(due, it)
