@@ -205,19 +205,6 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		}
 		k.endSession(id, true, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
 		return resp.OK
-	case command.KindScriptAs:
-		user, args, err := command.ParseScriptAsArgs(e.Args)
-		if err != nil {
-			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
-		}
-		op, spec, err := command.Parse(args)
-		if err != nil {
-			return errReply(err)
-		}
-		if _, ok := op.(command.Eval); !ok || spec == nil {
-			panic(fmt.Sprintf("fsm: log index %d: a script entry holds %q", index, args[0]))
-		}
-		return k.Exec(op, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true, Top: true, User: user})
 	case command.KindTx:
 		tx, err := command.ParseTx(e.Args)
 		if err != nil {
@@ -225,14 +212,22 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		}
 		return k.execTx(tx, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
 	}
-	op, spec, err := command.Parse(e.Args)
+	// A command entry; a KindScriptAs entry is one too, run for its user.
+	args, user := e.Args, ""
+	if e.Kind == command.KindScriptAs {
+		var err error
+		if user, args, err = command.ParseScriptAsArgs(e.Args); err != nil {
+			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
+		}
+	}
+	op, spec, err := command.Parse(args)
 	if err != nil {
 		return errReply(err)
 	}
 	if spec == nil {
-		return resp.Error(fmt.Sprintf("ERR unknown command '%s'", e.Args[0]))
+		return resp.Error(fmt.Sprintf("ERR unknown command '%s'", args[0]))
 	}
-	return k.Exec(op, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true, Top: true})
+	return k.Exec(op, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true, Top: true, User: user})
 }
 
 // execTx applies a MULTI/EXEC transaction: nothing if a watched key changed (a
@@ -392,8 +387,7 @@ func (k *Keyspace) expireDue() {
 		}
 		if it.kind == KindLock {
 			for _, h := range it.lock.holders {
-				k.noteExpired(h.token, []byte(it.key))
-				k.publishHold("expire", []byte(it.key), h)
+				k.holdExpired([]byte(it.key), h)
 			}
 		}
 		k.publishExpired(it.key)

@@ -219,8 +219,7 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	}
 	k.settle(name, &rec, c)
 	for _, h := range rec.expired {
-		k.noteExpired(h.token, name)
-		k.publishHold("expire", name, h)
+		k.holdExpired(name, h)
 	}
 	rec.expired = nil
 	rec.lockDelay = k.namespaceFor(name).LockDelay
@@ -412,8 +411,7 @@ func (k *Keyspace) lockRelease(op command.LockRelease, c Ctx) resp.Value {
 			hs[i].count--
 			return hs
 		}
-		k.stats.Releases++
-		k.publishHold("release", op.Name, hs[i])
+		k.holdReleased(op.Name, hs[i])
 		return append(hs[:i], hs[i+1:]...)
 	})
 }
@@ -455,8 +453,7 @@ func (k *Keyspace) lockCancel(op command.LockCancel, c Ctx) resp.Value {
 			if op.Release {
 				rec.holders = append(rec.holders[:i], rec.holders[i+1:]...)
 				changed = true
-				k.stats.Releases++
-				k.publishHold("release", op.Name, h)
+				k.holdReleased(op.Name, h)
 			}
 			if changed {
 				k.storeLock(op.Name, it, rec, dropped, c)

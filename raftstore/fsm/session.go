@@ -99,11 +99,9 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 					continue
 				}
 				if expired {
-					k.noteExpired(h.token, []byte(name))
-					k.publishHold("expire", []byte(name), h)
+					k.holdExpired([]byte(name), h)
 				} else {
-					k.stats.Releases++
-					k.publishHold("release", []byte(name), h)
+					k.holdReleased([]byte(name), h)
 				}
 			}
 			rec.holders = kept

@@ -57,13 +57,22 @@ func (k *Keyspace) noteLate(name []byte) {
 	k.stats.LateOps[k.namespaceFor(name).Prefix]++
 }
 
+// holdReleased notes a hold given back (release, session close, cancel):
+// counted and published.
+func (k *Keyspace) holdReleased(name []byte, h holder) {
+	k.stats.Releases++
+	k.publishHold("release", name, h)
+}
+
 // recentExpiries bounds the expired grants remembered for LateOps.
 const recentExpiries = 4096
 
-// noteExpired counts a hold that ended because its lease or session ran out,
-// and remembers its token for a while, so that a late release or extend by the
-// holder can be counted (LateOps).
-func (k *Keyspace) noteExpired(token uint64, name []byte) {
+// holdExpired notes a hold that ended because its lease or session ran out:
+// counted, published, and its token remembered for a while, so that a late
+// release or extend by the holder can be counted (LateOps).
+func (k *Keyspace) holdExpired(name []byte, h holder) {
+	k.publishHold("expire", name, h)
+	token := h.token
 	k.stats.Expiries++
 	if k.expiredRecent == nil {
 		k.expiredRecent = map[uint64]string{}
