@@ -128,7 +128,10 @@ func leaderOf(nodes []*lockdNode) (int, bool) {
 // and a session lock through a follower and another goroutine acquires and
 // releases in a loop. The held locks survive (extend, validate, a session
 // that is not lost), nobody else gets them, tokens keep growing, and every
-// lock the client returned during the failover was really held.
+// lock the client returned during the failover was really held. The names
+// share a {hash tag}, so they live in one group: tokens rise across the
+// names of one group (the guarantee is per name; one group gives all its
+// names one sequence).
 func TestLockdClusterLeaderKill(t *testing.T) {
 	t.Parallel()
 	nodes := startLockdCluster(t, 3)
@@ -141,11 +144,11 @@ func TestLockdClusterLeaderKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px, err := l.Acquire(ctx, "ha:px", client.WithTTL(20*time.Second))
+	px, err := l.Acquire(ctx, "{ha}:px", client.WithTTL(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := l.Acquire(ctx, "ha:session", client.WithSession(s))
+	held, err := l.Acquire(ctx, "{ha}:session", client.WithSession(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +176,7 @@ func TestLockdClusterLeaderKill(t *testing.T) {
 			default:
 			}
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			lk, err := l.Acquire(actx, "ha:churn", client.WithTTL(3*time.Second))
+			lk, err := l.Acquire(actx, "{ha}:churn", client.WithTTL(3*time.Second))
 			cancel()
 			churn.Lock()
 			switch {
@@ -191,7 +194,7 @@ func TestLockdClusterLeaderKill(t *testing.T) {
 				continue
 			}
 			vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			ok, verr := l.Validate(vctx, "ha:churn", mustTokenNoT(lk))
+			ok, verr := l.Validate(vctx, "{ha}:churn", mustTokenNoT(lk))
 			cancel()
 			if verr == nil && !ok && lk.Err() == nil {
 				churn.Lock()
@@ -250,7 +253,7 @@ func TestLockdClusterLeaderKill(t *testing.T) {
 		t.Fatal("the churn did not stop")
 	}
 	phase("churn stopped")
-	next, err := l.Acquire(ctx, "ha:new")
+	next, err := l.Acquire(ctx, "{ha}:new")
 	if err != nil {
 		t.Fatal(err)
 	}

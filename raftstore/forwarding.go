@@ -78,9 +78,9 @@ func (s *Store) forwardBatch(ctx context.Context, addr string, reqs []command.Re
 	return out
 }
 
-// forwardDialer returns a dialer of 'F' connections to a leader's peer port,
-// over TLS when t is set.
-func forwardDialer(t *mux.TLS) func(ctx context.Context, addr string) (net.Conn, error) {
+// forwardDialer returns a dialer of forwarding connections (header hdr: the
+// group's) to a leader's peer port, over TLS when t is set.
+func forwardDialer(t *mux.TLS, hdr byte) func(ctx context.Context, addr string) (net.Conn, error) {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		timeout := 10 * time.Second
 		if dl, ok := ctx.Deadline(); ok {
@@ -88,6 +88,6 @@ func forwardDialer(t *mux.TLS) func(ctx context.Context, addr string) (net.Conn,
 				timeout = d
 			}
 		}
-		return mux.DialTLS(addr, headerForward, timeout, t)
+		return mux.DialTLS(addr, hdr, timeout, t)
 	}
 }

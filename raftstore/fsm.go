@@ -37,6 +37,10 @@ type machine struct {
 	// starts.
 	wake func([]fsm.Wake)
 
+	// onShardMap is told group 0's replicated shard map when an entry or a
+	// restore changes it (Config.onShardMap); nil: nobody listens.
+	onShardMap func([]byte)
+
 	// wants tells the keyspace which event channels have listeners here
 	// (fsm.Keyspace.SetEventFilter). Set before Raft starts; nil: all.
 	wants func(channel string) bool
@@ -78,6 +82,11 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 			out[i] = m.deliver(e, ev, out[i].(resp.Value))
 		}
 		wakes = append(wakes, m.ks.TakeWakes()...)
+		if e.Kind == command.KindShardMap && m.onShardMap != nil {
+			if b := m.ks.ShardMap(); b != nil {
+				m.onShardMap(b)
+			}
+		}
 		if m.observe != nil {
 			m.observe(l.Index, e, out[i].(resp.Value))
 		}
@@ -170,6 +179,28 @@ func (m *machine) read(op command.Op, user string, now, wall int64) resp.Value {
 	return m.ks.ReadAs(op, user, now, wall)
 }
 
+// checkRead refuses a read of a key whose slot is leaving or has left this
+// group (the router then follows the shard map).
+func (m *machine) checkRead(r command.Request) (resp.Value, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.ks.SlotsMarked() {
+		return resp.Value{}, false
+	}
+	keys := fsm.SlotKeys(r.Args)
+	if v, ok := r.Op.(command.Versions); ok {
+		keys = v.Keys
+	}
+	return m.ks.CheckKeys(keys)
+}
+
+// shardMap is the replicated shard map (group 0), or nil.
+func (m *machine) shardMap() []byte {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.ks.ShardMap()
+}
+
 func (m *machine) now() int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -206,6 +237,9 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	m.mu.Lock()
 	m.ks = ks
 	m.mu.Unlock()
+	if b := ks.ShardMap(); b != nil && m.onShardMap != nil {
+		m.onShardMap(b)
+	}
 	m.setApplied(ks.Index())
 	return nil
 }

@@ -61,8 +61,10 @@ func (s *Store) LockCounters() LockCounters {
 }
 
 // LockInfo is INFO's "# Locks" section.
-func (s *Store) LockInfo() [][2]string {
-	c := s.LockCounters()
+func (s *Store) LockInfo() [][2]string { return lockInfo(s.LockCounters()) }
+
+// lockInfo formats lock counters as INFO's "# Locks" section.
+func lockInfo(c LockCounters) [][2]string {
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	out := [][2]string{
 		{"locks", i(c.Locks)}, {"lock_holders", i(c.Holders)}, {"lock_waiters", i(c.Waiters)},

@@ -97,6 +97,10 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 				}
 				verified = true
 			}
+			if v, moved := s.m.checkRead(r); moved {
+				out[i] = v
+				continue
+			}
 			now, wall := s.clock.read()
 			out[i] = s.m.read(r.Op, r.User, now, wall)
 			continue

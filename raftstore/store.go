@@ -82,6 +82,27 @@ type Config struct {
 	// much ahead of the log, ending leases early. The suite must catch it.
 	PlantedTakeoverSkew time.Duration
 
+	// Groups is the number of Raft groups a Node creates in a new data
+	// directory (0: 1); an existing directory keeps the count it was created
+	// with. Open (one group) ignores it.
+	Groups int
+	// Group is the group this Store is (set by OpenNode; Open: 0). It names the
+	// group's directory (group-N) and its connection headers on the peer port.
+	Group int
+	// peer, set by OpenNode, is the node's shared peer port: the Store neither
+	// serves nor closes it.
+	peer *mux.Mux
+	// metrics, set by OpenNode, are the node's instruments, shared by its
+	// groups (nil: the Store's own).
+	metrics *storeMetrics
+	// onShardMap, set by OpenNode on group 0, is told the encoded shard map
+	// whenever an applied entry or a restored snapshot changes it (on the
+	// apply goroutine; it must not block).
+	onShardMap func([]byte)
+	// nodeAdmin, set by OpenNode on group 0, runs the node-level admin
+	// actions (RAFT MOVESLOTS) when this store leads; ok false: not one.
+	nodeAdmin func(ctx context.Context, op command.Admin) (v resp.Value, ok bool)
+
 	// faults, set by tests only, injects partitions on the peer links.
 	faults *faults
 	// observe, set by tests only, sees every applied entry and its reply.
@@ -96,11 +117,24 @@ type Config struct {
 	Publish func(channel, message []byte) int
 }
 
-// Connection headers on the peer port.
+// Connection headers on the peer port. Group 0 uses 'R' and 'F'; group g ≥ 1
+// uses 0x80+g for Raft and 0xC0+g for forwarding, so one node hosts at most
+// MaxGroups groups.
 const (
 	headerRaft    byte = 'R' // hashicorp/raft's transport
 	headerForward byte = 'F' // requests forwarded by followers to the leader
 )
+
+// MaxGroups bounds the Raft groups of a cluster (the peer port's headers).
+const MaxGroups = 63
+
+// groupHeaders returns group g's Raft and forwarding headers.
+func groupHeaders(g int) (raftHdr, fwdHdr byte) {
+	if g == 0 {
+		return headerRaft, headerForward
+	}
+	return byte(0x80 + g), byte(0xC0 + g)
+}
 
 // Peer is one voter of a cluster: its node ID and peer address.
 type Peer struct {
@@ -149,9 +183,13 @@ type Store struct {
 	logs  *logstore.Store
 	trans *raft.NetworkTransport
 	peer  *mux.Mux // the peer port: Raft traffic and forwarding
-	fwd   *forward.Client
-	m     *machine
-	dry   *lua.Engine // compiles scripts for dry runs (not the replicated cache)
+	// ownPeer: this Store opened the peer port (Open) and closes it; a
+	// Node's groups share the Node's and close only their own layers.
+	ownPeer  bool
+	fwdLayer *mux.Layer
+	fwd      *forward.Client
+	m        *machine
+	dry      *lua.Engine // compiles scripts for dry runs (not the replicated cache)
 
 	sessions sessionTimers // leader only: when each session lapses
 	waits    waitBoard     // blocked LOCK.ACQUIREs of this node's clients
@@ -209,26 +247,40 @@ func Open(cfg Config) (*Store, error) {
 	}
 	// Bind the peer port before touching the data directory, so that a busy port
 	// leaves nothing behind.
-	peer, err := mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(cfg.PeerTLS))
-	if err != nil {
-		return nil, err
+	if cfg.Group < 0 || cfg.Group >= MaxGroups {
+		return nil, fmt.Errorf("group %d out of range (0 to %d)", cfg.Group, MaxGroups-1)
 	}
-	raftLayer := peer.Handle(headerRaft)
+	raftHdr, fwdHdr := groupHeaders(cfg.Group)
+	peer, ownPeer := cfg.peer, cfg.peer == nil
+	if ownPeer {
+		var err error
+		peer, err = mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(cfg.PeerTLS))
+		if err != nil {
+			return nil, err
+		}
+	}
+	raftLayer := peer.Handle(raftHdr)
 	var stream raft.StreamLayer = raftLayer
 	if cfg.faults != nil {
 		stream = faultLayer{raftLayer, cfg.faults}
 	}
-	dial := forwardDialer(cfg.PeerTLS)
+	dial := forwardDialer(cfg.PeerTLS, fwdHdr)
 	stream, dial = withDialVia(cfg.DialVia, stream, dial) // fault tests only
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: raftLog("transport"),
 	})
-	fwdLayer := peer.Handle(headerForward)
-	go peer.Serve()
+	fwdLayer := peer.Handle(fwdHdr)
+	if ownPeer {
+		go peer.Serve()
+	}
 	closePeer := func() {
 		trans.Close()
-		peer.Close()
+		if ownPeer {
+			peer.Close()
+		} else {
+			fwdLayer.Close()
+		}
 	}
 	if len(cfg.Peers) > 0 {
 		if err := checkPeers(cfg.Peers, cfg.NodeID, string(trans.LocalAddr())); err != nil {
@@ -236,12 +288,15 @@ func Open(cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
-	groupDir := filepath.Join(cfg.DataDir, "group-0")
+	groupDir := filepath.Join(cfg.DataDir, "group-"+strconv.Itoa(cfg.Group))
 	if err := os.MkdirAll(groupDir, 0o755); err != nil {
 		closePeer()
 		return nil, fmt.Errorf("data directory %s is unusable: %w", cfg.DataDir, err)
 	}
-	metrics := newStoreMetrics()
+	metrics := cfg.metrics
+	if metrics == nil {
+		metrics = newStoreMetrics()
+	}
 	logs, err := logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite})
 	if err != nil {
 		closePeer()
@@ -282,7 +337,8 @@ func Open(cfg Config) (*Store, error) {
 	m.wants = cfg.WantEvents
 	m.ks.SetEventFilter(cfg.WantEvents)
 	m.observe = cfg.observe
-	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
+	m.onShardMap = cfg.onShardMap
+	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, ownPeer: ownPeer, fwdLayer: fwdLayer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
 		dryRuns: map[chan struct{}]struct{}{}, metrics: metrics}
 	m.wake = s.waits.deliver
 
@@ -420,14 +476,19 @@ func (s *Store) Stats() [][2]string {
 
 // KeyspaceInfo is INFO's db0 line ("keys=N,expires=M,avg_ttl=0"), "" when empty.
 func (s *Store) KeyspaceInfo() string {
-	now, _ := s.clock.read()
-	s.m.mu.RLock()
-	keys, expires := s.m.ks.Counts(max(now, s.m.ks.Now()))
-	s.m.mu.RUnlock()
+	keys, expires := s.counts()
 	if keys == 0 {
 		return ""
 	}
 	return "keys=" + strconv.Itoa(keys) + ",expires=" + strconv.Itoa(expires) + ",avg_ttl=0"
+}
+
+// counts is the number of live keys and of keys with a TTL.
+func (s *Store) counts() (keys, expires int) {
+	now, _ := s.clock.read()
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	return s.m.ks.Counts(max(now, s.m.ks.Now()))
 }
 
 // Serving reports whether this node can serve clients now: it leads and is
@@ -496,7 +557,11 @@ func (s *Store) Close() error {
 		}
 		s.wg.Wait()
 		s.trans.Close()
-		s.peer.Close()
+		if s.ownPeer {
+			s.peer.Close()
+		} else {
+			s.fwdLayer.Close()
+		}
 		if s.fwd != nil {
 			s.fwd.Close()
 		}

@@ -31,12 +31,19 @@ type waitBoard struct {
 // recentWakes bounds the wakes kept for requests that have not registered yet.
 const recentWakes = 8192
 
+// movedWake is the outcome of a waiter whose name's slot moved to another
+// group: the node queues the request again there (Node.acquire).
+const movedWake = ^uint64(0)
+
 // deliver hands the wakes of applied entries to the requests waiting for them.
 // Called from the apply goroutine; never blocks.
 func (b *waitBoard) deliver(ws []fsm.Wake) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, w := range ws {
+		if w.Moved {
+			w.Token = movedWake
+		}
 		if ch, ok := b.waiting[w.Waiter]; ok {
 			delete(b.waiting, w.Waiter)
 			ch <- w.Token
@@ -141,8 +148,11 @@ func (s *Store) awaitGrant(ctx context.Context, r command.Request, op command.Lo
 	release := false
 	select {
 	case tok := <-ch:
-		if tok == 0 {
+		switch tok {
+		case 0:
 			return resp.Nil
+		case movedWake:
+			return resp.Error(command.MovedPrefix + "the name's slot moved to another group")
 		}
 		return resp.Int(int64(tok))
 	case <-timer.C:
@@ -178,8 +188,11 @@ func (s *Store) cancelWaiter(name []byte, id uint64, release bool, ch chan uint6
 		}
 		select {
 		case tok := <-ch: // the wake arrived while the cancel was refused
-			if tok == 0 {
+			switch tok {
+			case 0:
 				return resp.Nil
+			case movedWake:
+				return resp.Error(command.MovedPrefix + "the name's slot moved to another group")
 			}
 			return resp.Int(int64(tok))
 		case <-ctx.Done():

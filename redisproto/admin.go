@@ -1,6 +1,8 @@
 package redisproto
 
 import (
+	"strconv"
+
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
@@ -28,10 +30,23 @@ func init() {
 	subcmd(r, "members", 2, func(c *conn, _ [][]byte) resp.Value {
 		return c.storeOp(command.Admin{Action: "members"}, command.AdminSpec)
 	})
+	subcmd(r, "groups", 2, func(c *conn, _ [][]byte) resp.Value {
+		return c.storeOp(command.Admin{Action: "groups"}, command.AdminSpec)
+	})
+	subcmd(r, "moveslots", 5, func(c *conn, a [][]byte) resp.Value {
+		for _, x := range a[2:] {
+			if _, err := strconv.ParseUint(string(x), 10, 16); err != nil {
+				return resp.Error("ERR slot and group must be non-negative integers")
+			}
+		}
+		return c.storeOp(command.Admin{Action: "moveslots", ID: string(a[2]) + "-" + string(a[3]), Addr: string(a[4])}, command.AdminSpec)
+	})
 	subcmd(r, "help", 2, func(*conn, [][]byte) resp.Value {
 		return help("RAFT", "ADD <node-id> <peer-addr>", "    Add a voter to the cluster (run it on any node).",
 			"REMOVE <node-id>", "    Remove a node from the cluster.", "TRANSFER [<node-id>]",
 			"    Hand leadership to the node, or to any up-to-date voter.", "MEMBERS",
-			"    List the members: id, address, suffrage, leader, applied index.")
+			"    List the members: id, address, suffrage, leader, applied index.", "GROUPS",
+			"    List the Raft groups: leader, term, commit/applied/last index, voters, slots.",
+			"MOVESLOTS <from> <to> <group>", "    Move slots from..to (inclusive) to a group, online, with their locks and sessions.")
 	})
 }

@@ -14,17 +14,26 @@ import (
 
 // CLUSTER KEYSLOT|INFO|MYID|SLOTS|SHARDS|NODES, READONLY, READWRITE, ASKING:
 // the view a cluster-aware client (go-redis ClusterClient, redis-cli -c) needs.
-// Every slot belongs to the one Raft group; its leader is the slots' master and
-// the other members are its replicas. Any node also serves any key (a follower
-// forwards), so a client with a stale view is still answered, never redirected.
+//
+// When the store is a ClusterViewer (several Raft groups), the replies are
+// built from its View, fetched afresh for each command: a range of slots
+// belongs to its group, whose leader is the range's master and whose other
+// members are its replicas; in CLUSTER NODES every node is a master holding
+// the slots of the groups it leads now. Otherwise every slot belongs to the
+// store's one Raft group (from RAFT MEMBERS) and its followers are replicas.
+//
+// Any node serves any key (a follower forwards), so a plain client is never
+// redirected; a connection that asks for the slot layout (SLOTS, SHARDS,
+// NODES) or sends READONLY, READWRITE or ASKING becomes cluster-aware and may
+// be answered -MOVED (moved.go).
 func init() {
 	c := local("cluster", -2, nil)
 	subcmd(c, "keyslot", 3, func(_ *conn, a [][]byte) resp.Value { return resp.Int(int64(shard.Slot(a[2]))) })
-	subcmd(c, "myid", 2, func(c *conn, _ [][]byte) resp.Value { return resp.BulkString(nodeID(c.myRaftID())) })
+	subcmd(c, "myid", 2, cmdClusterMyID)
 	subcmd(c, "info", 2, cmdClusterInfo)
-	subcmd(c, "slots", 2, cmdClusterSlots)
-	subcmd(c, "shards", 2, cmdClusterShards)
-	subcmd(c, "nodes", 2, cmdClusterNodes)
+	subcmd(c, "slots", 2, aware(cmdClusterSlots))
+	subcmd(c, "shards", 2, aware(cmdClusterShards))
+	subcmd(c, "nodes", 2, aware(cmdClusterNodes))
 	subcmd(c, "help", 2, func(*conn, [][]byte) resp.Value {
 		return help("CLUSTER", "INFO", "    Return information about the cluster.", "KEYSLOT <key>",
 			"    Return the hash slot for <key>.", "MYID", "    Return the node id.", "NODES",
@@ -35,8 +44,32 @@ func init() {
 			"    start, end, master and replicas IP addresses, ports and ids")
 	})
 	for _, n := range []string{"readonly", "readwrite", "asking"} {
-		local(n, 1, func(*conn, [][]byte) resp.Value { return resp.OK })
+		local(n, 1, aware(func(*conn, [][]byte) resp.Value { return resp.OK }))
 	}
+}
+
+// aware wraps a command that makes its connection cluster-aware.
+func aware(run func(*conn, [][]byte) resp.Value) func(*conn, [][]byte) resp.Value {
+	return func(c *conn, a [][]byte) resp.Value {
+		c.clusterAware = true
+		return run(c, a)
+	}
+}
+
+// view returns a View fetched now when the store has one.
+func (c *conn) view() (*shard.View, bool) {
+	cv, ok := c.srv.clusterViewer()
+	if !ok {
+		return nil, false
+	}
+	return c.srv.clusterView(cv, 0), true
+}
+
+func cmdClusterMyID(c *conn, _ [][]byte) resp.Value {
+	if v, ok := c.view(); ok {
+		return resp.BulkString(nodeID(v.Self))
+	}
+	return resp.BulkString(nodeID(c.myRaftID()))
 }
 
 // member is one Raft member as RAFT MEMBERS reports it.
@@ -97,17 +130,29 @@ func hostPort(addr string) (string, int64) {
 func term(c *conn) string { return pairValue(c.srv.store.Stats(), "raft_term", "0") }
 
 func cmdClusterInfo(c *conn, _ [][]byte) resp.Value {
+	if v, ok := c.view(); ok {
+		return viewInfo(c, v)
+	}
 	ms := c.members()
-	state, assigned := "fail", 0
 	if len(ms) > 0 && ms[0].leader {
-		state, assigned = "ok", shard.Slots
+		return infoReply(c, shard.Slots, len(ms), 1, true)
+	}
+	return infoReply(c, 0, len(ms), 1, false)
+}
+
+// infoReply is CLUSTER INFO: ok slots (their group has a leader), known
+// nodes, nodes serving slots, and whether every group has a leader.
+func infoReply(c *conn, slotsOK, known, size int, ok bool) resp.Value {
+	state := "fail"
+	if ok {
+		state = "ok"
 	}
 	epoch := term(c)
 	lines := [][2]string{
-		{"cluster_state", state}, {"cluster_slots_assigned", strconv.Itoa(assigned)},
-		{"cluster_slots_ok", strconv.Itoa(assigned)}, {"cluster_slots_pfail", "0"},
-		{"cluster_slots_fail", strconv.Itoa(shard.Slots - assigned)},
-		{"cluster_known_nodes", strconv.Itoa(len(ms))}, {"cluster_size", "1"},
+		{"cluster_state", state}, {"cluster_slots_assigned", strconv.Itoa(slotsOK)},
+		{"cluster_slots_ok", strconv.Itoa(slotsOK)}, {"cluster_slots_pfail", "0"},
+		{"cluster_slots_fail", strconv.Itoa(shard.Slots - slotsOK)},
+		{"cluster_known_nodes", strconv.Itoa(known)}, {"cluster_size", strconv.Itoa(size)},
 		{"cluster_current_epoch", epoch}, {"cluster_my_epoch", epoch},
 		{"cluster_stats_messages_sent", "0"}, {"cluster_stats_messages_received", "0"},
 		{"total_cluster_links_buffer_limit_exceeded", "0"},
@@ -119,10 +164,44 @@ func cmdClusterInfo(c *conn, _ [][]byte) resp.Value {
 	return resp.Verbatim(b.String())
 }
 
-// clusterNode is a member's [ip, port, id, metadata] entry of CLUSTER SLOTS.
-func clusterNode(m member) resp.Value {
-	host, port := hostPort(m.respAddr)
-	return resp.Array(resp.BulkString(host), resp.Int(port), resp.BulkString(nodeID(m.raftID)), resp.EmptyList)
+// slotsNode is a node's [ip, port, id, metadata] entry of CLUSTER SLOTS.
+func slotsNode(raftID, respAddr string) resp.Value {
+	host, port := hostPort(respAddr)
+	return resp.Array(resp.BulkString(host), resp.Int(port), resp.BulkString(nodeID(raftID)), resp.EmptyList)
+}
+
+// shardsNode is a node's entry of CLUSTER SHARDS.
+func shardsNode(raftID, respAddr string, master bool, applied int64) resp.Value {
+	host, port := hostPort(respAddr)
+	role, health := "replica", "online"
+	if master {
+		role = "master"
+	}
+	if respAddr == "" {
+		health = "failed"
+	}
+	return resp.Map(
+		resp.BulkString("id"), resp.BulkString(nodeID(raftID)),
+		resp.BulkString("port"), resp.Int(port),
+		resp.BulkString("ip"), resp.BulkString(host),
+		resp.BulkString("endpoint"), resp.BulkString(host),
+		resp.BulkString("role"), resp.BulkString(role),
+		resp.BulkString("replication-offset"), resp.Int(max(applied, 0)),
+		resp.BulkString("health"), resp.BulkString(health),
+	)
+}
+
+// nodesLine appends a node's line of CLUSTER NODES: "id ip:port@cport flags
+// master ping pong epoch link slot...", slots already formatted (each with a
+// leading space).
+func nodesLine(b *strings.Builder, raftID, respAddr, peerAddr string, flags []string, of, epoch, slots string) {
+	link := "connected"
+	if respAddr == "" {
+		flags, link = append(flags, "fail"), "disconnected"
+	}
+	_, peerPort := hostPort(peerAddr)
+	b.WriteString(nodeID(raftID) + " " + respAddr + "@" + strconv.FormatInt(peerPort, 10) + " " +
+		strings.Join(flags, ",") + " " + of + " 0 0 " + epoch + " " + link + slots + "\n")
 }
 
 // reachable lists the members with a known RESP address, leader first; nil
@@ -140,50 +219,32 @@ func reachable(ms []member) []member {
 	return out
 }
 
-// slotMap is the slot map this node serves: every slot in the one Raft group
-// (several groups, with a replicated map, are issue 7's next step).
-var slotMap, _ = shard.NewMap(1)
-
 func cmdClusterSlots(c *conn, _ [][]byte) resp.Value {
+	if v, ok := c.view(); ok {
+		return viewSlots(v)
+	}
 	ms := reachable(c.members())
 	if len(ms) == 0 {
 		return resp.EmptyList
 	}
-	var out []resp.Value
-	for _, r := range slotMap.Ranges() {
-		entry := []resp.Value{resp.Int(int64(r.From)), resp.Int(int64(r.To))}
-		for _, m := range ms { // the group's leader first, then its replicas
-			entry = append(entry, clusterNode(m))
-		}
-		out = append(out, resp.Array(entry...))
+	entry := []resp.Value{resp.Int(0), resp.Int(shard.Slots - 1)}
+	for _, m := range ms { // the group's leader first, then its replicas
+		entry = append(entry, slotsNode(m.raftID, m.respAddr))
 	}
-	return resp.Array(out...)
+	return resp.Array(resp.Array(entry...))
 }
 
 func cmdClusterShards(c *conn, _ [][]byte) resp.Value {
+	if v, ok := c.view(); ok {
+		return viewShards(v)
+	}
 	ms := c.members()
 	if len(ms) == 0 || !ms[0].leader {
 		return resp.EmptyList
 	}
 	var nodes []resp.Value
 	for i, m := range ms {
-		host, port := hostPort(m.respAddr)
-		role, health := "replica", "online"
-		if i == 0 {
-			role = "master"
-		}
-		if m.respAddr == "" {
-			health = "failed"
-		}
-		nodes = append(nodes, resp.Map(
-			resp.BulkString("id"), resp.BulkString(nodeID(m.raftID)),
-			resp.BulkString("port"), resp.Int(port),
-			resp.BulkString("ip"), resp.BulkString(host),
-			resp.BulkString("endpoint"), resp.BulkString(host),
-			resp.BulkString("role"), resp.BulkString(role),
-			resp.BulkString("replication-offset"), resp.Int(max(m.applied, 0)),
-			resp.BulkString("health"), resp.BulkString(health),
-		))
+		nodes = append(nodes, shardsNode(m.raftID, m.respAddr, i == 0, m.applied))
 	}
 	return resp.Array(resp.Map(
 		resp.BulkString("slots"), resp.Array(resp.Int(0), resp.Int(shard.Slots-1)),
@@ -192,6 +253,9 @@ func cmdClusterShards(c *conn, _ [][]byte) resp.Value {
 }
 
 func cmdClusterNodes(c *conn, _ [][]byte) resp.Value {
+	if v, ok := c.view(); ok {
+		return viewNodes(c, v)
+	}
 	ms := c.members()
 	me := c.myRaftID()
 	epoch := term(c)
@@ -205,17 +269,134 @@ func cmdClusterNodes(c *conn, _ [][]byte) resp.Value {
 		if m.raftID == me {
 			flags = append(flags, "myself")
 		}
-		role, of, slots, link := "slave", master, "", "connected"
+		role, of, slots := "slave", master, ""
 		if i == 0 && m.leader {
 			role, of, slots = "master", "-", " 0-16383"
 		}
-		flags = append(flags, role)
-		if m.respAddr == "" {
-			flags, link = append(flags, "fail"), "disconnected"
+		nodesLine(&b, m.raftID, m.respAddr, m.peerAddr, append(flags, role), of, epoch, slots)
+	}
+	return resp.Verbatim(b.String())
+}
+
+// group returns group g of v (no members when v does not know it).
+func group(v *shard.View, g int) shard.GroupView {
+	if g < 0 || g >= len(v.Groups) {
+		return shard.GroupView{}
+	}
+	return v.Groups[g]
+}
+
+// viewInfo is CLUSTER INFO from a View: ok while every group has a leader;
+// the slots ok are those whose group has one; the size counts the nodes that
+// lead at least one group.
+func viewInfo(c *conn, v *shard.View) resp.Value {
+	slotsOK := 0
+	for _, r := range v.Map.Ranges() {
+		if _, ok := group(v, r.Group).Leader(); ok {
+			slotsOK += int(r.To) - int(r.From) + 1
 		}
-		_, peerPort := hostPort(m.peerAddr)
-		b.WriteString(nodeID(m.raftID) + " " + m.respAddr + "@" + strconv.FormatInt(peerPort, 10) + " " +
-			strings.Join(flags, ",") + " " + of + " 0 0 " + epoch + " " + link + slots + "\n")
+	}
+	allLed := true
+	leaders := map[string]bool{}
+	for g := range v.Map.Groups {
+		l, ok := group(v, g).Leader()
+		allLed = allLed && ok
+		if ok {
+			leaders[l.ID] = true
+		}
+	}
+	return infoReply(c, slotsOK, len(v.Nodes), len(leaders), allLed)
+}
+
+// viewSlots is CLUSTER SLOTS from a View: each range of the map, in slot
+// order, with its group's leader then the other members with a known RESP
+// address. A range whose group has no leader (or a leader with no known
+// address) is left out: a client sends its keys to any node, which forwards.
+func viewSlots(v *shard.View) resp.Value {
+	var out []resp.Value
+	for _, r := range v.Map.Ranges() {
+		g := group(v, r.Group)
+		l, ok := g.Leader()
+		if !ok || l.RESPAddr == "" {
+			continue
+		}
+		entry := []resp.Value{resp.Int(int64(r.From)), resp.Int(int64(r.To)), slotsNode(l.ID, l.RESPAddr)}
+		for _, m := range g.Members[1:] {
+			if m.RESPAddr != "" {
+				entry = append(entry, slotsNode(m.ID, m.RESPAddr))
+			}
+		}
+		out = append(out, resp.Array(entry...))
+	}
+	if len(out) == 0 {
+		return resp.EmptyList
+	}
+	return resp.Array(out...)
+}
+
+// viewShards is CLUSTER SHARDS from a View: one shard per group that has a
+// leader, in group order, with its ranges as a flat from, to, from, to… list
+// and its members, the leader (master) first, then the replicas.
+func viewShards(v *shard.View) resp.Value {
+	ranges := v.Map.Ranges()
+	var out []resp.Value
+	for gi := range v.Map.Groups {
+		g := group(v, gi)
+		if _, ok := g.Leader(); !ok {
+			continue
+		}
+		var slots, nodes []resp.Value
+		for _, r := range ranges {
+			if r.Group == gi {
+				slots = append(slots, resp.Int(int64(r.From)), resp.Int(int64(r.To)))
+			}
+		}
+		for i, m := range g.Members {
+			nodes = append(nodes, shardsNode(m.ID, m.RESPAddr, i == 0, int64(min(m.Applied, 1<<63-1))))
+		}
+		out = append(out, resp.Map(
+			resp.BulkString("slots"), resp.Array(slots...),
+			resp.BulkString("nodes"), resp.Array(nodes...),
+		))
+	}
+	if len(out) == 0 {
+		return resp.EmptyList
+	}
+	return resp.Array(out...)
+}
+
+// viewNodes is CLUSTER NODES from a View: one line per known node, each a
+// master ("myself," for this node) listing, as maximal runs, the slots of the
+// groups it leads now; a node that leads none lists no slots.
+func viewNodes(c *conn, v *shard.View) resp.Value {
+	runs := map[string][]shard.Range{} // node id -> its slots, in order
+	for _, r := range v.Map.Ranges() {
+		l, ok := group(v, r.Group).Leader()
+		if !ok {
+			continue
+		}
+		rs := runs[l.ID]
+		if n := len(rs); n > 0 && int(rs[n-1].To)+1 == int(r.From) {
+			rs[n-1].To = r.To // adjacent groups led by the same node
+			continue
+		}
+		runs[l.ID] = append(rs, r)
+	}
+	epoch := term(c)
+	var b strings.Builder
+	for _, n := range v.Nodes {
+		flags := []string{"master"}
+		if n.ID == v.Self {
+			flags = []string{"myself", "master"}
+		}
+		var slots strings.Builder
+		for _, r := range runs[n.ID] {
+			slots.WriteString(" " + strconv.Itoa(int(r.From)))
+			if r.To != r.From {
+				slots.WriteString("-" + strconv.Itoa(int(r.To)))
+			}
+		}
+		nodesLine(&b, n.ID, n.RESPAddr, n.PeerAddr, flags, "-", epoch, slots.String())
 	}
 	return resp.Verbatim(b.String())
 }

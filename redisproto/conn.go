@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
+	"github.com/lockd/lockd/shard"
 )
 
 // conn is one client connection. Its goroutine reads a batch of requests (all that
@@ -46,12 +47,17 @@ type conn struct {
 	subs    subState          // pub/sub subscriptions (guarded by mu)
 	tx      *txState          // open MULTI, or nil
 	watches []command.Watched // WATCHed keys and their versions
+
+	// Cluster redirects (moved.go): whether this connection follows -MOVED,
+	// and the View fetched afresh during the current batch (nil: none yet).
+	clusterAware bool
+	batchView    *shard.View
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	now := time.Now()
 	return &conn{srv: s, nc: nc, rd: newReader(nc, s.cfg.Limits),
-		id: s.nextID.Add(1), created: now, lastAt: now, proto: 2,
+		id: s.nextID.Add(1), created: now, lastAt: now, proto: 2, clusterAware: s.cfg.Redirect,
 		addr: nc.RemoteAddr().String(), laddr: nc.LocalAddr().String()}
 }
 
@@ -66,6 +72,7 @@ func (c *conn) serve() {
 	c.initAuth()
 	for {
 		c.auth.stale = true // re-read the users for the next batch (auth.go)
+		c.batchView = nil   // a redirect is confirmed on a View of this batch (moved.go)
 		replies, protos = replies[:0], protos[:0]
 		batch, batchAt = batch[:0], batchAt[:0]
 		var perr error
@@ -101,6 +108,13 @@ func (c *conn) serve() {
 			if spec, ok := command.Lookup(args[0]); ok {
 				c.touch(spec.Name)
 				protos = append(protos, c.protocol())
+				if c.clusterAware { // -MOVED (moved.go); plain connections pay nothing
+					if v, ok := c.moved(spec, args); ok {
+						replies = append(replies, v)
+						c.observe(spec.Name, args, v, 0)
+						continue
+					}
+				}
 				op, err := spec.Parse(args)
 				if err != nil {
 					replies = append(replies, resp.Error(err.Error()))

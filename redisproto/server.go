@@ -62,6 +62,12 @@ type Config struct {
 	// TLS, when set, makes the port speak TLS only (as redis-server with
 	// tls-port and port 0); nil is plain TCP.
 	TLS *tls.Config
+	// Redirect makes every connection cluster-aware from its first command:
+	// a key whose group another node leads is answered -MOVED (moved.go)
+	// instead of being forwarded. Only for deployments whose every client
+	// follows redirects; off, a connection becomes cluster-aware when it
+	// sends CLUSTER SLOTS|SHARDS|NODES, READONLY, READWRITE or ASKING.
+	Redirect bool
 }
 
 // Server accepts RESP connections.
@@ -82,6 +88,7 @@ type Server struct {
 	notify    atomic.Pointer[string] // notify-keyspace-events (CONFIG SET)
 	slowlog   slowlog
 	monitors  monitors
+	views     viewCache // the cluster View for -MOVED (moved.go)
 	ctx       context.Context
 	cancelCtx context.CancelFunc
 }

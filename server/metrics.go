@@ -70,7 +70,7 @@ func (s *Server) newMetrics() *prometheus.Registry {
 }
 
 // lockCollector reads the lock service's gauges and counters when scraped.
-type lockCollector struct{ store *raftstore.Store }
+type lockCollector struct{ store *raftstore.Node }
 
 var (
 	lockGauges = map[string]*prometheus.Desc{

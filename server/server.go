@@ -39,7 +39,12 @@ type Config struct {
 	// cluster and asks that member (RAFT ADD) to add it.
 	Join    string
 	DataDir string // required
-	Logger  *slog.Logger
+	// Redirect answers -MOVED on every RESP connection (redisproto.Config).
+	Redirect bool
+	// Groups is the number of Raft groups of a new data directory (0: 1; lockd's
+	// -groups flag defaults to 8); an existing directory keeps its count.
+	Groups int
+	Logger *slog.Logger
 	// RaftLogOutput receives hashicorp/raft's own log lines as they are; nil
 	// routes them into Logger (warnings and errors; all with RaftLogs).
 	RaftLogOutput io.Writer
@@ -101,7 +106,7 @@ func advertised(respAddr, peerAddr string) string {
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
-	store *raftstore.Store
+	store *raftstore.Node
 	resp  *redisproto.Server
 	http  *http.Server
 	hln   net.Listener
@@ -145,7 +150,7 @@ func New(cfg Config) (*Server, error) {
 	// Bind the client-facing ports first: a port in use is reported before any
 	// data is touched.
 	rs, err := redisproto.Listen(redisproto.Config{Addr: cfg.RESPAddr, Limits: cfg.Limits, Logger: lg, Version: Version,
-		RequirePass: cfg.RequirePass, MaxClients: cfg.MaxClients, MaxOutputBuffer: cfg.MaxOutputBuffer, ObserveCommand: s.cmds.observe, EnableMonitor: cfg.EnableMonitor, TLS: respTLS}, nil)
+		RequirePass: cfg.RequirePass, MaxClients: cfg.MaxClients, MaxOutputBuffer: cfg.MaxOutputBuffer, ObserveCommand: s.cmds.observe, EnableMonitor: cfg.EnableMonitor, TLS: respTLS, Redirect: cfg.Redirect}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -162,14 +167,14 @@ func New(cfg Config) (*Server, error) {
 	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr, AdvertiseAddr: cfg.AdvertiseAddr,
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
-		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs}
+		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs, Groups: cfg.Groups}
 	if ts != nil {
 		scfg.PeerTLS = ts.peer
 	}
 	if cfg.StoreHook != nil { // fault tests only
 		cfg.StoreHook(&scfg)
 	}
-	st, err := raftstore.Open(scfg)
+	st, err := raftstore.OpenNode(scfg)
 	if err != nil {
 		rs.Close()
 		if s.hln != nil {
@@ -253,8 +258,9 @@ func (s *Server) HTTPAddr() string {
 	return s.hln.Addr().String()
 }
 
-// Store is the replicated store (for tests and tools in this module).
-func (s *Server) Store() *raftstore.Store { return s.store }
+// Store is the replicated store: this node's groups and router (for tests
+// and tools in this module).
+func (s *Server) Store() *raftstore.Node { return s.store }
 
 // Done delivers a serving error (a listener failed); nil is never sent.
 func (s *Server) Done() <-chan error { return s.done }

@@ -68,6 +68,8 @@ func run(args []string, stderr io.Writer) int {
 		dataDir  = fs.String("data-dir", "lockd-data", "directory for the Raft log and snapshots")
 		nodeID   = fs.String("node-id", "node1", "this node's ID in the Raft configuration")
 		peers    = fs.String("peers", "", "voters of a new cluster, this node included: id=peer-addr,id=peer-addr,... (empty: a single-node cluster)")
+		groups   = fs.Int("groups", 8, "Raft groups of a new cluster (1 to 63; the slots are split evenly over them and their leaders spread over the nodes); fixed when the data directory is created, and the same on every node")
+		redirect = fs.Bool("cluster-redirect", false, "answer -MOVED to every client for a key whose group another node leads (only when every client is cluster-aware; without it only connections that asked CLUSTER SLOTS/SHARDS/NODES, READONLY, READWRITE or ASKING are redirected)")
 		joinAddr = fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)")
 		snapN    = fs.Uint64("snapshot-threshold", 8192, "log entries between Raft snapshots")
 		trailing = fs.Uint64("trailing-logs", 10240, "log entries kept after a snapshot for lagging followers (a follower further behind installs the snapshot)")
@@ -133,6 +135,8 @@ func run(args []string, stderr io.Writer) int {
 	cfg.AdvertiseAddr = *advAddr
 	cfg.EnableMonitor = *monitor
 	cfg.Join = *joinAddr
+	cfg.Groups = *groups
+	cfg.Redirect = *redirect
 	cfg.TLS = tlsconf.Options{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ClientAuth: *tlsCAuth}
 	if *peers != "" {
 		ps, err := parsePeers(*peers)

@@ -72,7 +72,7 @@ func Decode(b []byte) (Entry, error) {
 		return e, ErrCorrupt
 	}
 	e.Kind = Kind(b[1])
-	if e.Kind < KindCommand || e.Kind > KindScriptAs {
+	if e.Kind < KindCommand || e.Kind > maxKind {
 		return e, fmt.Errorf("%w: kind %d", ErrCorrupt, b[1])
 	}
 	p := b[2:]

@@ -227,6 +227,16 @@ var metaTable = map[string]CommandMeta{
 		Categories: words("@slow"),
 		Doc:        Doc{Summary: "List the members of the cluster (lockd)", Since: "0.1.0", Group: "server", Complexity: "O(N) where N is the number of members"},
 	},
+	"raft|groups": {
+		Arity: 2, Flags: words("loading stale"),
+		Categories: words("@slow"),
+		Doc:        Doc{Summary: "List the Raft groups: leader, term, indexes, voters and slots (lockd)", Since: "0.1.0", Group: "server", Complexity: "O(N) where N is the number of groups"},
+	},
+	"raft|moveslots": {
+		Arity: 5, Flags: words("admin noscript"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "Move a range of slots to another Raft group, online (lockd)", Since: "0.1.0", Group: "server", Complexity: "O(N) where N is the number of keys in the slots"},
+	},
 	"raft|help": {
 		Arity: 2, Flags: words("loading stale"),
 		Categories: words("@slow"),

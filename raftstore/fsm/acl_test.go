@@ -65,8 +65,8 @@ func TestACLSnapshot(t *testing.T) {
 	if _, err := h.ks.Snapshot().WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if buf.Bytes()[3] != 3 {
-		t.Fatalf("snapshot version byte = %d, want 3", buf.Bytes()[3])
+	if buf.Bytes()[3] != snapVersion {
+		t.Fatalf("snapshot version byte = %d, want %d", buf.Bytes()[3], snapVersion)
 	}
 	r := New()
 	if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {

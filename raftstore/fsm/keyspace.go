@@ -2,7 +2,9 @@
 // applies committed log entries. It is pure: no I/O, no clock, no randomness and no
 // dependence on map order, so every replica that applies the same entries reaches
 // the same state and returns the same replies. Time is the log time carried by the
-// entries; tokens are the Raft indexes of the entries that wrote the values.
+// entries; tokens are the logical indexes (Raft index + TokenBase) of the entries
+// that wrote the values. The token base is 0 until the group imports a slot range
+// from another group (migrate.go).
 //
 // A Keyspace is not safe for concurrent use; raftstore serialises Apply and guards
 // reads with a read lock.
@@ -45,8 +47,8 @@ type item struct {
 	lock     *lockRec // KindLock
 	deadline int64    // log time in ms; 0 = no TTL
 	wake     int64    // KindLock with waiters: log time the record needs a tick (lockRec.wakeAt)
-	token    uint64   // Raft index of the entry that wrote the value
-	mod      uint64   // Raft index of the entry that last changed the item (WATCH)
+	token    uint64   // logical index of the entry that wrote the value
+	mod      uint64   // logical index of the entry that last changed the item (WATCH)
 }
 
 func byHash(a, b *item) bool {
@@ -77,6 +79,11 @@ type Keyspace struct {
 	lockTimers    *btree.BTreeG[*item] // lock records with a wake time, ordered by (wake, key)
 	now           int64                // log time of the last applied entry
 	index         uint64               // Raft index of the last applied entry
+	base          uint64               // token base: logical index = Raft index + base (migrate.go)
+	frozen        slotRanges           // slots leaving this group: their keys answer TRYAGAIN
+	gone          slotRanges           // slots that left this group: their keys answer MOVED
+	shardMap      []byte               // the newest shard.Map stored (KindShardMap), encoded; nil none
+	shardVer      uint64               // shardMap's version
 	events        []Event              // messages published by the entry being applied
 	scripts       *lua.Engine          // the replicated script cache (EVAL, SCRIPT LOAD)
 	budget        int64                // scripts' instruction budget; 0 = ApplyBudget
@@ -124,28 +131,46 @@ func New() *Keyspace {
 // Now is the log time of the last applied entry.
 func (k *Keyspace) Now() int64 { return k.now }
 
-// Index is the Raft index of the last applied entry.
+// Index is the Raft index of the last applied entry (not the logical index
+// tokens are taken from: see TokenBase).
 func (k *Keyspace) Index() uint64 { return k.index }
 
 // NextDeadline returns the earliest log time at which a tick entry has work: a
 // TTL deadline, or a lock record's wake time (a lease ending while someone
-// waits, a lock-delay running out, a grant waiting for its own entry).
+// waits, a lock-delay running out, a grant waiting for its own entry). Items
+// of frozen slots have none: a tick leaves them alone.
 func (k *Keyspace) NextDeadline() (int64, bool) {
 	d, ok := int64(0), false
-	if it, found := k.deadlines.Min(); found {
+	if it, found := k.firstUnfrozen(k.deadlines); found {
 		d, ok = it.deadline, true
 	}
-	if it, found := k.lockTimers.Min(); found && (!ok || it.wake < d) {
+	if it, found := k.firstUnfrozen(k.lockTimers); found && (!ok || it.wake < d) {
 		d, ok = it.wake, true
 	}
 	return d, ok
+}
+
+// firstUnfrozen is the first item of tree whose slot is not frozen.
+func (k *Keyspace) firstUnfrozen(tree *btree.BTreeG[*item]) (*item, bool) {
+	if len(k.frozen) == 0 {
+		return tree.Min()
+	}
+	var first *item
+	tree.Scan(func(it *item) bool {
+		if k.frozenKey(it.key) {
+			return true
+		}
+		first = it
+		return false
+	})
+	return first, first != nil
 }
 
 // GrantReady reports whether a waiter can be granted right now (a grant that
 // had to wait for an entry of its own): the leader proposes the next tick
 // without pausing.
 func (k *Keyspace) GrantReady() bool {
-	it, ok := k.lockTimers.Min()
+	it, ok := k.firstUnfrozen(k.lockTimers)
 	return ok && it.wake <= k.now
 }
 
@@ -161,7 +186,7 @@ func hashKey(key []byte) uint64 {
 
 // Ctx is the context of one command: where it runs in the log and what time it is.
 type Ctx struct {
-	Index uint64 // the entry's Raft index (0 for reads)
+	Index uint64 // the entry's logical index, Raft index + TokenBase (0 for reads)
 	Now   int64  // log time, ms
 	Wall  int64  // the stamping leader's wall clock, Unix ms
 	Write bool   // false for a read served outside the log: nothing may change
@@ -170,18 +195,32 @@ type Ctx struct {
 }
 
 // Apply executes one committed log entry at Raft index index. It is deterministic.
+// An entry that names a key of a frozen or departed slot answers as CheckKeys
+// does and changes nothing (beyond log time and the applied index).
 func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 	if e.Time > k.now {
 		k.now = e.Time
 	}
 	k.index = index
+	if v, stop := k.checkEntry(e); stop {
+		return v
+	}
+	c := Ctx{Index: k.logical(), Now: k.now, Wall: e.Wall, Write: true}
 	switch e.Kind {
 	case command.KindTick:
 		k.expireDue()
-		k.settleDue(Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
+		k.settleDue(c)
 		return resp.OK
 	case command.KindNoop:
 		return resp.OK
+	case command.KindSessionAttach:
+		return k.applySessionAttach(e.Args)
+	case command.KindMigrate:
+		return k.applyMigrate(e.Args, c)
+	case command.KindImport:
+		return k.applyImport(e.Args, e.Wall)
+	case command.KindShardMap:
+		return k.applyShardMap(e.Args)
 	case command.KindScript:
 		op, err := command.ParseScriptArgs(e.Args)
 		if err != nil {
@@ -203,14 +242,14 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		if err != nil {
 			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
 		}
-		k.endSession(id, true, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
+		k.endSession(id, true, c)
 		return resp.OK
 	case command.KindTx:
 		tx, err := command.ParseTx(e.Args)
 		if err != nil {
 			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
 		}
-		return k.execTx(tx, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true})
+		return k.execTx(tx, c)
 	}
 	// A command entry; a KindScriptAs entry is one too, run for its user.
 	args, user := e.Args, ""
@@ -227,7 +266,8 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 	if spec == nil {
 		return resp.Error(fmt.Sprintf("ERR unknown command '%s'", args[0]))
 	}
-	return k.Exec(op, Ctx{Index: index, Now: k.now, Wall: e.Wall, Write: true, Top: true, User: user})
+	c.Top, c.User = true, user
+	return k.Exec(op, c)
 }
 
 // execTx applies a MULTI/EXEC transaction: nothing if a watched key changed (a
@@ -341,14 +381,14 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 	k.unindexItem(it)
 	cp := *it
 	cp.deadline = d
-	cp.mod = k.index
+	cp.mod = k.logical()
 	k.items.Set(&cp)
 	k.indexItem(&cp)
 }
 
 // put stores a string value under key, replacing any earlier item (live or not).
 func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
-	it := &item{hash: hashKey(key), key: string(key), kind: KindString, val: clone(val), token: token, mod: k.index, deadline: deadline}
+	it := &item{hash: hashKey(key), key: string(key), kind: KindString, val: clone(val), token: token, mod: k.logical(), deadline: deadline}
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
 		k.dropWaiters(old)
@@ -360,7 +400,7 @@ func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 // putItem stores it (a new item, never one already in the trees), replacing any
 // earlier item under its key and keeping the deadline index right.
 func (k *Keyspace) putItem(it *item) {
-	it.mod = k.index
+	it.mod = k.logical()
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
 		if old.deadline != 0 && old.deadline <= k.now {
@@ -378,13 +418,19 @@ func (k *Keyspace) putItem(it *item) {
 const MaxExpirePerTick = 1000
 
 // expireDue removes up to MaxExpirePerTick items whose deadline has passed,
-// earliest first.
+// earliest first, leaving those of frozen slots alone.
 func (k *Keyspace) expireDue() {
-	for n := 0; n < MaxExpirePerTick; n++ {
-		it, ok := k.deadlines.Min()
-		if !ok || it.deadline > k.now {
-			return
+	var due []*item
+	k.deadlines.Scan(func(it *item) bool {
+		if it.deadline > k.now || len(due) >= MaxExpirePerTick {
+			return false
 		}
+		if !k.frozenKey(it.key) {
+			due = append(due, it)
+		}
+		return true
+	})
+	for _, it := range due {
 		if it.kind == KindLock {
 			for _, h := range it.lock.holders {
 				k.holdExpired([]byte(it.key), h)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
+	"github.com/lockd/lockd/shard"
 )
 
 // wall is the leader wall clock the tests stamp entries with (Unix ms); log time
@@ -371,7 +372,8 @@ func TestMatch(t *testing.T) {
 
 // TestDeterminism applies the same random entries to two keyspaces, one of which
 // is snapshotted and restored halfway; every reply and the final snapshot bytes
-// must be identical.
+// must be identical. The entries include slot moves (freeze, thaw, drop, the
+// import of the last export), session attaches and shard maps.
 func TestDeterminism(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cmds := []string{"SET %s v%d", "SET %s v%d PX %d", "SET %s v%d NX FENCE", "DEL %s", "INCR %s", "EXPIRE %s %d",
@@ -383,15 +385,46 @@ func TestDeterminism(t *testing.T) {
 		"LOCK.CANCEL %s %d", "LOCK.CANCEL %s %d RELEASE", "NAMESPACE.SET %s LOCKDELAY %d", "NAMESPACE.DEL %s"}
 	a, b := New(), New()
 	var now int64
+	var export []byte // the last freeze's reply
+	seen := map[string]int{}
+	slotOf := func() uint16 { return shard.Slot([]byte("k" + strconv.Itoa(rng.IntN(40)))) }
 	for i := 1; i <= 3000; i++ {
 		now += int64(rng.IntN(20))
 		kind := command.KindCommand
 		var argv [][]byte
-		switch rng.IntN(40) {
-		case 0, 1:
+		switch rng.IntN(80) {
+		case 0, 1, 2, 3:
 			kind = command.KindTick
-		case 2:
+		case 4, 5:
 			kind, argv = command.KindSessionExpire, command.SessionExpireArgs(uint64(rng.IntN(i)+1))
+		case 6:
+			s := slotOf()
+			kind, argv = command.KindMigrate, command.MigrateArgs(command.MigrateFreeze, s, s+uint16(rng.IntN(2)))
+		case 7, 8:
+			s := slotOf()
+			kind, argv = command.KindMigrate, command.MigrateArgs(command.MigrateThaw, s, s)
+		case 9:
+			if rng.IntN(3) == 0 {
+				s := slotOf()
+				kind, argv = command.KindMigrate, command.MigrateArgs(command.MigrateDrop, s, s)
+			} else {
+				kind, argv = command.KindNoop, nil
+			}
+		case 10:
+			// The last export, as if another group with tokens ahead of
+			// this one's had sent it: the import raises the token base.
+			blob := export
+			if ex, err := DecodeExport(export); err == nil {
+				ex.MaxToken = uint64(i) + a.TokenBase() + uint64(rng.IntN(1000))
+				blob = ex.Encode()
+			}
+			kind, argv = command.KindImport, command.ImportArgs(blob)
+		case 11:
+			kind, argv = command.KindSessionAttach, command.SessionAttachArgs(uint64(rng.IntN(i)+1), int64(rng.IntN(20000)+1))
+		case 12:
+			m, _ := shard.NewMap(rng.IntN(4) + 1)
+			m.Version = uint64(rng.IntN(10))
+			kind, argv = command.KindShardMap, command.ShardMapArgs(m.Encode())
 		default:
 			c := cmds[rng.IntN(len(cmds))]
 			key := "k" + strconv.Itoa(rng.IntN(40))
@@ -412,6 +445,17 @@ func TestDeterminism(t *testing.T) {
 		ra, rb := a.Apply(uint64(i), e), b.Apply(uint64(i), e)
 		if ga, gb := resp.Append(nil, ra, 3), resp.Append(nil, rb, 3); !bytes.Equal(ga, gb) {
 			t.Fatalf("entry %d %q: replies differ: %q vs %q", i, argv, ga, gb)
+		}
+		if kind == command.KindMigrate && string(argv[0]) == command.MigrateFreeze {
+			export = append([]byte(nil), ra.Str...)
+		}
+		switch msg := ra.String(); {
+		case strings.HasPrefix(msg, command.TryAgainPrefix):
+			seen["tryagain"]++
+		case strings.HasPrefix(msg, command.MovedPrefix):
+			seen["moved"]++
+		case kind == command.KindImport && msg == "OK":
+			seen["import"]++
 		}
 		if wa, wb := fmt.Sprint(a.TakeWakes()), fmt.Sprint(b.TakeWakes()); wa != wb {
 			t.Fatalf("entry %d %q: wakes differ: %s vs %s", i, argv, wa, wb)
@@ -436,6 +480,10 @@ func TestDeterminism(t *testing.T) {
 	if a.items.Len() == 0 {
 		t.Fatal("the random workload left no keys: the test checks nothing")
 	}
+	if a.TokenBase() == 0 || seen["tryagain"] == 0 || seen["moved"] == 0 || seen["import"] == 0 {
+		t.Fatalf("slot moves are not exercised: base %d, replies %v", a.TokenBase(), seen)
+	}
+	t.Logf("base %d, replies %v", a.TokenBase(), seen)
 }
 
 func TestRestoreRejectsGarbage(t *testing.T) {
@@ -445,24 +493,55 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 }
 
 // FuzzApply feeds arbitrary argument vectors to two keyspaces: nothing panics and
-// both give the same replies (the FSM is deterministic for any input).
+// both give the same replies (the FSM is deterministic for any input). A line
+// "!freeze a b", "!thaw a b" or "!drop a b" is a KindMigrate entry, "!import"
+// imports the last freeze's export, "!attach id ttl" is a KindSessionAttach
+// entry and "!map groups version" a KindShardMap entry; anything else after "!"
+// is passed as the arguments of those kinds.
 func FuzzApply(f *testing.F) {
-	for _, s := range []string{"SET k v PX 10", "GETEX k EXAT 1", "EXPIRE k -5 GT", "SCAN 0 MATCH [a COUNT 2", "INCRBY k -9223372036854775808", "DELEX k IFDEQ 0"} {
+	for _, s := range []string{"SET k v PX 10", "GETEX k EXAT 1", "EXPIRE k -5 GT", "SCAN 0 MATCH [a COUNT 2", "INCRBY k -9223372036854775808", "DELEX k IFDEQ 0",
+		"LOCK.ACQUIRE {a}l o PX 50;!freeze 15495 15495;GET {a}l;!import;!drop 15495 15495;GET {a}l;LOCK.ACQUIRE {a}l o PX 50",
+		"!attach 7 1000;LOCK.ACQUIRE l o SESSION 7;!map 3 2;!map 2 1;!thaw 0 16383"} {
 		f.Add(s, int64(5))
 	}
 	f.Fuzz(func(t *testing.T, cmd string, dt int64) {
 		a, b := New(), New()
 		now := int64(0)
+		var export []byte
 		for i, line := range strings.Split(cmd, ";") {
 			now += dt & 0xffff
 			e := command.Entry{Kind: command.KindCommand, Time: now, Wall: wall + now, Args: args(line)}
 			if len(e.Args) == 0 {
 				e.Kind = command.KindTick
+			} else if op, ok := strings.CutPrefix(string(e.Args[0]), "!"); ok {
+				e.Args = e.Args[1:]
+				switch op {
+				case "freeze", "thaw", "drop":
+					e.Kind, e.Args = command.KindMigrate, append([][]byte{[]byte(op)}, e.Args...)
+				case "import":
+					e.Kind, e.Args = command.KindImport, command.ImportArgs(export)
+				case "attach":
+					e.Kind = command.KindSessionAttach
+				case "map":
+					e.Kind = command.KindShardMap
+					if len(e.Args) == 2 {
+						n, _ := strconv.Atoi(string(e.Args[0]))
+						v, _ := strconv.ParseUint(string(e.Args[1]), 10, 64)
+						if m, err := shard.NewMap(n); err == nil {
+							m.Version = v
+							e.Args = command.ShardMapArgs(m.Encode())
+						}
+					}
+				}
 			}
-			ra := resp.Append(nil, a.Apply(uint64(i+1), e), 3)
+			va := a.Apply(uint64(i+1), e)
+			ra := resp.Append(nil, va, 3)
 			rb := resp.Append(nil, b.Apply(uint64(i+1), e), 3)
 			if !bytes.Equal(ra, rb) {
 				t.Fatalf("%q: %q vs %q", line, ra, rb)
+			}
+			if e.Kind == command.KindMigrate && va.Kind == resp.KindBulk {
+				export = va.Str
 			}
 		}
 	})

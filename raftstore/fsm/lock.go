@@ -58,10 +58,13 @@ type waiter struct {
 
 // Wake tells the node that holds a blocked LOCK.ACQUIRE what became of it:
 // Token is the grant's fencing token, 0 when the waiter left the queue without
-// a grant (its wait or its session ended, or the lock was deleted).
+// a grant (its wait or its session ended, or the lock was deleted). Moved is
+// set (Token 0) when the lock's slot left this group while the waiter still
+// waited: the node re-queues the acquire in the group the slot went to.
 type Wake struct {
 	Waiter uint64
 	Token  uint64
+	Moved  bool
 }
 
 // TakeWakes returns and forgets the wakes of the entries applied since the last
@@ -546,7 +549,9 @@ func (k *Keyspace) settleDue(c Ctx) {
 		if it.wake > c.Now || len(due) >= MaxExpirePerTick {
 			return false
 		}
-		due = append(due, it)
+		if !k.frozenKey(it.key) { // a frozen slot's locks do not change
+			due = append(due, it)
+		}
 		return true
 	})
 	for _, it := range due {

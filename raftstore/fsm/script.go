@@ -151,7 +151,7 @@ func (k *Keyspace) DryRun(op command.Eval, user string, src []byte, engine *lua.
 		k.now = now
 	}
 	op.Source = nil
-	return k.eval(op, Ctx{Index: k.index + 1, Now: k.now, Wall: wall, Write: true, User: user})
+	return k.eval(op, Ctx{Index: k.index + k.base + 1, Now: k.now, Wall: wall, Write: true, User: user})
 }
 
 // Clone returns a copy of the keyspace that shares nothing mutable with it
@@ -165,5 +165,6 @@ func (k *Keyspace) Clone() *Keyspace {
 		sessions[id] = &cp
 	}
 	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), lockTimers: k.lockTimers.Copy(),
-		now: k.now, index: k.index, scripts: k.scripts, sessions: sessions, namespaces: k.namespaces}
+		now: k.now, index: k.index, scripts: k.scripts, sessions: sessions, namespaces: k.namespaces,
+		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap, shardVer: k.shardVer}
 }

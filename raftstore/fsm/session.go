@@ -72,7 +72,8 @@ func (k *Keyspace) sessionOpen(op command.SessionOpen, c Ctx) resp.Value {
 // endSession forgets a session, releases every lock it holds and withdraws its
 // waiters, handing each freed lock to the next waiter in the same entry. An
 // expired session (expired set: its holder failed) starts each freed lock's
-// lock-delay; a closed one does not. It returns how many locks were released.
+// lock-delay; a closed one does not. Locks of frozen slots are left as they
+// are (see thaw). It returns how many locks were released.
 func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 	s, ok := k.sessions[id]
 	if !ok {
@@ -81,6 +82,9 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 	delete(k.sessions, id) // from here on view() drops the session's waiters
 	n := 0
 	for _, name := range s.locks {
+		if k.frozenKey(name) {
+			continue // a frozen slot's locks do not change: a thaw ends these holds
+		}
 		it, rec, dropped, changed, errv := k.lockOf([]byte(name), c.Now)
 		if errv != nil || it == nil {
 			continue

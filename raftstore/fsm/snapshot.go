@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/shard"
 	"github.com/tidwall/btree"
 )
 
@@ -23,6 +24,10 @@ type Snapshot struct {
 	acl      *command.ACLTable
 	now      int64
 	index    uint64
+	base     uint64
+	frozen   slotRanges // never changed in place: shared with the keyspace
+	gone     slotRanges
+	shardMap []byte
 }
 
 // Snapshot captures the current state. Call it from the apply goroutine.
@@ -34,13 +39,15 @@ func (k *Keyspace) Snapshot() *Snapshot {
 		s := k.sessions[si.ID]
 		sessions = append(sessions, sessionCopy{id: si.ID, ttl: s.ttl, name: s.name, locks: append([]string(nil), s.locks...)})
 	}
-	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions, nss: k.namespaces, acl: k.acl}
+	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions, nss: k.namespaces, acl: k.acl,
+		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap}
 }
 
 // snapVersion 2 added waiters, lock-delay and grant index to lock records, the
 // wake time to items and the namespaces; 3 appended the ACL users after the
-// namespaces. Restore still reads versions 1 and 2.
-const snapVersion = 3
+// namespaces; 4 appended the token base, the frozen and the gone slot ranges
+// and the shard map (migrate.go). Restore still reads versions 1 to 3.
+const snapVersion = 4
 
 // ErrBadSnapshot is returned by Restore for a stream that is not a snapshot.
 var ErrBadSnapshot = errors.New("fsm: bad snapshot")
@@ -166,6 +173,17 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	// ACL users, by name (acl.go).
 	buf = appendUsers(buf, s.acl)
+	// Sharding (migrate.go): token base, frozen and gone ranges, shard map.
+	buf = binary.AppendUvarint(buf, s.base)
+	for _, rs := range []slotRanges{s.frozen, s.gone} {
+		buf = binary.AppendUvarint(buf, uint64(len(rs)))
+		for _, r := range rs {
+			buf = binary.AppendUvarint(buf, uint64(r.From))
+			buf = binary.AppendUvarint(buf, uint64(r.To))
+		}
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(s.shardMap)))
+	buf = append(buf, s.shardMap...)
 	n, err = bw.Write(buf)
 	total += int64(n)
 	if err != nil {
@@ -200,6 +218,41 @@ func readNamespaces(br *bufio.Reader, k *Keyspace) error {
 		}
 		ns.Safety, ns.FencedBy = string(safety), string(fenced)
 		k.namespaces = append(k.namespaces, ns)
+	}
+	return nil
+}
+
+// readSharding reads what version 4 appended: the token base, the frozen and
+// the gone slot ranges and the shard map.
+func readSharding(br *bufio.Reader, k *Keyspace) error {
+	var err error
+	if k.base, err = binary.ReadUvarint(br); err != nil {
+		return err
+	}
+	for _, dst := range []*slotRanges{&k.frozen, &k.gone} {
+		n, err := binary.ReadUvarint(br)
+		if err != nil || n > shard.Slots {
+			return errors.New("bad range count")
+		}
+		for ; n > 0; n-- {
+			from, err1 := binary.ReadUvarint(br)
+			to, err2 := binary.ReadUvarint(br)
+			if err1 != nil || err2 != nil || from > to || to >= shard.Slots {
+				return errors.New("bad slot range")
+			}
+			*dst = dst.add(uint16(from), uint16(to))
+		}
+	}
+	m, err := readBytes(br)
+	if err != nil {
+		return err
+	}
+	if len(m) > 0 {
+		sm, err := shard.Decode(m)
+		if err != nil {
+			return err
+		}
+		k.shardMap, k.shardVer = m, sm.Version
 	}
 	return nil
 }
@@ -302,6 +355,11 @@ func (k *Keyspace) Restore(r io.Reader) error {
 	if version >= 3 {
 		if fresh.acl, err = readUsers(br); err != nil {
 			return fmt.Errorf("%w: users: %v", ErrBadSnapshot, err)
+		}
+	}
+	if version >= 4 {
+		if err := readSharding(br, fresh); err != nil {
+			return fmt.Errorf("%w: sharding: %v", ErrBadSnapshot, err)
 		}
 	}
 	fresh.now, fresh.index = now, index

@@ -1,0 +1,274 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/raftstore/mux"
+	"github.com/lockd/lockd/resp"
+	"github.com/lockd/lockd/shard"
+)
+
+// Node is one lockd process's share of the cluster: the Raft groups it hosts
+// (each a Store with its own hashicorp/raft instance, badger log and FSM), all
+// on one peer port, and the router that sends every command to the group that
+// owns its keys (shard.Map). Group 0 also holds the cluster-wide things:
+// sessions are opened there, and it replicates the shard map once a slot has
+// moved. Its methods are safe for concurrent use.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	peer   *mux.Mux
+	groups []*Store
+
+	mapMu sync.RWMutex
+	smap  shard.Map // the shard map this node routes by (group 0's, cached)
+
+	moveMu sync.Mutex // one slot move at a time from this node
+	addrs  addrBook   // node id -> RESP address
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	wg        sync.WaitGroup
+}
+
+// groupsFile records, in a data directory, how many groups the cluster was
+// created with.
+const groupsFile = "GROUPS"
+
+// ErrGroups reports a group count that cannot be used.
+var ErrGroups = errors.New("bad group count")
+
+// groupCount decides how many groups this node hosts: the count recorded in
+// dataDir when there is one, a pre-sharding directory (group-0 only) is one
+// group, and a new directory takes want (recorded before any group starts).
+func groupCount(dataDir string, want int, lg *slog.Logger) (int, error) {
+	if b, err := os.ReadFile(filepath.Join(dataDir, groupsFile)); err == nil {
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || n < 1 || n > MaxGroups {
+			return 0, fmt.Errorf("%w: %s holds %q", ErrGroups, filepath.Join(dataDir, groupsFile), b)
+		}
+		if want != 0 && want != n {
+			lg.Warn("the data directory was created with another group count; keeping it", "groups", n, "asked", want)
+		}
+		return n, nil
+	}
+	if want == 0 {
+		want = 1
+	}
+	if want < 1 || want > MaxGroups {
+		return 0, fmt.Errorf("%w: %d (1 to %d)", ErrGroups, want, MaxGroups)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "group-0")); err == nil {
+		want = 1 // created before sharding: one group
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return 0, fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, groupsFile), []byte(strconv.Itoa(want)+"\n"), 0o644); err != nil {
+		return 0, fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
+	}
+	return want, nil
+}
+
+// OpenNode opens (or creates) every group of this node in cfg.DataDir on one
+// peer port. A new data directory creates cfg.Groups groups (0: one); every
+// node of a cluster must be created with the same count.
+func OpenNode(cfg Config) (*Node, error) {
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	peer, err := mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(cfg.PeerTLS))
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Peers) > 0 {
+		if err := checkPeers(cfg.Peers, cfg.NodeID, peer.Addr().String()); err != nil {
+			peer.Close()
+			return nil, err
+		}
+	}
+	n, err := groupCount(cfg.DataDir, cfg.Groups, lg)
+	if err != nil {
+		peer.Close()
+		return nil, err
+	}
+	nd := &Node{cfg: cfg, log: lg, peer: peer, closed: make(chan struct{})}
+	nd.smap, _ = shard.NewMap(n)
+	metrics := newStoreMetrics()
+	for g := range n {
+		gc := cfg
+		gc.Group, gc.peer = g, peer
+		if n > 1 {
+			gc.Logger = lg.With("group", g)
+		}
+		if g == 0 {
+			gc.onShardMap, gc.nodeAdmin = nd.noteShardMap, nd.nodeAdmin
+		}
+		gc.metrics = metrics
+		st, err := Open(gc)
+		if err != nil {
+			for _, s := range nd.groups {
+				s.Close()
+			}
+			peer.Close()
+			return nil, fmt.Errorf("group %d: %w", g, err)
+		}
+		nd.groups = append(nd.groups, st)
+	}
+	go peer.Serve()
+	nd.loadShardMap()
+	nd.wg.Add(1)
+	go nd.balanceLoop()
+	return nd, nil
+}
+
+// Groups returns the node's groups, by id (tests and tools).
+func (n *Node) Groups() []*Store { return n.groups }
+
+// Group returns group g.
+func (n *Node) Group(g int) *Store { return n.groups[g] }
+
+// noteShardMap is group 0's apply hook for a replicated shard map (called on
+// the apply goroutine, or after a snapshot restore).
+func (n *Node) noteShardMap(b []byte) {
+	m, err := shard.Decode(b)
+	if err != nil || m.Groups != len(n.groups) && len(n.groups) > 0 {
+		n.log.Error("ignoring a replicated shard map that does not fit this node", "err", err, "groups", m.Groups)
+		return
+	}
+	n.mapMu.Lock()
+	if m.Version > n.smap.Version {
+		n.smap = m
+	}
+	n.mapMu.Unlock()
+}
+
+// loadShardMap reads the map group 0 has applied so far (at start).
+func (n *Node) loadShardMap() {
+	if b := n.groups[0].shardMap(); b != nil {
+		n.noteShardMap(b)
+	}
+}
+
+// ShardMap is the map this node routes by.
+func (n *Node) ShardMap() shard.Map {
+	n.mapMu.RLock()
+	defer n.mapMu.RUnlock()
+	return n.smap
+}
+
+// groupOf returns the group that owns key.
+func (n *Node) groupOf(key []byte) int {
+	if len(n.groups) == 1 {
+		return 0
+	}
+	n.mapMu.RLock()
+	defer n.mapMu.RUnlock()
+	return n.smap.GroupOf(key)
+}
+
+// WaitServing blocks until every group has a serving leader, or ctx ends.
+func (n *Node) WaitServing(ctx context.Context) error {
+	for _, g := range n.groups {
+		if err := g.WaitServing(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Serving reports whether every group has a serving leader (this node or one
+// it forwards to).
+func (n *Node) Serving() bool {
+	for _, g := range n.groups {
+		if !g.Serving() {
+			return false
+		}
+	}
+	return true
+}
+
+// IsLeader reports whether this node leads group 0 (the one that opens
+// sessions and holds the cluster's settings).
+func (n *Node) IsLeader() bool { return n.groups[0].IsLeader() }
+
+// LeadsAny reports whether this node leads at least one group.
+func (n *Node) LeadsAny() bool {
+	for _, g := range n.groups {
+		if g.IsLeader() {
+			return true
+		}
+	}
+	return false
+}
+
+// PeerAddr is the bound (advertised) peer address.
+func (n *Node) PeerAddr() string { return n.peer.Addr().String() }
+
+// Replicas is what WAIT answers (every group has the same voters).
+func (n *Node) Replicas() int { return n.groups[0].Replicas() }
+
+// KillScripts stops the scripts in a dry run in any group.
+func (n *Node) KillScripts() bool {
+	killed := false
+	for _, g := range n.groups {
+		killed = g.KillScripts() || killed
+	}
+	return killed
+}
+
+// ACL is the replicated user table (every group holds the same: ACL writes
+// go to all of them; this reads group 0's).
+func (n *Node) ACL() *command.ACLTable { return n.groups[0].ACL() }
+
+// Close stops every group (leaders hand over first) and the peer port.
+func (n *Node) Close() error {
+	var err error
+	n.closeOnce.Do(func() {
+		close(n.closed)
+		n.wg.Wait()
+		var wg sync.WaitGroup
+		errs := make([]error, len(n.groups))
+		for i, g := range n.groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = g.Close()
+			}()
+		}
+		wg.Wait()
+		err = errors.Join(append(errs, n.peer.Close())...)
+	})
+	return err
+}
+
+// proposeInternal proposes an internal entry (a session attach, a slot move
+// step, a shard map) to group g's leader, forwarding when another node leads,
+// and returns the entry's reply.
+func (n *Node) proposeInternal(ctx context.Context, g int, kind command.Kind, args [][]byte) resp.Value {
+	e := command.Entry{Kind: kind, Args: args}
+	req := command.Request{Op: command.Admin{Action: "propose", Addr: string(e.Encode())}, Spec: command.AdminSpec}
+	deadline := time.Now().Add(electionWait)
+	for {
+		v := n.groups[g].Do(ctx, []command.Request{req})[0]
+		if !v.IsError() || !strings.HasPrefix(v.String(), "TRYAGAIN") || time.Now().After(deadline) {
+			return v
+		}
+		select {
+		case <-ctx.Done():
+			return v
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,301 @@
+package raftstore
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+	"github.com/lockd/lockd/shard"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stats are INFO's raft section: the node, the shard map, group 0's Raft
+// state under the single-group names (raft_state, raft_leader, …), then one
+// line per group: raft_group_N:state=…,leader=…,term=…,commit_index=…,
+// applied_index=…,last_log_index=…,voters=….
+func (n *Node) Stats() [][2]string {
+	m := n.ShardMap()
+	out := n.groups[0].Stats()
+	out[1] = [2]string{"raft_groups", strconv.Itoa(len(n.groups))}
+	out = append(out, [2]string{"shard_map_version", strconv.FormatUint(m.Version, 10)})
+	for g, s := range n.groups {
+		st := s.raft.Stats()
+		_, leader := s.raft.LeaderWithID()
+		slots := 0
+		for _, r := range m.Ranges() {
+			if r.Group == g {
+				slots += int(r.To-r.From) + 1
+			}
+		}
+		out = append(out, [2]string{"raft_group_" + strconv.Itoa(g), strings.Join([]string{
+			"state=" + strings.ToLower(s.raft.State().String()), "leader=" + string(leader),
+			"term=" + st["term"], "commit_index=" + st["commit_index"], "applied_index=" + st["applied_index"],
+			"last_log_index=" + st["last_log_index"], "voters=" + strconv.Itoa(len(s.configuration())),
+			"slots=" + strconv.Itoa(slots)}, ",")})
+	}
+	return out
+}
+
+// KeyspaceInfo is INFO's db0 line over every group.
+func (n *Node) KeyspaceInfo() string {
+	keys, expires := 0, 0
+	for _, s := range n.groups {
+		k, e := s.counts()
+		keys += k
+		expires += e
+	}
+	if keys == 0 {
+		return ""
+	}
+	return "keys=" + strconv.Itoa(keys) + ",expires=" + strconv.Itoa(expires) + ",avg_ttl=0"
+}
+
+// LockCounters adds the groups' lock statistics. Sessions are counted in
+// group 0 (where they are opened; other groups hold attached copies). The
+// store metrics (leader changes, refusals) are the node's, shared by its
+// groups.
+func (n *Node) LockCounters() LockCounters {
+	out := n.groups[0].LockCounters()
+	out.LateOps = maps.Clone(out.LateOps)
+	for _, s := range n.groups[1:] {
+		c := s.LockCounters()
+		out.Locks += c.Locks
+		out.Holders += c.Holders
+		out.Waiters += c.Waiters
+		out.Blocked += c.Blocked
+		out.Grants += c.Grants
+		out.Releases += c.Releases
+		out.Expiries += c.Expiries
+		out.DelayHits += c.DelayHits
+		out.QueueFull += c.QueueFull
+		for ns, v := range c.LateOps {
+			if out.LateOps == nil {
+				out.LateOps = map[string]int64{}
+			}
+			out.LateOps[ns] += v
+		}
+	}
+	return out
+}
+
+// LockInfo is INFO's "# Locks" section over every group.
+func (n *Node) LockInfo() [][2]string { return lockInfo(n.LockCounters()) }
+
+// Collectors returns the node's store instruments (shared by its groups).
+func (n *Node) Collectors() []prometheus.Collector { return n.groups[0].Collectors() }
+
+// ClusterView is this node's picture of the cluster, built from local Raft
+// state and the address book (no network call, except a refresh of the book
+// when a voter's RESP address is still unknown, at most every 200 ms).
+func (n *Node) ClusterView() shard.View {
+	v := shard.View{Map: n.ShardMap(), Self: n.cfg.NodeID}
+	book := n.addrs.snapshot()
+	for _, srv := range n.groups[0].configuration() {
+		if _, ok := book[string(srv.ID)]; !ok && string(srv.ID) != n.cfg.NodeID && n.addrs.due(200*time.Millisecond) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			n.refreshAddrs(ctx)
+			cancel()
+			book = n.addrs.snapshot()
+			break
+		}
+	}
+	if n.cfg.NodeID != "" && n.groups[0].cfg.ClientAddr != "" {
+		book[n.cfg.NodeID] = n.groups[0].cfg.ClientAddr
+	}
+	seen := map[string]shard.NodeAddress{}
+	for _, s := range n.groups {
+		_, leader := s.raft.LeaderWithID()
+		var gv shard.GroupView
+		for _, srv := range s.configuration() {
+			if srv.Suffrage != raft.Voter {
+				continue
+			}
+			id := string(srv.ID)
+			m := shard.Member{ID: id, RESPAddr: book[id], PeerAddr: string(srv.Address), Leader: srv.ID == leader && leader != ""}
+			if id == n.cfg.NodeID {
+				m.Applied = s.raft.AppliedIndex()
+			}
+			if m.Leader {
+				gv.Members = append([]shard.Member{m}, gv.Members...)
+			} else {
+				gv.Members = append(gv.Members, m)
+			}
+			seen[id] = shard.NodeAddress{ID: id, RESPAddr: m.RESPAddr, PeerAddr: m.PeerAddr}
+		}
+		v.Groups = append(v.Groups, gv)
+	}
+	for _, id := range slices.Sorted(maps.Keys(seen)) {
+		v.Nodes = append(v.Nodes, seen[id])
+	}
+	return v
+}
+
+// addrBook remembers every node's RESP address (learned from RAFT MEMBERS
+// status calls), so that the cluster view is built without network calls.
+type addrBook struct {
+	mu    sync.Mutex
+	resp  map[string]string
+	asked time.Time // the last refresh
+}
+
+// due reports whether the last refresh is older than d (and then counts one
+// as started now).
+func (b *addrBook) due(d time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if time.Since(b.asked) < d {
+		return false
+	}
+	b.asked = time.Now()
+	return true
+}
+
+func (b *addrBook) snapshot() map[string]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.resp)
+}
+
+func (b *addrBook) set(id, addr string) {
+	if addr == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.resp == nil {
+		b.resp = map[string]string{}
+	}
+	b.resp[id] = addr
+}
+
+// refreshAddrs asks the members of group 0 for their RESP addresses.
+func (n *Node) refreshAddrs(ctx context.Context) {
+	v := n.groups[0].members(ctx)
+	for _, m := range v.Elems {
+		var id, addr string
+		for i := 0; i+1 < len(m.Elems); i += 2 {
+			switch m.Elems[i].String() {
+			case "id":
+				id = m.Elems[i+1].String()
+			case "resp_addr":
+				addr = m.Elems[i+1].String()
+			}
+		}
+		n.addrs.set(id, addr)
+	}
+}
+
+// groupsInfo is RAFT GROUPS: for each group its id, this node's state, the
+// leader, term, commit/applied/last index, voters and slot count, plus the
+// shard map version.
+func (n *Node) groupsInfo() resp.Value {
+	var out []resp.Value
+	for _, kv := range n.Stats() {
+		if !strings.HasPrefix(kv[0], "raft_group_") {
+			continue
+		}
+		fields := []resp.Value{resp.BulkString("group"), resp.Int(atoi(strings.TrimPrefix(kv[0], "raft_group_")))}
+		for _, f := range strings.Split(kv[1], ",") {
+			k, val, _ := strings.Cut(f, "=")
+			if i, err := strconv.ParseInt(val, 10, 64); err == nil && k != "leader" {
+				fields = append(fields, resp.BulkString(k), resp.Int(i))
+			} else {
+				fields = append(fields, resp.BulkString(k), resp.BulkString(val))
+			}
+		}
+		out = append(out, resp.Map(fields...))
+	}
+	return resp.Array(out...)
+}
+
+func atoi(s string) int64 {
+	i, _ := strconv.ParseInt(s, 10, 64)
+	return i
+}
+
+// balanceEvery is how often a node checks that group leaderships are spread
+// and refreshes its address book.
+const balanceEvery = 2 * time.Second
+
+// balanceLoop spreads group leaders over the nodes: group g's preferred
+// leader is the (g mod voters)-th voter in id order. A node leading a group
+// whose preferred leader is another voter that answers and has caught up
+// hands the group over (a leadership transfer), each group at most once per
+// transferBackoff, so after a node joins,
+// leaves or comes back every node again leads its share.
+func (n *Node) balanceLoop() {
+	defer n.wg.Done()
+	tick := time.NewTicker(balanceEvery)
+	defer tick.Stop()
+	last := map[int]time.Time{}
+	for {
+		select {
+		case <-n.closed:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		n.refreshAddrs(ctx)
+		cancel()
+		if len(n.groups) == 1 {
+			continue // one group: nothing to spread
+		}
+		for g, s := range n.groups {
+			if !s.IsLeader() || time.Since(last[g]) < transferBackoff {
+				continue
+			}
+			pref, ok := preferredLeader(s.configuration(), g)
+			if !ok || pref.ID == raft.ServerID(n.cfg.NodeID) || !n.caughtUp(s, pref) {
+				continue
+			}
+			last[g] = time.Now()
+			if err := s.raft.LeadershipTransferToServer(pref.ID, pref.Address).Error(); err != nil {
+				n.log.Info("handing a group to its preferred leader failed", "group", g, "to", pref.ID, "err", err)
+			} else {
+				n.log.Info("handed a group to its preferred leader", "group", g, "to", pref.ID)
+			}
+		}
+	}
+}
+
+// transferBackoff is the least time between two hand-overs of one group.
+const transferBackoff = 10 * time.Second
+
+// preferredLeader is group g's preferred leader among the voters.
+func preferredLeader(servers []raft.Server, g int) (raft.Server, bool) {
+	var voters []raft.Server
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, s)
+		}
+	}
+	if len(voters) == 0 {
+		return raft.Server{}, false
+	}
+	slices.SortFunc(voters, func(a, b raft.Server) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	return voters[g%len(voters)], true
+}
+
+// caughtUp asks srv (over the peer port) for its applied index in group s and
+// reports whether it answers and is close to this leader's log.
+func (n *Node) caughtUp(s *Store, srv raft.Server) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	b, err := s.fwd.Call(ctx, string(srv.Address), command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "status"}, Spec: command.AdminSpec}}))
+	if err != nil {
+		return false
+	}
+	v, _, err := resp.ReadValue(b)
+	if err != nil || len(v.Elems) != 1 || len(v.Elems[0].Elems) < 1 {
+		return false
+	}
+	applied := uint64(max(v.Elems[0].Elems[0].Int, 0))
+	return applied+1000 >= s.raft.LastIndex()
+}

@@ -1,0 +1,218 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+	"github.com/lockd/lockd/shard"
+)
+
+// nodeCluster is an in-process cluster of sharded Nodes on loopback ports.
+type nodeCluster struct {
+	t     *testing.T
+	peers []Peer
+	dirs  []string
+	nodes []*Node
+}
+
+func newNodeCluster(t *testing.T, n, groups int) *nodeCluster {
+	c := &nodeCluster{t: t, nodes: make([]*Node, n)}
+	for i := range n {
+		c.peers = append(c.peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: freeAddr(t)})
+		c.dirs = append(c.dirs, t.TempDir())
+	}
+	for i := range n {
+		c.start(i, groups)
+	}
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			if nd != nil {
+				nd.Close()
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, nd := range c.nodes {
+		if err := nd.WaitServing(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func (c *nodeCluster) start(i, groups int) {
+	nd, err := OpenNode(Config{NodeID: c.peers[i].ID, DataDir: c.dirs[i], PeerAddr: c.peers[i].Addr, Peers: c.peers,
+		ClientAddr: "127.0.0.1:" + strconv.Itoa(16000+i), ApplyTimeout: 3 * time.Second, Groups: groups})
+	if err != nil {
+		c.t.Fatalf("start %s: %v", c.peers[i].ID, err)
+	}
+	c.nodes[i] = nd
+}
+
+func ndo(n *Node, cmd ...string) resp.Value {
+	return n.Do(context.Background(), []command.Request{req(cmd...)})[0]
+}
+
+// keyIn returns a key that the map puts in group g.
+func keyIn(m shard.Map, g int, prefix string) string {
+	for i := 0; ; i++ {
+		k := prefix + strconv.Itoa(i)
+		if m.GroupOf([]byte(k)) == g {
+			return k
+		}
+	}
+}
+
+func TestNodeRoutesAcrossGroups(t *testing.T) {
+	c := newNodeCluster(t, 3, 4)
+	n0, n1 := c.nodes[0], c.nodes[1]
+	m := n0.ShardMap()
+	if m.Groups != 4 {
+		t.Fatalf("map has %d groups", m.Groups)
+	}
+	// Writes through one node are read through another, in every group.
+	var keys []string
+	for g := range 4 {
+		k := keyIn(m, g, "k")
+		keys = append(keys, k)
+		if v := ndo(n0, "SET", k, "v"+k); v.String() != "OK" {
+			t.Fatalf("SET %s: %v", k, v)
+		}
+	}
+	for _, k := range keys {
+		if v := ndo(n1, "GET", k); v.String() != "v"+k {
+			t.Fatalf("GET %s through n2: %v", k, v)
+		}
+	}
+	for g := range 4 {
+		k := keys[g]
+		found := false
+		for _, nd := range c.nodes {
+			s := nd.Group(g)
+			if v := s.Do(context.Background(), []command.Request{req("GET", k)})[0]; v.String() == "v"+k {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("key %s not in group %d", k, g)
+		}
+	}
+	if v := ndo(n1, "DBSIZE"); v.Int != 4 {
+		t.Fatalf("DBSIZE = %v, want 4", v)
+	}
+	if v := ndo(n1, "MSET", keys[0], "x", keys[1], "y"); v.String() != ErrCrossSlot {
+		t.Fatalf("MSET across groups = %v", v)
+	}
+	if v := ndo(n1, "MGET", keys[2], "nope", keys[0]); len(v.Elems) != 3 || v.Elems[0].String() != "v"+keys[2] || v.Elems[1].Kind != resp.KindNull || v.Elems[2].String() != "v"+keys[0] {
+		t.Fatalf("MGET across groups = %v", v)
+	}
+	// SCAN walks every group.
+	seen := map[string]bool{}
+	cursor := "0"
+	for range 100 {
+		v := ndo(n0, "SCAN", cursor, "COUNT", "1")
+		for _, k := range v.Elems[1].Elems {
+			seen[k.String()] = true
+		}
+		cursor = v.Elems[0].String()
+		if cursor == "0" {
+			break
+		}
+	}
+	if len(seen) != 4 || cursor != "0" {
+		t.Fatalf("SCAN saw %v, cursor %s", seen, cursor)
+	}
+	if v := ndo(n0, "DEL", keys[0], keys[1], keys[2], "nope"); v.Int != 3 {
+		t.Fatalf("DEL across groups = %v", v)
+	}
+	if v := ndo(n2(c), "DBSIZE"); v.Int != 1 {
+		t.Fatalf("DBSIZE after DEL = %v", v)
+	}
+}
+
+func n2(c *nodeCluster) *Node { return c.nodes[2] }
+
+func TestNodeSessionAcrossGroups(t *testing.T) {
+	c := newNodeCluster(t, 3, 4)
+	n := c.nodes[1]
+	m := n.ShardMap()
+	open := ndo(n, "SESSION.OPEN", "TTL", "5000")
+	if open.IsError() {
+		t.Fatal(open)
+	}
+	id := strconv.FormatInt(open.Elems[1].Int, 10)
+	var names []string
+	for g := range 4 {
+		name := keyIn(m, g, "lock")
+		names = append(names, name)
+		if v := ndo(n, "LOCK.ACQUIRE", name, "me", "SESSION", id); v.Kind != resp.KindInt {
+			t.Fatalf("acquire %s (group %d) with session: %v", name, g, v)
+		}
+	}
+	if v := ndo(c.nodes[0], "SESSION.KEEPALIVE", id); v.Kind != resp.KindInt {
+		t.Fatalf("keepalive: %v", v)
+	}
+	if v := ndo(c.nodes[2], "SESSION.CLOSE", id); v.Int != 4 {
+		t.Fatalf("close released %v, want 4", v)
+	}
+	for _, name := range names {
+		if v := ndo(n, "LOCK.ACQUIRE", name, "other", "PX", "1000"); v.Kind != resp.KindInt {
+			t.Fatalf("%s still held after close: %v", name, v)
+		}
+	}
+	if v := ndo(n, "SESSION.KEEPALIVE", id); !isNoSession(v) {
+		t.Fatalf("keepalive after close: %v", v)
+	}
+}
+
+func TestNodeMoveSlotsKeepsLocksAndTokens(t *testing.T) {
+	c := newNodeCluster(t, 3, 2)
+	n := c.nodes[0]
+	m := n.ShardMap()
+	name := keyIn(m, 0, "moving")
+	slot := strconv.Itoa(int(shard.Slot([]byte(name))))
+	// Push group 0's index well above group 1's, then take the lock.
+	for i := range 50 {
+		ndo(n, "SET", keyIn(m, 0, "pad"+strconv.Itoa(i)+"-"), "x")
+	}
+	tok := ndo(n, "LOCK.ACQUIRE", name, "me", "PX", "60000")
+	if tok.Kind != resp.KindInt {
+		t.Fatal(tok)
+	}
+	move := command.Request{Op: command.Admin{Action: "moveslots", ID: slot + "-" + slot, Addr: "1"}, Spec: command.AdminSpec}
+	if v := c.nodes[2].Do(context.Background(), []command.Request{move})[0]; v.Kind != resp.KindInt || v.Int != 1 {
+		t.Fatalf("MOVESLOTS: %v", v)
+	}
+	// Every node routes the name to group 1 now, and the lock came along.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, nd := range c.nodes {
+		for nd.groupOf([]byte(name)) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still routes %s to group %d", nd.cfg.NodeID, name, nd.groupOf([]byte(name)))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if v := ndo(c.nodes[1], "LOCK.VALIDATE", name, strconv.FormatInt(tok.Int, 10)); v.Int != 1 {
+		t.Fatalf("the moved lock is not held with its token: %v", v)
+	}
+	if v := ndo(c.nodes[1], "LOCK.ACQUIRE", name, "other", "PX", "1000"); v.Kind != resp.KindNull {
+		t.Fatalf("a second holder got the moved lock: %v", v)
+	}
+	if v := ndo(c.nodes[2], "LOCK.RELEASE", name, strconv.FormatInt(tok.Int, 10)); v.Int != 1 {
+		t.Fatalf("release after the move: %v", v)
+	}
+	tok2 := ndo(c.nodes[1], "LOCK.ACQUIRE", name, "other", "PX", "1000")
+	if tok2.Kind != resp.KindInt || tok2.Int <= tok.Int {
+		t.Fatalf("token after the move %v, want > %d", tok2, tok.Int)
+	}
+	if v := ndo(c.nodes[0], "DBSIZE"); v.Int != 51 {
+		t.Fatalf("DBSIZE after the move = %v, want 51", v)
+	}
+}
