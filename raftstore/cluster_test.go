@@ -26,7 +26,7 @@ type cluster struct {
 	nodes   []*Store // nil while a node is down
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func (n *Node) acquire(ctx context.Context, r command.Request, g int) resp.Value
 	op := r.Op.(command.LockAcquire)
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		v := n.groups[g].Do(ctx, []command.Request{r})[0]
+		v := n.doRetrying(ctx, g, []command.Request{r})[0]
 		switch {
 		case isNoSession(v) && g != 0 && op.Session != 0 && attempt < 3:
 			if a := n.attach(ctx, g, op.Session); a.IsError() {
@@ -142,7 +142,7 @@ func (n *Node) attach(ctx context.Context, g int, id uint64) resp.Value {
 	if err != nil {
 		return resp.Error("ERR " + err.Error())
 	}
-	ttl := n.groups[0].Do(ctx, []command.Request{{Args: args, Op: op, Spec: spec}})[0]
+	ttl := n.doRetrying(ctx, 0, []command.Request{{Args: args, Op: op, Spec: spec}})[0]
 	if ttl.IsError() {
 		return ttl
 	}

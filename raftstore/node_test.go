@@ -14,13 +14,15 @@ import (
 
 // nodeCluster is an in-process cluster of sharded Nodes on loopback ports.
 type nodeCluster struct {
-	t     *testing.T
+	t     testing.TB
 	peers []Peer
 	dirs  []string
 	nodes []*Node
 }
 
-func newNodeCluster(t *testing.T, n, groups int) *nodeCluster {
+func newNodeCluster(t *testing.T, n, groups int) *nodeCluster { return newNodeClusterTB(t, n, groups) }
+
+func newNodeClusterTB(t testing.TB, n, groups int) *nodeCluster {
 	c := &nodeCluster{t: t, nodes: make([]*Node, n)}
 	for i := range n {
 		c.peers = append(c.peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: freeAddr(t)})
@@ -44,6 +46,33 @@ func newNodeCluster(t *testing.T, n, groups int) *nodeCluster {
 		}
 	}
 	return c
+}
+
+// waitSpread waits (bounded) until every group is led by its preferred
+// leader, the balance loop's goal.
+func (c *nodeCluster) waitSpread() {
+	if len(c.nodes[0].groups) == 1 {
+		return // one group: nothing is spread
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		spread := true
+		for g := range c.nodes[0].groups {
+			pref, _ := preferredLeader(c.nodes[0].groups[g].configuration(), g)
+			for _, nd := range c.nodes {
+				if string(pref.ID) == nd.cfg.NodeID && !nd.groups[g].IsLeader() {
+					spread = false
+				}
+			}
+		}
+		if spread {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatal("group leaders did not spread within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (c *nodeCluster) start(i, groups int) {

@@ -205,10 +205,45 @@ func isMoveReply(v resp.Value) bool {
 	return strings.HasPrefix(s, command.MovedPrefix) || strings.HasPrefix(s, "TRYAGAIN slot ")
 }
 
+// isRefused reports a reply that says nothing was done and the request may
+// simply be sent again (no leader ready: an election or a leadership
+// transfer, such as the ones that spread leaders).
+func isRefused(v resp.Value) bool {
+	if !v.IsError() {
+		return false
+	}
+	s := v.String()
+	return s == ErrNotApplied.Error() || s == ErrNotReadable.Error()
+}
+
+// doRetrying runs a sub-batch on group g, and runs it again (bounded by
+// electionWait) while every reply is a refusal: nothing was applied, so a
+// leadership hand-over costs the client a pause instead of an error.
+func (n *Node) doRetrying(ctx context.Context, g int, reqs []command.Request) []resp.Value {
+	end := time.Now().Add(electionWait)
+	for {
+		out := n.groups[g].Do(ctx, reqs)
+		refused := true
+		for _, v := range out {
+			refused = refused && isRefused(v)
+		}
+		if !refused || time.Now().After(end) {
+			return out
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-n.closed:
+			return out
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // runGroup runs a sub-batch on group g; requests refused because their slot
 // moved meanwhile are routed again by the newer map (bounded).
 func (n *Node) runGroup(ctx context.Context, g int, reqs []command.Request) []resp.Value {
-	out := n.groups[g].Do(ctx, reqs)
+	out := n.doRetrying(ctx, g, reqs)
 	var again []int
 	for i, v := range out {
 		if isMoveReply(v) {

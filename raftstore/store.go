@@ -92,6 +92,11 @@ type Config struct {
 	// peer, set by OpenNode, is the node's shared peer port: the Store neither
 	// serves nor closes it.
 	peer *mux.Mux
+	// sharedLog, set by OpenNode when it runs several groups, holds this
+	// group's Raft log and stable store (in the node's one badger DB, so that
+	// the groups' writes share fsyncs); nil: the group's own DB in
+	// group-N/raft.
+	sharedLog *logstore.Shared
 	// metrics, set by OpenNode, are the node's instruments, shared by its
 	// groups (nil: the Store's own).
 	metrics *storeMetrics
@@ -297,7 +302,13 @@ func Open(cfg Config) (*Store, error) {
 	if metrics == nil {
 		metrics = newStoreMetrics()
 	}
-	logs, err := logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite})
+	var logs *logstore.Store
+	var err error
+	if cfg.sharedLog != nil {
+		logs, err = cfg.sharedLog.Group(cfg.Group, metrics.observeWrite)
+	} else {
+		logs, err = logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite})
+	}
 	if err != nil {
 		closePeer()
 		return nil, err

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockd/lockd/httpapi"
@@ -41,8 +43,10 @@ type Config struct {
 	DataDir string // required
 	// Redirect answers -MOVED on every RESP connection (redisproto.Config).
 	Redirect bool
-	// Groups is the number of Raft groups of a new data directory (0: 1; lockd's
-	// -groups flag defaults to 8); an existing directory keeps its count.
+	// Groups is the number of Raft groups of a new data directory; an existing
+	// directory keeps its count. 0 chooses: DefaultClusterGroups for a new
+	// cluster of several nodes (Peers), the member's count when joining, and
+	// one group for a single node (one disk: more groups only add fsyncs).
 	Groups int
 	Logger *slog.Logger
 	// RaftLogOutput receives hashicorp/raft's own log lines as they are; nil
@@ -83,6 +87,10 @@ type Config struct {
 	TLS              tlsconf.Options
 	TLSWatchInterval time.Duration
 }
+
+// DefaultClusterGroups is the group count of a new multi-node cluster when
+// Config.Groups is 0.
+const DefaultClusterGroups = 8
 
 // advertised is the RESP address other nodes and cluster-aware clients are
 // given: the bound address, with an unspecified host (0.0.0.0, ::) replaced by
@@ -164,10 +172,18 @@ func New(cfg Config) (*Server, error) {
 			s.hln = tls.NewListener(s.hln, respTLS)
 		}
 	}
+	groups, err := chooseGroups(cfg, ts)
+	if err != nil {
+		rs.Close()
+		if s.hln != nil {
+			s.hln.Close()
+		}
+		return nil, err
+	}
 	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr, AdvertiseAddr: cfg.AdvertiseAddr,
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
-		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs, Groups: cfg.Groups}
+		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs, Groups: groups}
 	if ts != nil {
 		scfg.PeerTLS = ts.peer
 	}
@@ -223,16 +239,76 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// join asks a member (by its RESP address, over TLS when tc is set) to add
-// this node, retrying while the member has no leader.
-func join(ctx context.Context, member, password, id, peerAddr string, tc *tls.Config) error {
+// chooseGroups decides the group count of a new data directory (see
+// Config.Groups); an existing directory keeps its own and this is ignored. A
+// node joining a cluster takes the member's count (INFO raft_groups), and a
+// -groups that differs from it is refused: every node hosts every group.
+func chooseGroups(cfg Config, ts *tlsSetup) (int, error) {
+	if raftstore.HasData(cfg.DataDir) {
+		return cfg.Groups, nil
+	}
+	switch {
+	case cfg.Join != "":
+		var tc *tls.Config
+		if ts != nil {
+			tc = ts.join
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
+		defer cancel()
+		n, err := memberGroups(ctx, cfg.Join, cfg.RequirePass, tc)
+		if err != nil {
+			return 0, fmt.Errorf("asking %s for its group count: %w", cfg.Join, err)
+		}
+		if cfg.Groups != 0 && cfg.Groups != n {
+			return 0, fmt.Errorf("%w: the cluster at %s has %d groups, -groups says %d", raftstore.ErrGroups, cfg.Join, n, cfg.Groups)
+		}
+		return n, nil
+	case cfg.Groups != 0:
+		return cfg.Groups, nil
+	case len(cfg.Peers) > 1:
+		return DefaultClusterGroups, nil
+	}
+	return 1, nil
+}
+
+// memberGroups reads a member's group count from its INFO raft section,
+// retrying (bounded by ctx) while it does not answer.
+func memberGroups(ctx context.Context, member, password string, tc *tls.Config) (int, error) {
+	c := redis.NewClient(&redis.Options{Addr: member, Password: password, MaxRetries: -1, TLSConfig: joinTLS(tc, member)})
+	defer c.Close()
+	for {
+		info, err := c.Info(ctx, "raft").Result()
+		if err == nil {
+			for _, line := range strings.Split(info, "\r\n") {
+				if v, ok := strings.CutPrefix(line, "raft_groups:"); ok {
+					return strconv.Atoi(v)
+				}
+			}
+			return 1, nil // a member from before sharding
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// joinTLS is tc with the member's host as the server name when tc has none.
+func joinTLS(tc *tls.Config, member string) *tls.Config {
 	if tc != nil && tc.ServerName == "" {
 		if host, _, err := net.SplitHostPort(member); err == nil {
 			tc = tc.Clone()
 			tc.ServerName = host
 		}
 	}
-	c := redis.NewClient(&redis.Options{Addr: member, Password: password, MaxRetries: -1, TLSConfig: tc})
+	return tc
+}
+
+// join asks a member (by its RESP address, over TLS when tc is set) to add
+// this node, retrying while the member has no leader.
+func join(ctx context.Context, member, password, id, peerAddr string, tc *tls.Config) error {
+	c := redis.NewClient(&redis.Options{Addr: member, Password: password, MaxRetries: -1, TLSConfig: joinTLS(tc, member)})
 	defer c.Close()
 	for {
 		err := c.Do(ctx, "RAFT", "ADD", id, peerAddr).Err()

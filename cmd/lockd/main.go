@@ -68,7 +68,7 @@ func run(args []string, stderr io.Writer) int {
 		dataDir  = fs.String("data-dir", "lockd-data", "directory for the Raft log and snapshots")
 		nodeID   = fs.String("node-id", "node1", "this node's ID in the Raft configuration")
 		peers    = fs.String("peers", "", "voters of a new cluster, this node included: id=peer-addr,id=peer-addr,... (empty: a single-node cluster)")
-		groups   = fs.Int("groups", 8, "Raft groups of a new cluster (1 to 63; the slots are split evenly over them and their leaders spread over the nodes); fixed when the data directory is created, and the same on every node")
+		groups   = fs.Int("groups", 0, "Raft groups of a new data directory (1 to 63): the slots are split evenly over them and their leaders spread over the nodes; fixed when the directory is created, the same on every node. 0: 8 for a new cluster started with -peers, the member's count with -join, 1 for a single node")
 		redirect = fs.Bool("cluster-redirect", false, "answer -MOVED to every client for a key whose group another node leads (only when every client is cluster-aware; without it only connections that asked CLUSTER SLOTS/SHARDS/NODES, READONLY, READWRITE or ASKING are redirected)")
 		joinAddr = fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)")
 		snapN    = fs.Uint64("snapshot-threshold", 8192, "log entries between Raft snapshots")

@@ -20,33 +20,51 @@ const (
 	logKeyLen = 1 + 8
 )
 
-// putLogKey writes the key of the log entry with the given index into
-// dst[:logKeyLen] and returns that slice.
-func putLogKey(dst []byte, index uint64) []byte {
-	dst = dst[:logKeyLen]
-	dst[0] = prefixLog
-	binary.BigEndian.PutUint64(dst[1:], index)
+// keyPrefix scopes a Store's keys in its badger DB: empty for a Store that
+// owns its DB (Open), and 'g' followed by the group number for one of the
+// groups that share a node's DB (Shared.Group). Every key the Store reads or
+// writes starts with it.
+type keyPrefix []byte
+
+// groupPrefix is group g's key prefix in a shared DB.
+func groupPrefix(g int) keyPrefix { return keyPrefix{'g', byte(g)} }
+
+// logLen is the length of a log key under p.
+func (p keyPrefix) logLen() int { return len(p) + logKeyLen }
+
+// putLog writes the key of the log entry with the given index into
+// dst[:p.logLen()] and returns that slice.
+func (p keyPrefix) putLog(dst []byte, index uint64) []byte {
+	dst = dst[:p.logLen()]
+	n := copy(dst, p)
+	dst[n] = prefixLog
+	binary.BigEndian.PutUint64(dst[n+1:], index)
 	return dst
 }
 
-func logKey(index uint64) []byte {
-	return putLogKey(make([]byte, logKeyLen), index)
-}
+func (p keyPrefix) log(index uint64) []byte { return p.putLog(make([]byte, p.logLen()), index) }
 
-// parseLogKey returns the index encoded in a log key.
-func parseLogKey(key []byte) (uint64, bool) {
-	if len(key) != logKeyLen || key[0] != prefixLog {
+// parseLog returns the index encoded in a log key under p.
+func (p keyPrefix) parseLog(key []byte) (uint64, bool) {
+	if len(key) != p.logLen() || string(key[:len(p)]) != string(p) || key[len(p)] != prefixLog {
 		return 0, false
 	}
-	return binary.BigEndian.Uint64(key[1:]), true
+	return binary.BigEndian.Uint64(key[len(p)+1:]), true
 }
 
-func stableKey(key []byte) []byte {
-	k := make([]byte, 1+len(key))
-	k[0] = prefixStable
-	copy(k[1:], key)
-	return k
+// logs is the prefix of every log key under p.
+func (p keyPrefix) logs() []byte { return append(append([]byte(nil), p...), prefixLog) }
+
+func (p keyPrefix) stable(key []byte) []byte {
+	k := make([]byte, 0, len(p)+1+len(key))
+	return append(append(append(k, p...), prefixStable), key...)
 }
+
+// The layout of a Store that owns its DB.
+func putLogKey(dst []byte, index uint64) []byte { return keyPrefix(nil).putLog(dst, index) }
+func logKey(index uint64) []byte                { return keyPrefix(nil).log(index) }
+func parseLogKey(key []byte) (uint64, bool)     { return keyPrefix(nil).parseLog(key) }
+func stableKey(key []byte) []byte               { return keyPrefix(nil).stable(key) }
 
 // Log value encoding, version 1:
 //

@@ -98,6 +98,9 @@ type Options struct {
 // store reports an empty log as first = last = 0.
 type Store struct {
 	db     *badger.DB
+	kp     keyPrefix // where this Store's keys live in db
+	shared bool      // db belongs to a Shared: Close leaves it open
+	sh     *Shared   // the Shared whose committer writes this Store's logs; nil: its own
 	dir    string
 	logger *slog.Logger
 
@@ -139,20 +142,34 @@ func (s *Store) Batches() uint64 { return s.batches.Load() }
 // the underlying *fs.PathError where there is one). Open loads the first and
 // last log index into memory before returning.
 func Open(dir string, opts Options) (*Store, error) {
+	db, maxValue, logger, err := openDB(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newStore(db, nil, dir, maxValue, logger, opts)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openDB opens the badger DB in dir (or in memory) with lockd's options and
+// returns it with the largest value it accepts.
+func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-
 	var bopts badger.Options
 	if opts.InMemory {
 		bopts = badger.DefaultOptions("").WithInMemory(true)
 	} else {
 		if dir == "" {
-			return nil, errors.New("logstore: open: empty directory name")
+			return nil, 0, nil, errors.New("logstore: open: empty directory name")
 		}
 		if err := prepareDir(dir); err != nil {
-			return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
+			return nil, 0, nil, fmt.Errorf("logstore: open %s: %w", dir, err)
 		}
 		bopts = badger.DefaultOptions(dir)
 	}
@@ -171,14 +188,20 @@ func Open(dir string, opts Options) (*Store, error) {
 
 	db, err := badger.Open(bopts)
 	if err != nil {
-		return nil, fmt.Errorf("logstore: open %s: %w", dir, explainOpenError(dir, err))
+		return nil, 0, nil, fmt.Errorf("logstore: open %s: %w", dir, explainOpenError(dir, err))
 	}
-
-	s := &Store{db: db, dir: dir, logger: logger, maxValue: int(bopts.ValueLogFileSize), observe: opts.ObserveWrite}
+	maxValue := int(bopts.ValueLogFileSize)
 	if opts.InMemory {
 		// In-memory badger caps values at the (default, 1 MiB) value threshold.
-		s.maxValue = int(bopts.ValueThreshold)
+		maxValue = int(bopts.ValueThreshold)
 	}
+	return db, maxValue, logger, nil
+}
+
+// newStore makes the Store of the keys under kp in db and loads its log
+// bounds.
+func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slog.Logger, opts Options) (*Store, error) {
+	s := &Store{db: db, kp: kp, dir: dir, logger: logger, maxValue: maxValue, observe: opts.ObserveWrite}
 	first, err := s.seekLog(0, false)
 	if err == nil {
 		var last uint64
@@ -187,12 +210,185 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.last.Store(last)
 	}
 	if err != nil {
-		_ = db.Close()
 		return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", dir, err)
 	}
-	logger.Debug("logstore: opened", "dir", dir, "in_memory", opts.InMemory,
+	logger.Debug("logstore: opened", "dir", dir, "key_prefix", string(kp), "in_memory", opts.InMemory,
 		"first_index", s.first.Load(), "last_index", s.last.Load())
 	return s, nil
+}
+
+// Shared is one badger DB that holds the logs and stable stores of several
+// Raft groups of a node, each under its own key prefix. Groups that write at
+// the same time share badger's write batches, and so one fsync, instead of
+// each paying its own; and the node keeps one set of memtables instead of one
+// per group. Its methods are safe for concurrent use.
+type Shared struct {
+	db       *badger.DB
+	dir      string
+	maxValue int
+	logger   *slog.Logger
+	opts     Options
+
+	// StoreLogs of every group go through one committer, which writes what
+	// several groups asked for meanwhile in one transaction: badger syncs its
+	// write-ahead log once per transaction, so this is what makes groups
+	// share an fsync.
+	reqs     chan *setsReq
+	stopped  chan struct{}
+	commits  atomic.Uint64 // transactions the committer committed
+	requests atomic.Uint64 // StoreLogs calls they held
+}
+
+// setsReq is one StoreLogs call waiting for the committer.
+type setsReq struct {
+	keys, vals [][]byte
+	committed  func(from, to int) // called, in order, for each committed run
+	done       chan error
+}
+
+// writeSets returns a writeSplit-shaped function that hands keys and vals to
+// the committer (the op argument is not used: the committer sets them).
+func (sh *Shared) writeSets(keys, vals [][]byte) func(int, func(*badger.Txn, int) error, func(int, int)) error {
+	return func(_ int, _ func(*badger.Txn, int) error, committed func(int, int)) error {
+		r := &setsReq{keys: keys, vals: vals, committed: committed, done: make(chan error, 1)}
+		select {
+		case sh.reqs <- r:
+		case <-sh.stopped:
+			return ErrClosed
+		}
+		return <-r.done
+	}
+}
+
+// committer writes the queued StoreLogs, all that are waiting at once, until
+// Close.
+func (sh *Shared) committer() {
+	for {
+		var batch []*setsReq
+		select {
+		case r := <-sh.reqs:
+			batch = append(batch, r)
+		case <-sh.stopped:
+			return
+		}
+	more:
+		for {
+			select {
+			case r := <-sh.reqs:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		sh.requests.Add(uint64(len(batch)))
+		sh.writeBatch(batch)
+	}
+}
+
+// writeBatch writes the requests in order in as few transactions as
+// badger's size limit allows (one, unless they are large), reporting each
+// request's committed runs; a request is answered once it is wholly
+// committed, or with the error of the transaction that failed it.
+func (sh *Shared) writeBatch(batch []*setsReq) {
+	answered := make([]bool, len(batch))
+	answer := func(i int, err error) {
+		if !answered[i] {
+			answered[i] = true
+			batch[i].done <- err
+		}
+	}
+	type run struct{ ri, from, to int }
+	var runs []run // the current transaction's contents
+	txn := sh.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	commit := func() error {
+		err := txn.Commit()
+		txn = sh.db.NewTransaction(true)
+		if err != nil {
+			return err
+		}
+		sh.commits.Add(1)
+		for _, x := range runs {
+			batch[x.ri].committed(x.from, x.to)
+		}
+		runs = runs[:0]
+		return nil
+	}
+	for ri, r := range batch {
+		from := 0
+		for i := range r.keys {
+			err := txn.Set(r.keys[i], r.vals[i])
+			if errors.Is(err, badger.ErrTxnTooBig) && (len(runs) > 0 || i > from) {
+				if i > from {
+					runs = append(runs, run{ri, from, i})
+				}
+				if err = commit(); err == nil {
+					for j := range ri {
+						answer(j, nil) // wholly committed
+					}
+					from = i
+					err = txn.Set(r.keys[i], r.vals[i])
+				}
+			}
+			if err != nil {
+				for j := range batch {
+					answer(j, err) // the ones answered before keep their nil
+				}
+				return
+			}
+		}
+		runs = append(runs, run{ri, from, len(r.keys)})
+	}
+	err := commit()
+	for j := range batch {
+		answer(j, err)
+	}
+}
+
+// OpenShared opens (or creates) the shared DB in dir (see Open for dir's
+// requirements and errors) and starts its committer.
+func OpenShared(dir string, opts Options) (*Shared, error) {
+	db, maxValue, logger, err := openDB(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	sh := &Shared{db: db, dir: dir, maxValue: maxValue, logger: logger, opts: opts,
+		reqs: make(chan *setsReq, 256), stopped: make(chan struct{})}
+	go sh.committer()
+	return sh, nil
+}
+
+// Group returns the Store of group g (0 to 255). Each group must be opened
+// once; its Close leaves the DB open. obs, when not nil, replaces
+// Options.ObserveWrite for this group.
+func (sh *Shared) Group(g int, obs func(time.Duration)) (*Store, error) {
+	if g < 0 || g > 255 {
+		return nil, fmt.Errorf("logstore: group %d out of range", g)
+	}
+	opts := sh.opts
+	if obs != nil {
+		opts.ObserveWrite = obs
+	}
+	s, err := newStore(sh.db, groupPrefix(g), sh.dir, sh.maxValue, sh.logger.With("group", g), opts)
+	if err != nil {
+		return nil, err
+	}
+	s.shared, s.sh = true, sh
+	return s, nil
+}
+
+// Commits reports how many transactions the committer wrote and how many
+// StoreLogs calls they held (their ratio: calls per fsync).
+func (sh *Shared) Commits() (txns, calls uint64) { return sh.commits.Load(), sh.requests.Load() }
+
+// Close stops the committer and closes the DB; close every group's Store
+// first.
+func (sh *Shared) Close() error {
+	close(sh.stopped)
+	if err := sh.db.Close(); err != nil {
+		return fmt.Errorf("logstore: close %s: %w", sh.dir, err)
+	}
+	return nil
 }
 
 // prepareDir creates dir if needed and checks that it is a directory, so
@@ -253,6 +449,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed.Store(true)
+	if s.shared {
+		return nil // the Shared closes the DB
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("logstore: close %s: %w", s.dir, err)
 	}
@@ -289,7 +488,7 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 
 	var buf []byte
 	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(logKey(index))
+		item, err := txn.Get(s.kp.log(index))
 		if err != nil {
 			return err
 		}
@@ -339,7 +538,8 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 
 	// Encode the whole batch into two slabs before taking the write lock.
-	keySlab := make([]byte, len(logs)*logKeyLen)
+	keyLen := s.kp.logLen()
+	keySlab := make([]byte, len(logs)*keyLen)
 	size := 0
 	for _, l := range logs {
 		if l.Index == 0 {
@@ -351,7 +551,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	keys := make([][]byte, len(logs))
 	vals := make([][]byte, len(logs))
 	for i, l := range logs {
-		keys[i] = putLogKey(keySlab[i*logKeyLen:], l.Index)
+		keys[i] = s.kp.putLog(keySlab[i*keyLen:], l.Index)
 		start := len(valSlab)
 		valSlab = appendLog(valSlab, l)
 		if n := len(valSlab) - start; n > s.maxValue {
@@ -364,7 +564,11 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	txns := 0
-	err := s.writeSplit(len(logs),
+	write := s.writeSplit
+	if s.sh != nil {
+		write = s.sh.writeSets(keys, vals)
+	}
+	err := write(len(logs),
 		func(txn *badger.Txn, i int) error { return txn.Set(keys[i], vals[i]) },
 		func(from, to int) {
 			txns++
@@ -465,11 +669,11 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 		return err
 	}
 	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(logIteratorOptions(false))
+		it := txn.NewIterator(s.logIteratorOptions(false))
 		defer it.Close()
-		for it.Seek(logKey(lo)); it.Valid(); it.Next() {
+		for it.Seek(s.kp.log(lo)); it.Valid(); it.Next() {
 			key := it.Item().Key()
-			idx, ok := parseLogKey(key)
+			idx, ok := s.kp.parseLog(key)
 			if !ok {
 				return fmt.Errorf("%w: malformed log key %x", ErrCorrupt, key)
 			}
@@ -523,11 +727,11 @@ func (s *Store) writeSplit(n int, op func(txn *badger.Txn, i int) error, committ
 	return nil
 }
 
-func logIteratorOptions(reverse bool) badger.IteratorOptions {
+func (s *Store) logIteratorOptions(reverse bool) badger.IteratorOptions {
 	return badger.IteratorOptions{
 		PrefetchValues: false,
 		Reverse:        reverse,
-		Prefix:         []byte{prefixLog},
+		Prefix:         s.kp.logs(),
 	}
 }
 
@@ -536,15 +740,15 @@ func logIteratorOptions(reverse bool) badger.IteratorOptions {
 func (s *Store) seekLog(from uint64, reverse bool) (uint64, error) {
 	var idx uint64
 	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(logIteratorOptions(reverse))
+		it := txn.NewIterator(s.logIteratorOptions(reverse))
 		defer it.Close()
-		it.Seek(logKey(from))
+		it.Seek(s.kp.log(from))
 		if !it.Valid() {
 			return nil
 		}
 		key := it.Item().Key()
 		var ok bool
-		if idx, ok = parseLogKey(key); !ok {
+		if idx, ok = s.kp.parseLog(key); !ok {
 			return fmt.Errorf("%w: malformed log key %x", ErrCorrupt, key)
 		}
 		return nil
@@ -560,7 +764,7 @@ func (s *Store) Set(key, val []byte) error {
 	defer s.closeMu.RUnlock()
 
 	err := s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(stableKey(key), val)
+		return txn.Set(s.kp.stable(key), val)
 	})
 	if err != nil {
 		return fmt.Errorf("logstore: set %q: %w", key, err)
@@ -578,7 +782,7 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 
 	var val []byte
 	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(stableKey(key))
+		item, err := txn.Get(s.kp.stable(key))
 		if err != nil {
 			return err
 		}
