@@ -245,3 +245,104 @@ func TestNodeMoveSlotsKeepsLocksAndTokens(t *testing.T) {
 		t.Fatalf("DBSIZE after the move = %v, want 51", v)
 	}
 }
+
+// A waiter queued on a name whose slot moves is queued again in the new group
+// and granted there when the holder releases, with a larger token.
+func TestNodeMoveRequeuesWaiter(t *testing.T) {
+	c := newNodeCluster(t, 3, 2)
+	n := c.nodes[0]
+	m := n.ShardMap()
+	name := keyIn(m, 0, "wait")
+	slot := strconv.Itoa(int(shard.Slot([]byte(name))))
+	tok := ndo(n, "LOCK.ACQUIRE", name, "a", "PX", "60000")
+	if tok.Kind != resp.KindInt {
+		t.Fatal(tok)
+	}
+	got := make(chan resp.Value, 1)
+	go func() { got <- ndo(c.nodes[1], "LOCK.ACQUIRE", name, "b", "PX", "60000", "WAIT", "20000") }()
+	waitFor(t, 10*time.Second, "the waiter to queue", func() bool { return queueLength(n.Group(0), name) == 1 })
+	move := command.Request{Op: command.Admin{Action: "moveslots", ID: slot + "-" + slot, Addr: "1"}, Spec: command.AdminSpec}
+	if v := c.nodes[2].Do(context.Background(), []command.Request{move})[0]; v.Int != 1 {
+		t.Fatalf("MOVESLOTS: %v", v)
+	}
+	select {
+	case v := <-got:
+		t.Fatalf("the waiter was answered by the move itself: %v", v)
+	default:
+	}
+	waitFor(t, 10*time.Second, "the waiter to queue again in group 1", func() bool { return queueLength(n.Group(1), name) == 1 })
+	if v := ndo(c.nodes[2], "LOCK.RELEASE", name, strconv.FormatInt(tok.Int, 10)); v.Int != 1 {
+		t.Fatalf("release: %v", v)
+	}
+	select {
+	case v := <-got:
+		if v.Kind != resp.KindInt || v.Int <= tok.Int {
+			t.Fatalf("the re-queued waiter got %v, want a token above %d", v, tok.Int)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the re-queued waiter was never granted")
+	}
+}
+
+// Keyless commands reach every group: FLUSHALL, SCRIPT LOAD (EVALSHA works on
+// any group's keys), NAMESPACE.SET (enforced in every group); scripts and
+// transactions over keys of several groups answer CROSSSLOT.
+func TestNodeFanOutAndCrossSlot(t *testing.T) {
+	c := newNodeCluster(t, 3, 4)
+	n := c.nodes[1]
+	m := n.ShardMap()
+	keys := []string{keyIn(m, 0, "f"), keyIn(m, 1, "f"), keyIn(m, 2, "f"), keyIn(m, 3, "f")}
+	load := command.Request{Op: command.ScriptLoad{Source: []byte("return redis.call('SET', KEYS[1], ARGV[1])")}, Spec: command.ScriptLoadSpec}
+	if v := n.Do(context.Background(), []command.Request{load})[0]; v.IsError() {
+		t.Fatal(v)
+	}
+	for _, k := range keys {
+		if v := ndo(c.nodes[2], "EVALSHA", command.SHA1Hex([]byte("return redis.call('SET', KEYS[1], ARGV[1])")), "1", k, "x"); v.String() != "OK" {
+			t.Fatalf("EVALSHA on %s (group %d): %v", k, m.GroupOf([]byte(k)), v)
+		}
+	}
+	if v := ndo(n, "EVAL", "return 1", "2", keys[0], keys[1]); v.String() != ErrCrossSlot {
+		t.Fatalf("EVAL over two groups: %v", v)
+	}
+	tx := command.Request{Op: command.Tx{Cmds: [][][]byte{{[]byte("SET"), []byte(keys[0]), []byte("1")}, {[]byte("SET"), []byte(keys[2]), []byte("1")}}}, Spec: command.TxSpec}
+	if v := n.Do(context.Background(), []command.Request{tx})[0]; v.String() != ErrCrossSlot {
+		t.Fatalf("EXEC over two groups: %v", v)
+	}
+	if v := ndo(n, "NAMESPACE.SET", "f", "MAXTTL", "1000"); v.IsError() {
+		t.Fatal(v)
+	}
+	for _, k := range keys {
+		if v := ndo(c.nodes[0], "LOCK.ACQUIRE", k+"lock", "me", "PX", "5000"); !v.IsError() {
+			t.Fatalf("MAXTTL not enforced in group %d: %v", m.GroupOf([]byte(k+"lock")), v)
+		}
+	}
+	if v := ndo(n, "FLUSHALL"); v.IsError() {
+		t.Fatal(v)
+	}
+	if v := ndo(c.nodes[2], "DBSIZE"); v.Int != 0 {
+		t.Fatalf("DBSIZE after FLUSHALL = %v", v)
+	}
+}
+
+// When group 0 no longer knows a session (it expired there), the next
+// keepalive answers NOSESSION and ends it in every group, freeing its locks.
+func TestNodeSessionGoneInGroupZeroEndsEverywhere(t *testing.T) {
+	c := newNodeCluster(t, 3, 2)
+	n := c.nodes[0]
+	m := n.ShardMap()
+	open := ndo(n, "SESSION.OPEN", "TTL", "60000")
+	id := strconv.FormatInt(open.Elems[1].Int, 10)
+	name := keyIn(m, 1, "sess")
+	if v := ndo(n, "LOCK.ACQUIRE", name, "me", "SESSION", id); v.Kind != resp.KindInt {
+		t.Fatal(v)
+	}
+	if v := n.Group(0).Do(context.Background(), []command.Request{req("SESSION.CLOSE", id)})[0]; v.IsError() {
+		t.Fatal(v)
+	}
+	if v := ndo(c.nodes[1], "SESSION.KEEPALIVE", id); !isNoSession(v) {
+		t.Fatalf("keepalive of a session group 0 lost: %v", v)
+	}
+	if v := ndo(c.nodes[2], "LOCK.ACQUIRE", name, "other", "PX", "1000"); v.Kind != resp.KindInt {
+		t.Fatalf("the session's lock in group 1 is still held: %v", v)
+	}
+}
