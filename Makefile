@@ -4,7 +4,7 @@ BIN     := bin
 DATA    ?= lockd-data
 PKGS    := ./...
 
-.PHONY: all build run test deps lint unit compat e2e bench chaos cluster cluster-stop clean fuzz
+.PHONY: all build run test deps lint unit compat e2e bench bench-groups chaos cluster cluster-stop clean fuzz
 
 all: build
 
@@ -75,6 +75,11 @@ lint:
 ## scripts/lockbench.sh (mixed profile, FENCE check) run on their own.
 bench: build deps
 	./scripts/compare.sh
+
+## bench-groups: the same 3-node cluster with 1 and with 8 Raft groups under the
+## same uncontended lock load (scripts/groups.sh; BENCH_DURATION, BENCH_CLIENTS).
+bench-groups: build deps
+	./scripts/groups.sh
 
 ## chaos: the Jepsen-style campaign (test/chaos_*): seeded runs of 3- and 5-node
 ## clusters under kill -9, SIGSTOP, partitions and delay through a proxy, slow and

@@ -85,7 +85,31 @@ func runStatus(args []string, w, stderr io.Writer) int {
 		fmt.Fprintln(w, "no leader: the cluster cannot serve (quorum lost or an election in progress)")
 		return 1
 	}
-	return 0
+	if kv["raft_groups"] == "" || kv["raft_groups"] == "1" {
+		return 0
+	}
+	// A sharded cluster: every group needs a leader.
+	groups, err := c.Do(ctx, "RAFT", "GROUPS").Slice()
+	if err != nil {
+		fmt.Fprintf(stderr, "lockd status: RAFT GROUPS: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(w, "%s groups, shard map version %s\n", kv["raft_groups"], kv["shard_map_version"])
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tLEADER\tTERM\tAPPLIED\tSLOTS")
+	status := 0
+	for _, g := range groups {
+		f := fields(g)
+		if f["leader"] == "" {
+			f["leader"], status = "(none)", 1
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f["group"], f["leader"], f["term"], f["applied_index"], f["slots"])
+	}
+	tw.Flush()
+	if status != 0 {
+		fmt.Fprintln(w, "a group has no leader: its keys cannot be served (quorum lost or an election in progress)")
+	}
+	return status
 }
 
 // fields reads a RAFT MEMBERS entry (a map in RESP3, a flat list in RESP2).

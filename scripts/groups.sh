@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# groups.sh — `make bench-groups`: what sharding buys or costs on this machine.
+# The same 3-node lockd cluster, started fresh with -groups 1 and then with
+# -groups 8 (leaders spread: the run starts once every node leads its share),
+# takes the same closed-loop load from cmd/lockbench: uncontended
+# LOCK.ACQUIRE → LOCK.RELEASE cycles, clients spread over the three nodes
+# (client i on node i mod 3). Prints cycles/s and acquire latency per group
+# count and client count, and the ratio 8 groups / 1 group.
+#
+# Everything runs on 127.0.0.1 with its data in a temporary directory; on exit
+# it stops the processes it started, and only those.
+# Environment:
+#   BENCH_DURATION  each run's length, a Go duration (default 10s)
+#   BENCH_CLIENTS   the client counts (default "16 64")
+#   BENCH_GROUPS    the group counts (default "1 8")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() {
+	echo "groups.sh: $*" >&2
+	exit 1
+}
+
+DURATION=${BENCH_DURATION:-10s}
+read -r -a CLIENTS <<<"${BENCH_CLIENTS:-16 64}"
+read -r -a GROUPS_LIST <<<"${BENCH_GROUPS:-1 8}"
+START_TIMEOUT=30
+LOCKD_BIN=bin/lockd
+command -v redis-cli >/dev/null || die "redis-cli is not on PATH (make deps)"
+mkdir -p bin
+go build -o bin/lockd ./cmd/lockd
+go build -o bin/lockbench ./cmd/lockbench
+work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-groups.XXXXXX")
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# spread PORT GROUPS: wait until every node of the cluster (RAFT GROUPS on
+# PORT) leads GROUPS/3 groups or more, rounded down.
+spread() {
+	local port=$1 groups=$2 deadline=$((SECONDS + START_TIMEOUT)) leaders want
+	want=$((groups / 3))
+	while ((SECONDS < deadline)); do
+		leaders=$(timeout 2 redis-cli -p "$port" RAFT GROUPS 2>/dev/null | awk 'prev == "leader" {print} {prev = $0}' | sort | uniq -c | awk '{print $1}') || leaders=""
+		if [[ -n $leaders ]] && (($(wc -l <<<"$leaders") >= (groups >= 3 ? 3 : 1))); then
+			if ((want == 0)) || (($(sort -n <<<"$leaders" | head -1) >= want)); then
+				return 0
+			fi
+		fi
+		sleep 0.5
+	done
+	return 1
+}
+
+declare -A CYCLES P50 P99 ERRS
+for g in "${GROUPS_LIST[@]}"; do
+	for c in "${CLIENTS[@]}"; do
+		mapfile -t ports < <(free_ports 6)
+		rp=("${ports[@]:0:3}") pp=("${ports[@]:3:3}")
+		peers="n1=127.0.0.1:${pp[0]},n2=127.0.0.1:${pp[1]},n3=127.0.0.1:${pp[2]}"
+		dir="$work/g$g-c$c"
+		nodes=()
+		for i in 0 1 2; do
+			mkdir -p "$dir/n$((i + 1))"
+			"$LOCKD_BIN" -groups "$g" -node-id "n$((i + 1))" -peers "$peers" -addr "127.0.0.1:${rp[i]}" \
+				-peer-addr "127.0.0.1:${pp[i]}" -http-addr "" -data-dir "$dir/n$((i + 1))" \
+				>"$dir/n$((i + 1)).log" 2>&1 &
+			pids+=("$!")
+			nodes+=("$!")
+		done
+		for i in 0 1 2; do
+			wait_ping "${rp[i]}" "${nodes[i]}" || die "node n$((i + 1)) did not start: $(tail -3 "$dir/n$((i + 1)).log")"
+		done
+		spread "${rp[0]}" "$g" || die "the group leaders did not spread within ${START_TIMEOUT}s"
+		f="$dir/report.txt"
+		bin/lockbench -addr "127.0.0.1:${rp[0]},127.0.0.1:${rp[1]},127.0.0.1:${rp[2]}" -lock -clients "$c" \
+			-duration "$DURATION" -quiet >"$f" || die "lockbench failed: $(cat "$f")"
+		CYCLES[$g,$c]=$(field "$f" workload uncontended grants/s)
+		P50[$g,$c]=$(field "$f" op acquire p50_ms)
+		P99[$g,$c]=$(field "$f" op acquire p99_ms)
+		ERRS[$g,$c]=$(field "$f" workload uncontended errors)
+		for pid in "${nodes[@]}"; do stop "$pid"; done
+		echo "groups.sh: groups $g, $c clients: ${CYCLES[$g,$c]} cycles/s, acquire p50 ${P50[$g,$c]} ms, p99 ${P99[$g,$c]} ms, ${ERRS[$g,$c]} errors" >&2
+	done
+done
+
+base=${GROUPS_LIST[0]}
+printf '%-7s %-8s %10s %9s %9s %7s %s\n' groups clients cycles/s acq_p50 acq_p99 errors "/$base-group"
+for g in "${GROUPS_LIST[@]}"; do
+	for c in "${CLIENTS[@]}"; do
+		ratio=$(awk -v a="${CYCLES[$g,$c]}" -v b="${CYCLES[$base,$c]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+		printf '%-7s %-8s %10s %9s %9s %7s %s\n' "$g" "$c" "${CYCLES[$g,$c]}" "${P50[$g,$c]}" "${P99[$g,$c]}" "${ERRS[$g,$c]}" "$ratio"
+	done
+done
+echo "(one machine: the three nodes share its cores and disk; on separate machines each leader has its own)"
