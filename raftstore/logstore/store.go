@@ -260,9 +260,12 @@ func (sh *Shared) writeSets(keys, vals [][]byte) func(int, func(*badger.Txn, int
 	}
 }
 
+var linger = 300 * time.Microsecond
+
 // committer writes the queued StoreLogs, all that are waiting at once, until
 // Close.
 func (sh *Shared) committer() {
+	last := 0 // the size of the previous batch
 	for {
 		var batch []*setsReq
 		select {
@@ -277,9 +280,18 @@ func (sh *Shared) committer() {
 			case r := <-sh.reqs:
 				batch = append(batch, r)
 			default:
+				if last > 1 && len(batch) < 4 {
+					select {
+					case r := <-sh.reqs:
+						batch = append(batch, r)
+						continue
+					case <-time.After(linger):
+					}
+				}
 				break more
 			}
 		}
+		last = len(batch)
 		sh.requests.Add(uint64(len(batch)))
 		sh.writeBatch(batch)
 	}
