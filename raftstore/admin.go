@@ -40,6 +40,9 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		}
 		return resp.Error("ERR slots can only be moved between the groups of a sharded node")
 	case "transfer":
+		if op.ID == s.cfg.NodeID {
+			return resp.OK // it leads already (a sharded node transfers every group)
+		}
 		if op.ID == "" {
 			f = s.raft.LeadershipTransfer()
 		} else {

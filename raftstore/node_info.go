@@ -157,10 +157,13 @@ func (b *addrBook) due(d time.Duration) bool {
 	return true
 }
 
+// snapshot is a copy of the book (never nil: callers add to it).
 func (b *addrBook) snapshot() map[string]string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return maps.Clone(b.resp)
+	out := make(map[string]string, len(b.resp)+1)
+	maps.Copy(out, b.resp)
+	return out
 }
 
 func (b *addrBook) set(id, addr string) {

@@ -32,8 +32,11 @@ type chaosCluster struct {
 }
 
 // chaosLockdFlags keep every log entry on disk (so that the replay after the
-// run sees the whole log) while snapshots are still taken and restored.
-var chaosLockdFlags = []string{"-snapshot-threshold", "1024", "-trailing-logs", "1000000000", "-fault-control"}
+// run sees the whole log) while snapshots are still taken and restored. The
+// cluster runs one Raft group (-groups 1): the replay checker reads one
+// group's log (<data>/group-0/raft) and checks every grant against it, so
+// every key must live in that group.
+var chaosLockdFlags = []string{"-groups", "1", "-snapshot-threshold", "1024", "-trailing-logs", "1000000000", "-fault-control"}
 
 // startChaosCluster starts n nodes, each dialing its peers through its own
 // proxy per link, and waits for a leader.

@@ -45,7 +45,8 @@ type clusterNode struct {
 type lockdCluster struct {
 	t      testing.TB
 	nodes  []*clusterNode
-	peers  string // the -peers flag
+	peers  string   // the -peers flag
+	extra  []string // more lockd flags for every node (-groups 4)
 	slowMu sync.Mutex
 	slow   []string // requests through nodeConns that took longer than slowRequest
 	// stopping is a process sent SIGTERM that may not have exited yet (see
@@ -67,11 +68,12 @@ func (cl *lockdCluster) awaitStopped() {
 }
 
 // startCluster starts n nodes with fresh data directories and waits until they
-// agree on a leader. A start that lost a port race is retried on fresh ports.
-func startCluster(t testing.TB, n int) *lockdCluster {
+// agree on a leader for every group. A start that lost a port race is retried
+// on fresh ports. extra flags go to every process (and its restarts).
+func startCluster(t testing.TB, n int, extra ...string) *lockdCluster {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		cl := &lockdCluster{t: t}
+		cl := &lockdCluster{t: t, extra: extra}
 		as := freeAddrs(t, 2*n)
 		var peers []string
 		for i := 0; i < n; i++ {
@@ -121,8 +123,8 @@ func awaitReady(t testing.TB, nodes []*clusterNode) (raced bool) {
 func (cl *lockdCluster) spawn(nd *clusterNode) {
 	cl.t.Helper()
 	nd.gen++
-	nd.proc = spawnLockdArgs(cl.t, fmt.Sprintf("%s.%d", nd.id, nd.gen), nd.dir, nd.addrs,
-		"-node-id", nd.id, "-peers", cl.peers, "-raft-logs")
+	args := append([]string{"-node-id", nd.id, "-peers", cl.peers, "-raft-logs"}, cl.extra...)
+	nd.proc = spawnLockdArgs(cl.t, fmt.Sprintf("%s.%d", nd.id, nd.gen), nd.dir, nd.addrs, args...)
 	nd.procs = append(nd.procs, nd.proc)
 }
 
@@ -203,36 +205,21 @@ func (cl *lockdCluster) byID(id string) *clusterNode {
 	return nil
 }
 
-// leaderNow reports the leader that every running node names, if that node
-// says it leads; otherwise a description of what each node said.
+// leaderNow reports group 0's leader (the group that opens sessions; INFO's
+// raft_state and raft_leader describe it) once every group has a leader that
+// every running node names and that says it leads; otherwise a description of
+// what each node said. With one group (-groups 1) that is the cluster's one
+// leader; with several, the other groups' leaders may be other nodes.
 func (cl *lockdCluster) leaderNow() (*clusterNode, string) {
-	var views []string
-	var id string
-	agree := true
-	for _, nd := range cl.running() {
-		info, err := raftInfo(nd.addrs.resp)
-		if err != nil {
-			views = append(views, fmt.Sprintf("%s: %v", nd.id, err))
-			agree = false
-			continue
-		}
-		views = append(views, fmt.Sprintf("%s: %s leader=%q term=%s applied=%s", nd.id, info["raft_state"],
-			info["raft_leader"], info["raft_term"], info["raft_applied_index"]))
-		l := info["raft_leader"]
-		if l == "" || (id != "" && l != id) || (l == nd.id && info["raft_state"] != "leader") {
-			agree = false
-		}
-		id = l
+	ls, views := cl.groupLeaders()
+	if ls == nil {
+		return nil, views
 	}
-	if agree && id != "" {
-		if nd := cl.byID(id); nd != nil && nd.proc != nil {
-			return nd, ""
-		}
-	}
-	return nil, strings.Join(views, "; ")
+	return ls[0], ""
 }
 
-// waitLeader polls until every running node names the same running leader.
+// waitLeader polls until every running node names the same running leader
+// for every group, and returns group 0's (see leaderNow).
 func (cl *lockdCluster) waitLeader(bound time.Duration) *clusterNode {
 	cl.t.Helper()
 	deadline := time.Now().Add(bound)

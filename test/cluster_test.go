@@ -104,6 +104,10 @@ type lockHistory struct {
 	unknowns   []*unknownAcquire
 	events     []string // kills, restarts, signals: the timeline a failure is read against
 	violations []string
+	// groups is the Raft group of each name, where known: a token (an index
+	// of its group's log) is unique in its group; names whose group is not
+	// known are only checked against themselves.
+	groups map[string]int
 
 	acked, resolved, unknownLost, tryagain, contended, unknown, readErrs atomic.Int64
 	lastGrantSent                                                        atomic.Int64 // UnixNano of the latest send among acknowledged grants
@@ -384,6 +388,15 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("seed %d (rerun with CLUSTER_SEED=%d)", seed, seed)
 	cl := startCluster(t, 3)
 	h := newLockHistory()
+	names := []string{"held:term"}
+	for i := range clusterNames {
+		names = append(names, lockName(i))
+	}
+	for i := 1; i <= clusterKills; i++ {
+		names = append(names, fmt.Sprintf("held:kill%d", i))
+	}
+	h.groups = keyGroups(t, cl.nodes[0].addrs.resp, names...)
+	t.Logf("the names' groups: %v", h.groups)
 
 	var stopWorkers, stopReaders atomic.Bool
 	var wg, rwg sync.WaitGroup
@@ -628,13 +641,24 @@ func checkHistory(t *testing.T, h *lockHistory) {
 // TestHistoryChecker for what it must catch).
 func historyProblems(h *lockHistory) (problems []string, summary string) {
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	byTok := map[int64]*grant{}
+	type scopedTok struct {
+		scope string
+		tok   int64
+	}
+	type nameTok struct {
+		name string
+		tok  int64
+	}
+	byTok := map[scopedTok]*grant{}
+	known := map[nameTok]bool{}
 	byName := map[string][]*grant{}
 	for _, g := range h.grants {
-		if prev, dup := byTok[g.tok]; dup {
-			bad("token %d granted twice: %v and %v", g.tok, prev, g)
+		st := scopedTok{tokenScope(h.groups, g.name), g.tok}
+		if prev, dup := byTok[st]; dup {
+			bad("token %d granted twice in %s: %v and %v", g.tok, st.scope, prev, g)
 		}
-		byTok[g.tok] = g
+		byTok[st] = g
+		known[nameTok{g.name, g.tok}] = true
 		byName[g.name] = append(byName[g.name], g)
 	}
 	names := slices.Sorted(maps.Keys(byName))
@@ -671,24 +695,24 @@ func historyProblems(h *lockHistory) (problems []string, summary string) {
 		first, last observation
 		n           int
 	}
-	phantoms := map[int64]*phantom{}
-	var order []int64
+	phantoms := map[nameTok]*phantom{}
+	var order []nameTok
 	for _, o := range h.obs {
-		if g, ok := byTok[o.tok]; !ok || g.name != o.name {
-			p := phantoms[o.tok]
+		if nt := (nameTok{o.name, o.tok}); !known[nt] {
+			p := phantoms[nt]
 			if p == nil {
 				p = &phantom{first: o}
-				phantoms[o.tok] = p
-				order = append(order, o.tok)
+				phantoms[nt] = p
+				order = append(order, nt)
 			}
 			p.last = o
 			p.n++
 		}
 	}
-	for _, tok := range order {
-		p := phantoms[tok]
+	for _, nt := range order {
+		p := phantoms[nt]
 		bad("FENCE %s = %d, a token of no known grant of %s: read %d times, first via %s at %s, last via %s at %s",
-			p.first.name, tok, p.first.name, p.n, p.first.node, p.first.at.Format("15:04:05.000"),
+			p.first.name, nt.tok, p.first.name, p.n, p.first.node, p.first.at.Format("15:04:05.000"),
 			p.last.node, p.last.at.Format("15:04:05.000"))
 	}
 	return problems, fmt.Sprintf("history: %d grants of %d names, %d token reads checked", len(h.grants), len(byName), len(h.obs))
@@ -707,29 +731,38 @@ func TestHistoryChecker(t *testing.T) {
 		}
 		return gr
 	}
+	oneGroup := map[string]int{"a": 0, "b": 0}
+	twoGroups := map[string]int{"a": 0, "b": 1}
 	for _, tc := range []struct {
 		name   string
 		grants []*grant
 		obs    []observation
+		groups map[string]int
 		want   []string // a substring of each problem, in order
 	}{
 		{"clean", []*grant{g("a", 10, 1, 2), g("a", 12, 3, 4), g("b", 11, 2, 5), g("a", 20, 6, 7)},
-			[]observation{{name: "a", tok: 12}, {name: "b", tok: 11}}, nil},
-		{"two holders at once", []*grant{g("a", 10, 1, 5), g("a", 12, 3, 6)}, nil,
+			[]observation{{name: "a", tok: 12}, {name: "b", tok: 11}}, oneGroup, nil},
+		{"two holders at once", []*grant{g("a", 10, 1, 5), g("a", 12, 3, 6)}, nil, nil,
 			[]string{"two holders: a=o12 token 12"}},
-		{"granted while never released", []*grant{g("a", 10, 1, -1), g("a", 12, 3, 6)}, nil,
+		{"granted while never released", []*grant{g("a", 10, 1, -1), g("a", 12, 3, 6)}, nil, nil,
 			[]string{"two holders: a=o10 token 10 (acknowledged"}},
-		{"last grant kept", []*grant{g("a", 10, 1, 2), g("a", 12, 3, -1)}, nil,
+		{"last grant kept", []*grant{g("a", 10, 1, 2), g("a", 12, 3, -1)}, nil, nil,
 			[]string{"the last grant a=o12"}},
-		{"tokens went back", []*grant{g("a", 12, 1, 2), g("a", 10, 3, 4)}, nil,
+		{"tokens went back", []*grant{g("a", 12, 1, 2), g("a", 10, 3, 4)}, nil, nil,
 			[]string{"tokens went back", "two holders"}},
-		{"token granted twice", []*grant{g("a", 10, 1, 2), g("b", 10, 3, 4)}, nil,
-			[]string{"token 10 granted twice"}},
-		{"phantom token read", []*grant{g("a", 10, 1, 2)}, []observation{{name: "a", tok: 11}, {name: "a", tok: 11}, {name: "a", tok: 10}},
+		{"token granted twice in one group", []*grant{g("a", 10, 1, 2), g("b", 10, 3, 4)}, nil, oneGroup,
+			[]string{"token 10 granted twice in group 0"}},
+		// Each group numbers its own log: names in two groups may share a token.
+		{"one token in two groups", []*grant{g("a", 10, 1, 2), g("b", 10, 3, 4)},
+			[]observation{{name: "a", tok: 10}, {name: "b", tok: 10}}, twoGroups, nil},
+		{"token granted twice to one name", []*grant{g("a", 10, 1, 2), g("a", 10, 3, 4)}, nil, nil,
+			[]string{"token 10 granted twice in name a", "tokens went back"}},
+		{"phantom token read", []*grant{g("a", 10, 1, 2), g("b", 11, 3, 4)},
+			[]observation{{name: "a", tok: 11}, {name: "a", tok: 11}, {name: "a", tok: 10}, {name: "b", tok: 11}}, twoGroups,
 			[]string{"FENCE a = 11, a token of no known grant of a: read 2 times"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := historyProblems(&lockHistory{grants: tc.grants, obs: tc.obs})
+			got, _ := historyProblems(&lockHistory{grants: tc.grants, obs: tc.obs, groups: tc.groups})
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %d problems, want %d:\n%s", len(got), len(tc.want), strings.Join(got, "\n"))
 			}
@@ -746,9 +779,12 @@ func TestHistoryChecker(t *testing.T) {
 type nodeView map[string]string
 
 // checkReplicas reads every name from every node — first through each node
-// while another leads (forwarded), then from each node while it leads itself,
-// so that each replica's own state machine answers — and compares. Then a fresh
-// grant of every name must carry a token above every earlier one.
+// while another leads (forwarded), then from each node right after RAFT
+// TRANSFER made it lead group 0 and every other group it could take, so that
+// mostly each replica's own state machine answers (the balance loops hand
+// groups back to their preferred leaders within seconds, after which a read
+// is forwarded) — and compares. Then a fresh grant of every name must carry a
+// token above every earlier one of its group.
 func checkReplicas(t *testing.T, cl *lockdCluster, h *lockHistory, held []heldLock) {
 	t.Helper()
 	names := []string{}
@@ -832,15 +868,19 @@ func checkReplicas(t *testing.T, cl *lockdCluster, h *lockHistory, held []heldLo
 		}
 	}
 
-	// A fresh grant of every name has a token above every token before it.
-	var maxTok int64
+	// A fresh grant of every name has a token above every token before it
+	// in its group (its own log's indexes).
+	maxTok := map[string]int64{}
 	for _, g := range h.grants {
-		maxTok = max(maxTok, g.tok)
+		sc := tokenScope(h.groups, g.name)
+		maxTok[sc] = max(maxTok[sc], g.tok)
 	}
 	for _, hl := range held {
-		maxTok = max(maxTok, hl.tok)
+		sc := tokenScope(h.groups, hl.name)
+		maxTok[sc] = max(maxTok[sc], hl.tok)
 	}
 	for i, name := range names[:clusterNames] {
+		sc := tokenScope(h.groups, name)
 		nd := cl.nodes[i%len(cl.nodes)]
 		c, err := dialRESP(nd.addrs.resp, clusterOpTimeout)
 		if err != nil {
@@ -853,10 +893,10 @@ func checkReplicas(t *testing.T, cl *lockdCluster, h *lockHistory, held []heldLo
 			continue
 		}
 		tok := r.n
-		if tok <= maxTok {
-			t.Errorf("SET %s final NX ... FENCE via %s = %d, not above %d, the largest earlier token", name, nd.id, tok, maxTok)
+		if tok <= maxTok[sc] {
+			t.Errorf("SET %s final NX ... FENCE via %s = %d, not above %d, the largest earlier token in %s", name, nd.id, tok, maxTok[sc], sc)
 		}
-		maxTok = max(maxTok, tok)
+		maxTok[sc] = max(maxTok[sc], tok)
 		for _, other := range cl.nodes {
 			oc, err := dialRESP(other.addrs.resp, clusterOpTimeout)
 			if err != nil {

@@ -159,12 +159,33 @@ func spawnLockdArgs(t testing.TB, name, dataDir string, a lockdAddrs, extra ...s
 	return p
 }
 
-// startLockd starts lockd on dataDir with free ports and waits until it answers
-// PING. A start that lost the race for a port is retried on fresh ports.
+// startLockd starts a lone lockd on dataDir with free ports and waits until it
+// answers PING and leads every one of its Raft groups (each elects itself in
+// its own time; /readyz answers 200 only once all have). A start that lost the
+// race for a port is retried on fresh ports.
 func startLockd(t testing.TB, name, dataDir string) *lockdProc {
 	t.Helper()
+	return startLockdArgs(t, name, dataDir)
+}
+
+// startLockdArgs is startLockd with more flags after the addresses and the
+// data directory (-groups 8).
+func startLockdArgs(t testing.TB, name, dataDir string, extra ...string) *lockdProc {
+	t.Helper()
+	p := spawnPinged(t, name, dataDir, extra...)
+	if err := p.waitGroupsLed(readyTimeout); err != nil {
+		t.Fatalf("%s: %v\nstderr:\n%s", name, err, p.stderr)
+	}
+	return p
+}
+
+// spawnPinged starts a lone lockd on dataDir with free ports and returns once
+// it answers PING, which it does at once, before its groups have elected
+// themselves. A start that lost the race for a port is retried on fresh ports.
+func spawnPinged(t testing.TB, name, dataDir string, extra ...string) *lockdProc {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		p := spawnLockd(t, name, dataDir, freeLockdAddrs(t))
+		p := spawnLockdArgs(t, name, dataDir, freeLockdAddrs(t), extra...)
 		err := p.waitReady(readyTimeout)
 		if err == nil {
 			return p
@@ -187,8 +208,9 @@ func (p *lockdProc) hasExited() bool {
 }
 
 // waitReady polls PING until it is answered with PONG, the process exits, or
-// the bound passes. (lockd binds its RESP port before it leads and serves: a
-// PING sent earlier is answered once it serves.)
+// the bound passes. (lockd answers PING as soon as its RESP port is bound,
+// while its groups still elect leaders; keyspace commands wait for their
+// group's leader, bounded by the store.)
 func (p *lockdProc) waitReady(bound time.Duration) error {
 	deadline := time.Now().Add(bound)
 	var last error
