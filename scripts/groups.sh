@@ -54,31 +54,18 @@ spread() {
 declare -A CYCLES P50 P99 ERRS
 for g in "${GROUPS_LIST[@]}"; do
 	for c in "${CLIENTS[@]}"; do
-		mapfile -t ports < <(free_ports 6)
-		rp=("${ports[@]:0:3}") pp=("${ports[@]:3:3}")
-		peers="n1=127.0.0.1:${pp[0]},n2=127.0.0.1:${pp[1]},n3=127.0.0.1:${pp[2]}"
-		dir="$work/g$g-c$c"
-		nodes=()
-		for i in 0 1 2; do
-			mkdir -p "$dir/n$((i + 1))"
-			"$LOCKD_BIN" -groups "$g" -node-id "n$((i + 1))" -peers "$peers" -addr "127.0.0.1:${rp[i]}" \
-				-peer-addr "127.0.0.1:${pp[i]}" -http-addr "" -data-dir "$dir/n$((i + 1))" \
-				>"$dir/n$((i + 1)).log" 2>&1 &
-			pids+=("$!")
-			nodes+=("$!")
-		done
-		for i in 0 1 2; do
-			wait_ping "${rp[i]}" "${nodes[i]}" || die "node n$((i + 1)) did not start: $(tail -3 "$dir/n$((i + 1)).log")"
-		done
-		spread "${rp[0]}" "$g" || die "the group leaders did not spread within ${START_TIMEOUT}s"
-		f="$dir/report.txt"
-		bin/lockbench -addr "127.0.0.1:${rp[0]},127.0.0.1:${rp[1]},127.0.0.1:${rp[2]}" -lock -clients "$c" \
+		LOCKD_EXTRA=(-groups "$g")
+		start_lockd_cluster
+		IFS=, read -r -a addrs <<<"$ADDRS"
+		spread "${addrs[0]##*:}" "$g" || die "the group leaders did not spread within ${START_TIMEOUT}s"
+		f="$work/report-$g-$c.txt"
+		bin/lockbench -addr "$ADDRS" -lock -clients "$c" \
 			-duration "$DURATION" -quiet >"$f" || die "lockbench failed: $(cat "$f")"
 		CYCLES[$g,$c]=$(field "$f" workload uncontended grants/s)
 		P50[$g,$c]=$(field "$f" op acquire p50_ms)
 		P99[$g,$c]=$(field "$f" op acquire p99_ms)
 		ERRS[$g,$c]=$(field "$f" workload uncontended errors)
-		for pid in "${nodes[@]}"; do stop "$pid"; done
+		stop_system
 		echo "groups.sh: groups $g, $c clients: ${CYCLES[$g,$c]} cycles/s, acquire p50 ${P50[$g,$c]} ms, p99 ${P99[$g,$c]} ms, ${ERRS[$g,$c]} errors" >&2
 	done
 done

@@ -132,3 +132,82 @@ start_server() {
 	done
 	die "$name did not start"
 }
+
+ADDRS=""       # the system under test: its client addresses, leader first
+SYSTEM_PIDS=() # the processes of the system being started
+
+# stop_system: stop the processes of a system whose start failed.
+stop_system() {
+	local pid
+	for pid in ${SYSTEM_PIDS[@]+"${SYSTEM_PIDS[@]}"}; do
+		stop "$pid"
+	done
+	SYSTEM_PIDS=()
+}
+
+# wait_lockd_leader PORT...: poll INFO raft on every node until one is the
+# leader and every node names it; prints the leader's index among the ports.
+wait_lockd_leader() {
+	local deadline=$((SECONDS + START_TIMEOUT)) i lead state leaders idx port info
+	while ((SECONDS < deadline)); do
+		leaders=() idx=-1
+		i=0
+		for port in "$@"; do
+			info=$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" INFO raft 2>/dev/null | tr -d '\r') || info=""
+			lead=$(sed -n 's/^raft_leader://p' <<<"$info")
+			state=$(sed -n 's/^raft_state://p' <<<"$info")
+			leaders+=("$lead")
+			[[ $state == leader ]] && idx=$i
+			i=$((i + 1))
+		done
+		if ((idx >= 0)) && [[ -n ${leaders[0]} && ${leaders[0]} == "${leaders[1]}" && ${leaders[1]} == "${leaders[2]}" ]]; then
+			echo "$idx"
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# leader_first IDX ADDR...: the addresses as a comma list, the IDX-th first.
+leader_first() {
+	local idx=$1 i list
+	shift
+	local addrs=("$@")
+	list=${addrs[idx]}
+	for i in "${!addrs[@]}"; do
+		((i == idx)) || list+=",${addrs[i]}"
+	done
+	echo "$list"
+}
+
+# start_lockd_cluster: three lockd nodes with a fresh -peers configuration
+# (and the flags in the LOCKD_EXTRA array, if set); sets ADDRS (leader of
+# group 0 first) and SYSTEM_PIDS. Retried when a port was taken meanwhile.
+start_lockd_cluster() {
+	local attempt i dir peers idx ports rp pp
+	for attempt in 1 2 3; do
+		mapfile -t ports < <(free_ports 6)
+		rp=("${ports[@]:0:3}") pp=("${ports[@]:3:3}")
+		peers="n1=127.0.0.1:${pp[0]},n2=127.0.0.1:${pp[1]},n3=127.0.0.1:${pp[2]}"
+		dir=$(mktemp -d "$work/lockd-3.XXXXXX")
+		SYSTEM_PIDS=()
+		for i in 0 1 2; do
+			mkdir -p "$dir/n$((i + 1))"
+			"$LOCKD_BIN" ${LOCKD_EXTRA[@]+"${LOCKD_EXTRA[@]}"} -node-id "n$((i + 1))" -peers "$peers" -addr "127.0.0.1:${rp[i]}" \
+				-peer-addr "127.0.0.1:${pp[i]}" -http-addr "" -data-dir "$dir/n$((i + 1))" \
+				>"$dir/n$((i + 1)).log" 2>&1 &
+			pids+=("$!")
+			SYSTEM_PIDS+=("$!")
+		done
+		if wait_ping "${rp[0]}" "${SYSTEM_PIDS[0]}" && wait_ping "${rp[1]}" "${SYSTEM_PIDS[1]}" &&
+			wait_ping "${rp[2]}" "${SYSTEM_PIDS[2]}" && idx=$(wait_lockd_leader "${rp[@]}"); then
+			ADDRS=$(leader_first "$idx" "127.0.0.1:${rp[0]}" "127.0.0.1:${rp[1]}" "127.0.0.1:${rp[2]}")
+			return 0
+		fi
+		stop_system
+		echo "${0##*/}: the lockd cluster did not start (attempt $attempt); its logs:" >&2
+		tail -n 5 "$dir"/n*.log >&2
+	done
+	die "the lockd cluster did not start"
+}
