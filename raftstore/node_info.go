@@ -16,29 +16,45 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Stats are INFO's raft section: the node, the shard map, group 0's Raft
-// state under the single-group names (raft_state, raft_leader, …), then one
-// line per group: raft_group_N:state=…,leader=…,term=…,commit_index=…,
-// applied_index=…,last_log_index=…,voters=….
-func (n *Node) Stats() [][2]string {
+// groupStatus is one group as this node sees it (INFO and RAFT GROUPS).
+type groupStatus struct {
+	group                                         int
+	state, leader                                 string
+	term, commit, applied, lastLog, voters, slots int64
+}
+
+// groupStatuses reads every group's status.
+func (n *Node) groupStatuses() []groupStatus {
 	m := n.ShardMap()
-	out := n.groups[0].Stats()
-	out[1] = [2]string{"raft_groups", strconv.Itoa(len(n.groups))}
-	out = append(out, [2]string{"shard_map_version", strconv.FormatUint(m.Version, 10)})
+	slots := make([]int64, len(n.groups))
+	for _, r := range m.Ranges() {
+		slots[r.Group] += int64(r.To-r.From) + 1
+	}
+	out := make([]groupStatus, len(n.groups))
 	for g, s := range n.groups {
 		st := s.raft.Stats()
 		_, leader := s.raft.LeaderWithID()
-		slots := 0
-		for _, r := range m.Ranges() {
-			if r.Group == g {
-				slots += int(r.To-r.From) + 1
-			}
-		}
-		out = append(out, [2]string{"raft_group_" + strconv.Itoa(g), strings.Join([]string{
-			"state=" + strings.ToLower(s.raft.State().String()), "leader=" + string(leader),
-			"term=" + st["term"], "commit_index=" + st["commit_index"], "applied_index=" + st["applied_index"],
-			"last_log_index=" + st["last_log_index"], "voters=" + strconv.Itoa(len(s.configuration())),
-			"slots=" + strconv.Itoa(slots)}, ",")})
+		num := func(k string) int64 { return atoi(st[k]) }
+		out[g] = groupStatus{group: g, state: strings.ToLower(s.raft.State().String()), leader: string(leader),
+			term: num("term"), commit: num("commit_index"), applied: num("applied_index"), lastLog: num("last_log_index"),
+			voters: int64(len(s.configuration())), slots: slots[g]}
+	}
+	return out
+}
+
+// Stats are INFO's raft section: the node, the shard map, group 0's Raft
+// state under the single-group names (raft_state, raft_leader, …), then one
+// line per group: raft_group_N:state=…,leader=…,term=…,commit_index=…,
+// applied_index=…,last_log_index=…,voters=…,slots=….
+func (n *Node) Stats() [][2]string {
+	out := n.groups[0].Stats()
+	out[1] = [2]string{"raft_groups", strconv.Itoa(len(n.groups))}
+	out = append(out, [2]string{"shard_map_version", strconv.FormatUint(n.ShardMap().Version, 10)})
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	for _, g := range n.groupStatuses() {
+		out = append(out, [2]string{"raft_group_" + strconv.Itoa(g.group), "state=" + g.state + ",leader=" + g.leader +
+			",term=" + i(g.term) + ",commit_index=" + i(g.commit) + ",applied_index=" + i(g.applied) +
+			",last_log_index=" + i(g.lastLog) + ",voters=" + i(g.voters) + ",slots=" + i(g.slots)})
 	}
 	return out
 }
@@ -196,24 +212,21 @@ func (n *Node) refreshAddrs(ctx context.Context) {
 }
 
 // groupsInfo is RAFT GROUPS: for each group its id, this node's state, the
-// leader, term, commit/applied/last index, voters and slot count, plus the
-// shard map version.
+// leader, term, commit/applied/last index, voters and slot count.
 func (n *Node) groupsInfo() resp.Value {
 	var out []resp.Value
-	for _, kv := range n.Stats() {
-		if !strings.HasPrefix(kv[0], "raft_group_") {
-			continue
-		}
-		fields := []resp.Value{resp.BulkString("group"), resp.Int(atoi(strings.TrimPrefix(kv[0], "raft_group_")))}
-		for _, f := range strings.Split(kv[1], ",") {
-			k, val, _ := strings.Cut(f, "=")
-			if i, err := strconv.ParseInt(val, 10, 64); err == nil && k != "leader" {
-				fields = append(fields, resp.BulkString(k), resp.Int(i))
-			} else {
-				fields = append(fields, resp.BulkString(k), resp.BulkString(val))
-			}
-		}
-		out = append(out, resp.Map(fields...))
+	for _, g := range n.groupStatuses() {
+		out = append(out, resp.Map(
+			resp.BulkString("group"), resp.Int(int64(g.group)),
+			resp.BulkString("state"), resp.BulkString(g.state),
+			resp.BulkString("leader"), resp.BulkString(g.leader),
+			resp.BulkString("term"), resp.Int(g.term),
+			resp.BulkString("commit_index"), resp.Int(g.commit),
+			resp.BulkString("applied_index"), resp.Int(g.applied),
+			resp.BulkString("last_log_index"), resp.Int(g.lastLog),
+			resp.BulkString("voters"), resp.Int(g.voters),
+			resp.BulkString("slots"), resp.Int(g.slots),
+		))
 	}
 	return resp.Array(out...)
 }
