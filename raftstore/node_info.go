@@ -19,7 +19,7 @@ import (
 // groupStatus is one group as this node sees it (INFO and RAFT GROUPS).
 type groupStatus struct {
 	group                                         int
-	state, leader                                 string
+	state, leader, members                        string // members: voter ids, ';'-separated (INFO uses commas between fields)
 	term, commit, applied, lastLog, voters, slots int64
 }
 
@@ -35,7 +35,14 @@ func (n *Node) groupStatuses() []groupStatus {
 		st := s.raft.Stats()
 		_, leader := s.raft.LeaderWithID()
 		num := func(k string) int64 { return atoi(st[k]) }
-		out[g] = groupStatus{group: g, state: strings.ToLower(s.raft.State().String()), leader: string(leader),
+		var ids []string
+		for _, srv := range s.configuration() {
+			if srv.Suffrage == raft.Voter {
+				ids = append(ids, string(srv.ID))
+			}
+		}
+		slices.Sort(ids)
+		out[g] = groupStatus{group: g, state: strings.ToLower(s.raft.State().String()), leader: string(leader), members: strings.Join(ids, ";"),
 			term: num("term"), commit: num("commit_index"), applied: num("applied_index"), lastLog: num("last_log_index"),
 			voters: int64(len(s.configuration())), slots: slots[g]}
 	}
@@ -45,7 +52,7 @@ func (n *Node) groupStatuses() []groupStatus {
 // Stats are INFO's raft section: the node, the shard map, group 0's Raft
 // state under the single-group names (raft_state, raft_leader, …), then one
 // line per group: raft_group_N:state=…,leader=…,term=…,commit_index=…,
-// applied_index=…,last_log_index=…,voters=…,slots=….
+// applied_index=…,last_log_index=…,voters=…,slots=…,members=id;id;….
 func (n *Node) Stats() [][2]string {
 	out := n.groups[0].Stats()
 	out[1] = [2]string{"raft_groups", strconv.Itoa(len(n.groups))}
@@ -54,7 +61,7 @@ func (n *Node) Stats() [][2]string {
 	for _, g := range n.groupStatuses() {
 		out = append(out, [2]string{"raft_group_" + strconv.Itoa(g.group), "state=" + g.state + ",leader=" + g.leader +
 			",term=" + i(g.term) + ",commit_index=" + i(g.commit) + ",applied_index=" + i(g.applied) +
-			",last_log_index=" + i(g.lastLog) + ",voters=" + i(g.voters) + ",slots=" + i(g.slots)})
+			",last_log_index=" + i(g.lastLog) + ",voters=" + i(g.voters) + ",slots=" + i(g.slots) + ",members=" + g.members})
 	}
 	return out
 }
@@ -212,7 +219,7 @@ func (n *Node) refreshAddrs(ctx context.Context) {
 }
 
 // groupsInfo is RAFT GROUPS: for each group its id, this node's state, the
-// leader, term, commit/applied/last index, voters and slot count.
+// leader, term, commit/applied/last index, voters, slot count and members.
 func (n *Node) groupsInfo() resp.Value {
 	var out []resp.Value
 	for _, g := range n.groupStatuses() {
@@ -226,6 +233,7 @@ func (n *Node) groupsInfo() resp.Value {
 			resp.BulkString("last_log_index"), resp.Int(g.lastLog),
 			resp.BulkString("voters"), resp.Int(g.voters),
 			resp.BulkString("slots"), resp.Int(g.slots),
+			resp.BulkString("members"), resp.BulkString(g.members),
 		))
 	}
 	return resp.Array(out...)
