@@ -346,3 +346,54 @@ func TestNodeSessionGoneInGroupZeroEndsEverywhere(t *testing.T) {
 		t.Fatalf("the session's lock in group 1 is still held: %v", v)
 	}
 }
+
+// A node that joins a sharded cluster becomes a voter of every group, and the
+// balance loop hands it its share of the leaderships; a removed node's groups
+// are led by the others.
+func TestNodeJoinTakesItsShare(t *testing.T) {
+	c := newNodeCluster(t, 3, 4)
+	c.waitSpread()
+	c.peers = append(c.peers, Peer{ID: "n4", Addr: freeAddr(t)})
+	c.dirs = append(c.dirs, t.TempDir())
+	nd, err := OpenNode(Config{NodeID: "n4", DataDir: c.dirs[3], PeerAddr: c.peers[3].Addr, Join: true,
+		ClientAddr: "127.0.0.1:16003", ApplyTimeout: 3 * time.Second, Groups: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes = append(c.nodes, nd)
+	add := command.Request{Op: command.Admin{Action: "add", ID: "n4", Addr: c.peers[3].Addr}, Spec: command.AdminSpec}
+	if v := c.nodes[1].Do(context.Background(), []command.Request{add})[0]; v.IsError() {
+		t.Fatalf("RAFT ADD: %v", v)
+	}
+	for g := range 4 {
+		if n := len(nd.Group(g).configuration()); n != 4 {
+			waitFor(t, 10*time.Second, "n4 in every group's configuration", func() bool { return len(nd.Group(g).configuration()) == 4 })
+		}
+	}
+	c.waitSpread() // every one of the 4 nodes leads its preferred group
+	leads := 0
+	for g := range 4 {
+		if nd.Group(g).IsLeader() {
+			leads++
+		}
+	}
+	if leads != 1 {
+		t.Fatalf("n4 leads %d groups after joining, want 1", leads)
+	}
+	if v := ndo(nd, "SET", "joined", "yes"); v.String() != "OK" {
+		t.Fatalf("SET through the new node: %v", v)
+	}
+	if v := ndo(c.nodes[0], "GET", "joined"); v.String() != "yes" {
+		t.Fatalf("GET after the join: %v", v)
+	}
+	remove := command.Request{Op: command.Admin{Action: "remove", ID: "n4"}, Spec: command.AdminSpec}
+	if v := c.nodes[0].Do(context.Background(), []command.Request{remove})[0]; v.IsError() {
+		t.Fatalf("RAFT REMOVE: %v", v)
+	}
+	c.nodes = c.nodes[:3]
+	nd.Close()
+	c.waitSpread() // the three again lead every group, each its preferred ones
+	if v := ndo(c.nodes[2], "GET", "joined"); v.String() != "yes" {
+		t.Fatalf("GET after the removal: %v", v)
+	}
+}
