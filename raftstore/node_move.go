@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
@@ -31,6 +32,9 @@ import (
 // client sees a short pause, never an error. A failed step before the map
 // changed thaws the source (the move did not happen); tokens stay increasing
 // either way, since the target's base only grows.
+
+// dropRetryFor bounds the retries of a move's last step.
+const dropRetryFor = 30 * time.Second
 
 // nodeAdmin runs the Node-level admin actions that must happen on group 0's
 // leader (Store.admin calls it there).
@@ -102,11 +106,23 @@ func (n *Node) moveRange(ctx context.Context, a, b uint16, src, dst int) resp.Va
 		return thaw(v)
 	}
 	n.noteShardMap(enc)
-	if v := n.proposeInternal(ctx, src, command.KindMigrate, command.MigrateArgs("drop", a, b)); v.IsError() {
-		// The map already names dst; the source stays frozen, so nothing
-		// is served from its stale copy. Running the move again drops it.
-		log.Error("slot move: drop in the source failed", "err", v.String())
-		return v
+	// The map already names dst, so the drop must happen: it is idempotent,
+	// and it is retried (bounded) through elections and unknown outcomes.
+	// Until it applies the source stays frozen and serves nothing stale.
+	for end := time.Now().Add(dropRetryFor); ; {
+		v := n.proposeInternal(context.Background(), src, command.KindMigrate, command.MigrateArgs("drop", a, b))
+		if !v.IsError() {
+			break
+		}
+		if time.Now().After(end) {
+			log.Error("slot move: drop in the source failed; the source keeps the slots frozen", "err", v.String())
+			return v
+		}
+		select {
+		case <-n.closed:
+			return v
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	log.Info("slots moved", "map_version", next.Version)
 	return resp.OK
