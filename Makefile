@@ -84,7 +84,8 @@ bench-groups: build deps
 ## chaos: the Jepsen-style campaign (test/chaos_*): seeded runs of 3- and 5-node
 ## clusters under kill -9, SIGSTOP, partitions and delay through a proxy, slow and
 ## failing fsync and clock faults, checked after every run; then the negative
-## control, the planted bugs, and the other fault suites. Prints the campaign's
+## control, the planted bugs, and the other fault suites. Runs alternate between
+## 1 and 4 Raft groups per node (the replay checks every group's log). Prints the campaign's
 ## table at the end. make chaos DURATION=2m SEED=7 for another length and seed.
 DURATION ?= 10m
 SEED     ?=

@@ -1,12 +1,17 @@
 package test
 
 import (
+	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/raftstore/logstore"
+	"github.com/lockd/lockd/shard"
 )
 
 // The checks of the chaos suite must have teeth. The planted-bug runs show it
@@ -39,7 +44,7 @@ func TestChaosReplayFindsDivergence(t *testing.T) {
 	if len(res.violations) != 0 {
 		t.Fatalf("identical replicas: %v", res.violations)
 	}
-	if g := res.grants[3]; g == nil || g.owner != "w1-0" || len(res.byName["chaos:lock:r0"]) != 2 || !res.byName["chaos:lock:r0"][0].released {
+	if g := res.grants[tokenKey{0, 3}]; g == nil || g.owner != "w1-0" || len(res.byName["chaos:lock:r0"]) != 2 || !res.byName["chaos:lock:r0"][0].released {
 		t.Fatalf("grants found: %+v %+v", res.grants, res.byName)
 	}
 	b := append([]raft.Log(nil), a...)
@@ -72,7 +77,7 @@ func TestChaosReplayFollowsWaiters(t *testing.T) {
 	for _, g := range res.byName[name] {
 		got = append(got, g.owner)
 	}
-	if strings.Join(got, ",") != "a,b,c" || res.grants[4] == nil || res.grants[4].owner != "b" {
+	if strings.Join(got, ",") != "a,b,c" || res.grants[tokenKey{0, 4}] == nil || res.grants[tokenKey{0, 4}].owner != "b" {
 		t.Fatalf("grants in order: %v (want a,b,c; b by the release at index 4)", got)
 	}
 }
@@ -80,12 +85,12 @@ func TestChaosReplayFollowsWaiters(t *testing.T) {
 func TestChaosGrantChecksCatchBadHistories(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
-	rep := replayResult{grants: map[uint64]*replayGrant{}, byName: map[string][]*replayGrant{}}
+	rep := replayResult{grants: map[tokenKey]*replayGrant{}, byName: map[string][]*replayGrant{}}
 	for _, g := range []*replayGrant{
 		{index: 5, name: "chaos:lock:r0", owner: "a", ttl: 1000},
 		{index: 9, name: "chaos:lock:r0", owner: "b", ttl: 1000},
 	} {
-		rep.grants[g.index] = g
+		rep.grants[tokenKey{0, g.index}] = g
 		rep.byName[g.name] = append(rep.byName[g.name], g)
 	}
 	good := []chaosAcquire{
@@ -147,6 +152,122 @@ func TestChaosResourceLosesUpdatesOnlyWithoutFencing(t *testing.T) {
 		rs.check(r, 9, "c") // token 9 again, from another owner
 		if !hasViolation(rs.violations, "token 9 presented by b and by c") {
 			t.Errorf("a repeated token not reported: %v", rs.violations)
+		}
+	}
+}
+
+// A sharded cluster's replay: every group's log is replayed on its own up to
+// its own marker; tokens repeat across groups without a false alarm, while a
+// grant in the wrong group, a marker index that is not the marker, and a
+// token repeated within one group are reported.
+func TestChaosReplayPerGroup(t *testing.T) {
+	smap, err := shard.NewMap(chaosShardedGroups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := chaosMarkerKeys(smap)
+	for g, k := range keys {
+		if smap.GroupOf([]byte(k)) != g {
+			t.Fatalf("marker key %s is in group %d, not %d", k, smap.GroupOf([]byte(k)), g)
+		}
+	}
+	r0, r1 := chaosLockName(0), chaosLockName(1)
+	g0, g1 := smap.GroupOf([]byte(r0)), smap.GroupOf([]byte(r1))
+	if g0 == g1 {
+		t.Fatalf("%s and %s are both in group %d: the sharded runs would load one group only", r0, r1, g0)
+	}
+	build := func(where map[int][]raft.Log) ([][]raft.Log, []uint64) {
+		logs := make([][]raft.Log, chaosShardedGroups)
+		markers := make([]uint64, chaosShardedGroups)
+		for g := range logs {
+			logs[g] = append(logs[g], where[g]...)
+			markers[g] = uint64(len(logs[g]) + 1)
+			logs[g] = append(logs[g], chaosEntry(markers[g], 100, "SET", keys[g], "run", "FENCE"))
+		}
+		return logs, markers
+	}
+	good := map[int][]raft.Log{
+		g0: {chaosEntry(1, 10, "SET", r0, "a", "NX", "PX", "1000", "FENCE")},
+		g1: {chaosEntry(1, 10, "LOCK.ACQUIRE", r1, "b", "PX", "1000")},
+	}
+	logs, markers := build(good)
+	rep := replayGroups([]string{"n1", "n2"}, [][][]raft.Log{logs, logs}, markers, keys, smap)
+	if len(rep.violations) != 0 {
+		t.Fatalf("a good sharded history: %v", rep.violations)
+	}
+	if a, b := rep.grants[tokenKey{g0, 1}], rep.grants[tokenKey{g1, 1}]; a == nil || a.owner != "a" || b == nil || b.owner != "b" || len(rep.perGroup) != chaosShardedGroups {
+		t.Fatalf("grants by group: %+v, per group %+v", rep.grants, rep.perGroup)
+	}
+	acqs := []chaosAcquire{
+		{name: r0, owner: "a", sent: time.Unix(1, 0), ack: time.Unix(1, 1), token: 1},
+		{name: r1, owner: "b", sent: time.Unix(1, 0), ack: time.Unix(1, 1), token: 1},
+	}
+	var res chaosResult
+	checkGrants(acqs, rep, true, &res)
+	if len(res.violations) != 0 || res.crossTokens != 1 {
+		t.Fatalf("token 1 in two groups: %v, %d counted across groups", res.violations, res.crossTokens)
+	}
+	res = chaosResult{}
+	checkGrants(append(acqs, chaosAcquire{name: r1, owner: "c", sent: time.Unix(2, 0), ack: time.Unix(2, 1), token: 1}), rep, true, &res)
+	if !hasViolation(res.violations, fmt.Sprintf("token 1 (group %d) acknowledged to b and to c", g1)) {
+		t.Errorf("a token repeated within a group not reported: %v", res.violations)
+	}
+	res = chaosResult{}
+	checkGrants([]chaosAcquire{{name: r1, owner: "a", sent: time.Unix(1, 0), ack: time.Unix(1, 1), token: 1}}, rep, true, &res)
+	if !hasViolation(res.violations, fmt.Sprintf("the log has no such grant at index 1 of group %d", g1)) {
+		t.Errorf("a grant found only in another group's log not reported: %v", res.violations)
+	}
+
+	wrong := map[int][]raft.Log{g1: {chaosEntry(1, 10, "SET", r0, "a", "NX", "PX", "1000", "FENCE")}}
+	logs, markers = build(wrong)
+	rep = replayGroups([]string{"n1"}, [][][]raft.Log{logs}, markers, keys, smap)
+	if !hasViolation(rep.violations, fmt.Sprintf("group %d: 1 grants of %s are in this group's log, but the shard map puts %s in group %d", g1, r0, r0, g0)) {
+		t.Errorf("a grant in the wrong group's log not reported: %v", rep.violations)
+	}
+	logs, markers = build(good)
+	markers[g0] = 1 // the grant, not the marker
+	rep = replayGroups([]string{"n1"}, [][][]raft.Log{logs}, markers, keys, smap)
+	if !hasViolation(rep.violations, fmt.Sprintf("group %d: n1: entry 1 is not the final marker (SET %s)", g0, keys[g0])) {
+		t.Errorf("a marker index that is not the marker not reported: %v", rep.violations)
+	}
+}
+
+// readReplicaLogs reads each group's log out of a replica's shared DB.
+func TestChaosReadsSharedLogs(t *testing.T) {
+	dir := t.TempDir()
+	sh, err := logstore.OpenShared(filepath.Join(dir, "raft"), logstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range 3 {
+		s, err := sh.Group(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ls []*raft.Log
+		for i := 1; i <= g+1; i++ {
+			l := chaosEntry(uint64(i), int64(i), "SET", fmt.Sprintf("k%d", g), strconv.Itoa(i))
+			ls = append(ls, &l)
+		}
+		if err := s.StoreLogs(ls); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	if err := sh.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := readReplicaLogs(dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, l := range logs {
+		if len(l) != g+1 {
+			t.Fatalf("group %d: %d entries, want %d", g, len(l), g+1)
+		}
+		e, err := command.Decode(l[g].Data)
+		if err != nil || string(e.Args[1]) != fmt.Sprintf("k%d", g) || string(e.Args[2]) != strconv.Itoa(g+1) {
+			t.Fatalf("group %d: last entry %+v, %v", g, e, err)
 		}
 	}
 }

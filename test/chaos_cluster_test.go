@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 type chaosCluster struct {
 	*lockdCluster
 	net    *faultnet.Net
+	groups int      // Raft groups per node (-groups)
 	extra  []string // more lockd flags (planted bugs)
 	http   []string // each node's HTTP address
 	via    []string // each node's -dial-via flag
@@ -33,19 +33,19 @@ type chaosCluster struct {
 
 // chaosLockdFlags keep every log entry on disk (so that the replay after the
 // run sees the whole log) while snapshots are still taken and restored. The
-// cluster runs one Raft group (-groups 1): the replay checker reads one
-// group's log (<data>/group-0/raft) and checks every grant against it, so
-// every key must live in that group.
-var chaosLockdFlags = []string{"-groups", "1", "-snapshot-threshold", "1024", "-trailing-logs", "1000000000", "-fault-control"}
+// number of Raft groups is the run's (-groups, see chaosCluster.groups): the
+// replay reads every group's log of every replica (readReplicaLogs).
+var chaosLockdFlags = []string{"-snapshot-threshold", "1024", "-trailing-logs", "1000000000", "-fault-control"}
 
-// startChaosCluster starts n nodes, each dialing its peers through its own
-// proxy per link, and waits for a leader.
-func startChaosCluster(t *testing.T, n int, extra ...string) *chaosCluster {
+// startChaosCluster starts n nodes running groups Raft groups each, every node
+// dialing its peers through its own proxy per link, and waits until every
+// group has a leader.
+func startChaosCluster(t *testing.T, n, groups int, extra ...string) *chaosCluster {
 	t.Helper()
 	t.Setenv("LOCKD_FAULT_INJECTION", "1")
 	for attempt := 1; ; attempt++ {
 		fn := faultnet.New()
-		cc := &chaosCluster{lockdCluster: &lockdCluster{t: t}, net: fn, extra: extra, paused: map[int]bool{}}
+		cc := &chaosCluster{lockdCluster: &lockdCluster{t: t}, net: fn, groups: groups, extra: extra, paused: map[int]bool{}}
 		as := freeAddrs(t, 3*n)
 		var peers []string
 		for i := 0; i < n; i++ {
@@ -92,7 +92,7 @@ func startChaosCluster(t *testing.T, n int, extra ...string) *chaosCluster {
 
 func (cc *chaosCluster) spawnChaos(nd *clusterNode) {
 	nd.gen++
-	args := append([]string{"-node-id", nd.id, "-peers", cc.peers, "-dial-via", cc.via[nd.idx]}, chaosLockdFlags...)
+	args := append([]string{"-node-id", nd.id, "-peers", cc.peers, "-dial-via", cc.via[nd.idx], "-groups", strconv.Itoa(cc.groups)}, chaosLockdFlags...)
 	args = append(args, cc.extra...)
 	nd.proc = spawnLockdArgs(cc.t, fmt.Sprintf("%s.%d", nd.id, nd.gen), nd.dir, nd.addrs, args...)
 	nd.procs = append(nd.procs, nd.proc)
@@ -159,15 +159,17 @@ func (cc *chaosCluster) setFaults(nd *clusterNode, kv ...string) error {
 	return nil
 }
 
-// currentLeader asks every running, unpaused node at once and returns the one
-// that says it leads with the highest term (nil if none does).
+// currentLeader asks every running, unpaused node at once (INFO raft) and
+// returns the node that leads group 0 with the highest term — the nemesis's
+// "leader" — provided every group has a node that says it leads; nil
+// otherwise. With one group that is the cluster's one leader.
 func (cc *chaosCluster) currentLeader() *clusterNode {
 	type view struct {
 		nd   *clusterNode
 		term int
 	}
 	var mu sync.Mutex
-	var views []view
+	best := make([]view, cc.groups) // per group: the leader with the highest term
 	var wg sync.WaitGroup
 	for _, nd := range cc.running() {
 		if cc.isPaused(nd) {
@@ -177,21 +179,50 @@ func (cc *chaosCluster) currentLeader() *clusterNode {
 		go func() {
 			defer wg.Done()
 			info, err := raftInfo(nd.addrs.resp)
-			if err != nil || info["raft_state"] != "leader" {
+			if err != nil {
 				return
 			}
-			term, _ := strconv.Atoi(info["raft_term"])
+			gs := chaosGroupStats(info, cc.groups)
 			mu.Lock()
-			views = append(views, view{nd, term})
-			mu.Unlock()
+			defer mu.Unlock()
+			for g, st := range gs {
+				if st == nil || st["state"] != "leader" {
+					continue
+				}
+				term, _ := strconv.Atoi(st["term"])
+				if best[g].nd == nil || term > best[g].term {
+					best[g] = view{nd, term}
+				}
+			}
 		}()
 	}
 	wg.Wait()
-	if len(views) == 0 {
-		return nil
+	for _, v := range best {
+		if v.nd == nil {
+			return nil
+		}
 	}
-	sort.Slice(views, func(i, j int) bool { return views[i].term > views[j].term })
-	return views[0].nd
+	return best[0].nd
+}
+
+// chaosGroupStats reads INFO raft's per-group lines
+// (raft_group_N:state=…,leader=…,term=…,applied_index=…) for groups 0 to
+// groups-1; a group whose line is missing is nil.
+func chaosGroupStats(info map[string]string, groups int) []map[string]string {
+	out := make([]map[string]string, groups)
+	for g := range out {
+		line, ok := info["raft_group_"+strconv.Itoa(g)]
+		if !ok {
+			continue
+		}
+		out[g] = map[string]string{}
+		for _, kv := range strings.Split(line, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				out[g][k] = v
+			}
+		}
+	}
+	return out
 }
 
 // awaitLeader polls currentLeader until bound.
@@ -235,11 +266,20 @@ func (cc *chaosCluster) cutPairs(mode faultnet.Mode, pairs [][2]*clusterNode) {
 	cc.net.Set(mode, 0, ls...)
 }
 
-// appliedIndex reads nd's applied index.
-func appliedIndex(nd *clusterNode) (uint64, error) {
+// appliedIndexes reads nd's applied index in each of its groups (INFO raft).
+func (cc *chaosCluster) appliedIndexes(nd *clusterNode) ([]uint64, error) {
 	info, err := raftInfo(nd.addrs.resp)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return strconv.ParseUint(info["raft_applied_index"], 10, 64)
+	out := make([]uint64, cc.groups)
+	for g, st := range chaosGroupStats(info, cc.groups) {
+		if st == nil {
+			return nil, fmt.Errorf("INFO raft on %s has no line for group %d", nd.id, g)
+		}
+		if out[g], err = strconv.ParseUint(st["applied_index"], 10, 64); err != nil {
+			return nil, fmt.Errorf("INFO raft on %s, group %d: applied_index: %w", nd.id, g, err)
+		}
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/resp"
+	"github.com/lockd/lockd/shard"
 )
 
 // The replay: after a run every process is stopped, each replica's Raft log is
@@ -22,9 +24,23 @@ import (
 // is live, the token of a grant is its index and rises per name, log time never
 // goes back. Replicas must hold the same entries up to the run's final marker
 // and reach byte-identical states there.
+//
+// A sharded cluster (-groups N > 1) keeps N logs per replica, one per Raft
+// group, in one shared badger DB (<data>/raft, a key prefix per group). Each
+// group is replayed on its own, up to its own marker (replayGroup), and the
+// groups' results are merged (replayGroups): a name lives in one group, so
+// every grant of a name comes from that group's log, while tokens — indexes
+// of a group's log — are unique per group only (tokenKey).
+
+// tokenKey names a grant cluster-wide: a token is unique within its group.
+type tokenKey struct {
+	group int
+	token uint64
+}
 
 // replayGrant is a grant found in the log.
 type replayGrant struct {
+	group      int // the Raft group whose log holds it
 	index      uint64
 	name       string
 	owner      string
@@ -37,20 +53,65 @@ type replayGrant struct {
 // replayResult is what the replay of all replicas found.
 type replayResult struct {
 	violations []string
-	grants     map[uint64]*replayGrant   // by index (= token), from the first replica
+	grants     map[tokenKey]*replayGrant // by group and index (= token), from the first replica
 	byName     map[string][]*replayGrant // in log order
-	entries    uint64                    // entries replayed per replica (up to the marker)
+	entries    uint64                    // entries replayed per replica (up to the markers, all groups)
 	handovers  int                       // grants to queued waiters (FIFO checked)
+	smap       *shard.Map                // the groups of names; nil: one group
+	perGroup   []groupReplay             // per group, in group order (replayGroups)
 }
 
-// readReplicaLog reads every entry of the Raft log in dir (a node's
-// <data>/group-0/raft), which no process may hold open.
-func readReplicaLog(dir string) ([]raft.Log, error) {
-	s, err := logstore.Open(dir, logstore.Options{})
+// groupReplay is what the replay found in one group.
+type groupReplay struct {
+	marker, entries uint64
+	grants          int
+	names           int
+}
+
+// groupOf returns the group that holds name (0 with one group).
+func (r *replayResult) groupOf(name string) int {
+	if r.smap == nil {
+		return 0
+	}
+	return r.smap.GroupOf([]byte(name))
+}
+
+// readReplicaLogs reads every entry of every group's Raft log of the replica
+// whose data directory is dir, no process holding it open: with one group
+// <dir>/group-0/raft (its own badger DB), with several the shared DB
+// <dir>/raft, group g under its prefix. The result is indexed by group.
+func readReplicaLogs(dir string, groups int) ([][]raft.Log, error) {
+	if groups <= 1 {
+		s, err := logstore.Open(filepath.Join(dir, "group-0", "raft"), logstore.Options{})
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		l, err := readStoreLog(s)
+		return [][]raft.Log{l}, err
+	}
+	sh, err := logstore.OpenShared(filepath.Join(dir, "raft"), logstore.Options{})
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
+	defer sh.Close()
+	out := make([][]raft.Log, groups)
+	for g := range out {
+		s, err := sh.Group(g, nil)
+		if err != nil {
+			return nil, fmt.Errorf("group %d: %w", g, err)
+		}
+		out[g], err = readStoreLog(s)
+		s.Close()
+		if err != nil {
+			return nil, fmt.Errorf("group %d: %w", g, err)
+		}
+	}
+	return out, nil
+}
+
+// readStoreLog reads every entry of one group's log.
+func readStoreLog(s *logstore.Store) ([]raft.Log, error) {
 	first, err := s.FirstIndex()
 	if err != nil {
 		return nil, err
@@ -96,7 +157,7 @@ type modelHolder struct {
 
 // replayOne applies one replica's log up to marker, checking the model at
 // every index, and returns the final state's snapshot bytes.
-func replayOne(id string, logs []raft.Log, marker uint64, res *replayResult, record bool) ([]byte, error) {
+func replayOne(id string, group int, logs []raft.Log, marker uint64, res *replayResult, record bool) ([]byte, error) {
 	ks := fsm.New()
 	held := map[string]*modelHolder{}
 	lastTok := map[string]uint64{}
@@ -129,14 +190,14 @@ func replayOne(id string, logs []raft.Log, marker uint64, res *replayResult, rec
 			viol("index %d: %s granted to %s (token %d, %s) at log time %d while %s holds it (token %d) until %d: two holders",
 				index, name, owner, tok, how, now, h.owner, h.token, h.deadline)
 		}
-		g := &replayGrant{index: index, name: name, owner: owner, now: now, ttl: ttl}
+		g := &replayGrant{group: group, index: index, name: name, owner: owner, now: now, ttl: ttl}
 		if ttl < 0 {
 			viol("index %d: %s granted without a lease", index, name)
 			ttl = 1 << 40
 		}
 		held[name] = &modelHolder{owner: owner, token: tok, deadline: now + ttl, grant: g}
 		if record {
-			res.grants[index] = g
+			res.grants[tokenKey{group, index}] = g
 			res.byName[name] = append(res.byName[name], g)
 		}
 	}
@@ -292,9 +353,16 @@ func modelCommand(index uint64, e command.Entry, reply resp.Value, now int64, li
 
 var errNoMarker = errors.New("a replica does not reach the final marker")
 
-// replayReplicas replays every replica up to marker and compares them.
+// replayReplicas replays every replica's log of a cluster with one group up
+// to marker and compares them.
 func replayReplicas(ids []string, logs [][]raft.Log, marker uint64) replayResult {
-	res := replayResult{grants: map[uint64]*replayGrant{}, byName: map[string][]*replayGrant{}, entries: marker}
+	return replayGroup(0, ids, logs, marker)
+}
+
+// replayGroup replays every replica's log of group g up to marker (the
+// group's index of the run's final marker) and compares them.
+func replayGroup(g int, ids []string, logs [][]raft.Log, marker uint64) replayResult {
+	res := replayResult{grants: map[tokenKey]*replayGrant{}, byName: map[string][]*replayGrant{}, entries: marker}
 	var states [][]byte
 	for i, id := range ids {
 		if n := len(logs[i]); n == 0 || logs[i][n-1].Index < marker {
@@ -302,7 +370,7 @@ func replayReplicas(ids []string, logs [][]raft.Log, marker uint64) replayResult
 			states = append(states, nil)
 			continue
 		}
-		st, err := replayOne(id, logs[i], marker, &res, i == 0)
+		st, err := replayOne(id, g, logs[i], marker, &res, i == 0)
 		if err != nil {
 			res.violations = append(res.violations, fmt.Sprintf("%s: replay: %v", id, err))
 		}
@@ -337,4 +405,68 @@ func replayReplicas(ids []string, logs [][]raft.Log, marker uint64) replayResult
 	}
 	res.violations = out
 	return res
+}
+
+// replayGroups replays a sharded cluster: logs[r][g] is replica ids[r]'s log
+// of group g, markers[g] the index of the final marker in group g, whose key
+// is keys[g] (a SET of it must be that entry), smap the shard map the cluster
+// ran with. Every group is replayed on its own (replayGroup) and the results
+// merged: violations are prefixed by the group (when there are several), grants keyed by group and
+// token, and a grant is a violation unless its name belongs to its group.
+func replayGroups(ids []string, logs [][][]raft.Log, markers []uint64, keys []string, smap shard.Map) replayResult {
+	res := replayResult{grants: map[tokenKey]*replayGrant{}, byName: map[string][]*replayGrant{}, smap: &smap}
+	for g, marker := range markers {
+		var gl [][]raft.Log
+		for r := range ids {
+			gl = append(gl, logs[r][g])
+		}
+		viol := func(format string, args ...any) {
+			v := fmt.Sprintf(format, args...)
+			if len(markers) > 1 {
+				v = fmt.Sprintf("group %d: %s", g, v)
+			}
+			res.violations = append(res.violations, v)
+		}
+		if len(ids) > 0 {
+			if err := checkMarkerEntry(gl[0], marker, keys[g]); err != nil {
+				viol("%s: %v", ids[0], err)
+			}
+		}
+		rg := replayGroup(g, ids, gl, marker)
+		for _, v := range rg.violations {
+			viol("%s", v)
+		}
+		for k, gr := range rg.grants {
+			res.grants[k] = gr
+		}
+		for name, gs := range rg.byName {
+			if owner := smap.GroupOf([]byte(name)); owner != g {
+				viol("%d grants of %s are in this group's log, but the shard map puts %s in group %d", len(gs), name, name, owner)
+			}
+			res.byName[name] = append(res.byName[name], gs...)
+		}
+		res.entries += rg.entries
+		res.handovers += rg.handovers
+		res.perGroup = append(res.perGroup, groupReplay{marker: marker, entries: rg.entries, grants: len(rg.grants), names: len(rg.byName)})
+	}
+	return res
+}
+
+// checkMarkerEntry checks that the entry at index marker of log is a SET of
+// key: the marker's index was read from the group the shard map gives key.
+func checkMarkerEntry(log []raft.Log, marker uint64, key string) error {
+	for _, l := range log {
+		if l.Index != marker {
+			continue
+		}
+		e, err := command.Decode(l.Data)
+		if err != nil {
+			return fmt.Errorf("the final marker's entry %d: %w", marker, err)
+		}
+		if e.Kind != command.KindCommand || len(e.Args) < 2 || !strings.EqualFold(string(e.Args[0]), "SET") || string(e.Args[1]) != key {
+			return fmt.Errorf("entry %d is not the final marker (SET %s)", marker, key)
+		}
+		return nil
+	}
+	return fmt.Errorf("the log has no entry %d (the final marker)", marker)
 }

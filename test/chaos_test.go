@@ -2,9 +2,9 @@ package test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/shard"
 )
 
 // The chaos campaign (issue 5): runs of a real multi-process cluster, every
@@ -30,15 +31,26 @@ import (
 // `make chaos` runs a long campaign (CHAOS_DURATION, CHAOS_SEED); `go test`
 // runs a short one, plus the negative control and the planted bugs, which the
 // checks must catch.
+//
+// Runs alternate between one Raft group per node and chaosShardedGroups
+// (-groups 4: keys spread over the groups by slot). A sharded run writes one
+// final marker per group, waits until every replica applied each, reads every
+// group's log of every replica and replays each group on its own; the
+// client-side checks then scope tokens by group (a token is unique within its
+// group only; a name's grants all come from its group).
 
 // chaosLinTimeout bounds porcupine on one run's history; undecided is
 // reported, not failed.
 const chaosLinTimeout = 20 * time.Second
 
+// chaosShardedGroups is the number of Raft groups of a sharded run.
+const chaosShardedGroups = 4
+
 // chaosRun describes one run.
 type chaosRun struct {
 	name     string
 	nodes    int
+	groups   int           // Raft groups per node (-groups; 0 means 1)
 	faultFor time.Duration // how long the nemesis runs
 	seed     uint64
 	kinds    []string // fault kinds the nemesis draws from
@@ -68,6 +80,9 @@ type chaosResult struct {
 	linTook      time.Duration
 	linOps       int
 	linUnknown   int
+	groups       int           // Raft groups per node
+	perGroup     []groupReplay // what the replay found per group (sharded runs)
+	crossTokens  int           // token values acknowledged in more than one group (allowed)
 }
 
 func (r *chaosResult) violate(format string, args ...any) {
@@ -77,9 +92,10 @@ func (r *chaosResult) violate(format string, args ...any) {
 // runChaos performs one run and its checks. It fails t only when the run
 // itself could not be carried out; what the checks find is in the result.
 func runChaos(t *testing.T, run chaosRun) *chaosResult {
-	res := &chaosResult{faults: map[string]int{}}
-	t.Logf("run %s: %d nodes, %v of faults from %v, seed %d, fenced %v %v", run.name, run.nodes, run.faultFor, run.kinds, run.seed, run.fenced, run.extra)
-	cc := startChaosCluster(t, run.nodes, run.extra...)
+	groups := max(run.groups, 1)
+	res := &chaosResult{faults: map[string]int{}, groups: groups}
+	t.Logf("run %s: %d nodes, %d Raft groups, %v of faults from %v, seed %d, fenced %v %v", run.name, run.nodes, groups, run.faultFor, run.kinds, run.seed, run.fenced, run.extra)
+	cc := startChaosCluster(t, run.nodes, groups, run.extra...)
 	rs := startResourceServer(t, run.fenced)
 	var addrs []string
 	for _, nd := range cc.nodes {
@@ -140,30 +156,35 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	res.violations = append(res.violations, nem.violations...)
 	res.deadHolder, res.deadOver = nem.deadWorst, nem.deadOver
 
-	// The final marker: every replica must apply it; then stop and replay.
-	marker := chaosMarker(cc, run.name)
-	if marker == 0 {
-		res.violate("could not write the final marker within %v", recoverTimeout)
-	} else {
-		waitApplied(cc, marker, res)
+	// The final markers, one per group: every replica must apply each; then
+	// stop and replay every group.
+	smap, err := shard.NewMap(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := chaosMarkerKeys(smap)
+	markers := chaosMarkers(cc, run.name, keys, res)
+	if markers != nil {
+		waitApplied(cc, markers, res)
 	}
 	for _, nd := range cc.running() {
 		cc.kill(nd)
 	}
 	var ids []string
-	var logs [][]raft.Log
+	var logs [][][]raft.Log
 	for _, nd := range cc.nodes {
-		l, err := readReplicaLog(filepath.Join(nd.dir, "group-0", "raft"))
+		l, err := readReplicaLogs(nd.dir, groups)
 		if err != nil {
-			t.Fatalf("%s: reading its log: %v", nd.id, err)
+			t.Fatalf("%s: reading its logs: %v", nd.id, err)
 		}
 		ids, logs = append(ids, nd.id), append(logs, l)
 	}
 	var rep replayResult
-	if marker > 0 {
-		rep = replayReplicas(ids, logs, marker)
+	if markers != nil {
+		rep = replayGroups(ids, logs, markers, keys, smap)
 		res.violations = append(res.violations, rep.violations...)
 		res.grants, res.entries, res.handovers = len(rep.grants), rep.entries, rep.handovers
+		res.perGroup = rep.perGroup
 	}
 
 	// The clients' view.
@@ -179,7 +200,7 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 		}
 	}
 	res.realTimeLint = honest
-	if marker > 0 {
+	if markers != nil {
 		checkGrants(acqs, rep, honest, res)
 	}
 	lost, accepted, rejected := rs.lost()
@@ -197,6 +218,13 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	res.unavailable = longestGap(acqs, recs, start, end)
 	t.Logf("run %s: %d ops, %d resource writes accepted (%d rejected), %d lost; %d grants (%d handed to queued waiters) in %d log entries; porcupine %s in %v (%d ops, %d of unknown outcome); longest unavailability %v; faults %v; %d violations",
 		run.name, res.ops, accepted, rejected, res.lost, res.grants, res.handovers, res.entries, res.linResult, res.linTook.Round(time.Millisecond), res.linOps, res.linUnknown, res.unavailable.Round(time.Millisecond), res.faults, len(res.violations))
+	if groups > 1 {
+		for g, pg := range res.perGroup {
+			t.Logf("run %s: group %d: marker %s at index %d applied by every replica; %d entries replayed on %d replicas, %d grants of %d names",
+				run.name, g, keys[g], pg.marker, pg.entries, len(ids), pg.grants, pg.names)
+		}
+		t.Logf("run %s: %d token values were acknowledged in more than one group (tokens are unique per group)", run.name, res.crossTokens)
+	}
 	for i, v := range res.violations {
 		if i == 20 {
 			t.Logf("... and %d more", len(res.violations)-20)
@@ -207,36 +235,79 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	return res
 }
 
-// chaosMarker writes the run's final marker through the leader and returns
-// its index (0 if it could not within recoverTimeout).
-func chaosMarker(cc *chaosCluster, name string) uint64 {
-	deadline := time.Now().Add(recoverTimeout)
-	for time.Now().Before(deadline) {
-		if l := cc.currentLeader(); l != nil {
-			if c, err := dialRESP(l.addrs.resp, opTimeout); err == nil {
-				r, err := c.do("SET", "chaos:end", name, "FENCE")
-				c.close()
-				if err == nil && r.kind == ':' {
-					return uint64(r.n)
-				}
-			}
+// chaosMarkerKeys returns one final-marker key per group of smap: key g is
+// the first of chaos:end, chaos:end:1, chaos:end:2, … whose slot group g
+// owns. With one group it is chaos:end.
+func chaosMarkerKeys(smap shard.Map) []string {
+	keys := make([]string, smap.Groups)
+	left := smap.Groups
+	for i := 0; left > 0; i++ {
+		k := "chaos:end"
+		if i > 0 {
+			k += ":" + strconv.Itoa(i)
 		}
-		time.Sleep(50 * time.Millisecond) // between attempts while a leader settles
+		if g := smap.GroupOf([]byte(k)); keys[g] == "" {
+			keys[g], left = k, left-1
+		}
 	}
-	return 0
+	return keys
 }
 
-// waitApplied waits (bounded) until every node applied the marker.
-func waitApplied(cc *chaosCluster, marker uint64, res *chaosResult) {
+// chaosMarkers writes the run's final markers (keys[g] into group g) through
+// the leader and returns their indexes, by group (nil, and a violation, if
+// one could not be written within recoverTimeout). It also checks that the
+// server's CLUSTER KEYSLOT agrees with shard.Slot on each key, which the
+// replay relies on to know each name's group.
+func chaosMarkers(cc *chaosCluster, name string, keys []string, res *chaosResult) []uint64 {
+	deadline := time.Now().Add(recoverTimeout)
+	out := make([]uint64, len(keys))
+	for g, key := range keys {
+		for out[g] == 0 {
+			if time.Now().After(deadline) {
+				res.violate("could not write the final marker %s (group %d) within %v", key, g, recoverTimeout)
+				return nil
+			}
+			if l := cc.currentLeader(); l != nil {
+				if c, err := dialRESP(l.addrs.resp, opTimeout); err == nil {
+					r, err := c.do("SET", key, name, "FENCE")
+					if err == nil && r.kind == ':' {
+						out[g] = uint64(r.n)
+						if s, err := c.do("CLUSTER", "KEYSLOT", key); err == nil && (s.kind != ':' || s.n != int64(shard.Slot([]byte(key)))) {
+							res.violate("CLUSTER KEYSLOT %s answered %v; shard.Slot says %d", key, s, shard.Slot([]byte(key)))
+						}
+					}
+					c.close()
+					if out[g] != 0 {
+						break
+					}
+				}
+			}
+			time.Sleep(50 * time.Millisecond) // between attempts while a leader settles
+		}
+	}
+	return out
+}
+
+// waitApplied waits (bounded) until every node applied every group's marker.
+func waitApplied(cc *chaosCluster, markers []uint64, res *chaosResult) {
 	deadline := time.Now().Add(recoverTimeout)
 	for _, nd := range cc.nodes {
 		for {
-			i, err := appliedIndex(nd)
-			if err == nil && i >= marker {
+			is, err := cc.appliedIndexes(nd)
+			behind := -1
+			if err == nil {
+				for g, m := range markers {
+					if is[g] < m {
+						behind = g
+						break
+					}
+				}
+			}
+			if err == nil && behind < 0 {
 				break
 			}
 			if time.Now().After(deadline) {
-				res.violate("%s did not apply the final marker %d within %v (applied %d, %v)", nd.id, marker, recoverTimeout, i, err)
+				res.violate("%s did not apply the final markers %v within %v (applied %v, %v; group %d behind)", nd.id, markers, recoverTimeout, is, err, behind)
 				break
 			}
 			time.Sleep(pollEvery)
@@ -244,10 +315,13 @@ func waitApplied(cc *chaosCluster, marker uint64, res *chaosResult) {
 	}
 }
 
-// checkGrants checks the clients' acknowledged grants against the log.
+// checkGrants checks the clients' acknowledged grants against the log. A
+// token is unique within its name's group (rep.groupOf): the same number
+// acknowledged in two groups is counted (res.crossTokens), not a violation.
 func checkGrants(acqs []chaosAcquire, rep replayResult, honest bool, res *chaosResult) {
 	byOwner := map[string]chaosAcquire{}
-	tokOwner := map[int64]string{}
+	tokOwner := map[tokenKey]string{}
+	tokGroups := map[int64]map[int]bool{}
 	var granted []chaosAcquire
 	for _, a := range acqs {
 		byOwner[a.owner] = a
@@ -255,13 +329,23 @@ func checkGrants(acqs []chaosAcquire, rep replayResult, honest bool, res *chaosR
 			continue
 		}
 		granted = append(granted, a)
-		if prev, dup := tokOwner[a.token]; dup {
-			res.violate("token %d acknowledged to %s and to %s", a.token, prev, a.owner)
+		k := tokenKey{rep.groupOf(a.name), uint64(a.token)}
+		if prev, dup := tokOwner[k]; dup {
+			res.violate("token %d (group %d) acknowledged to %s and to %s", a.token, k.group, prev, a.owner)
 		}
-		tokOwner[a.token] = a.owner
-		g := rep.grants[uint64(a.token)]
+		tokOwner[k] = a.owner
+		if tokGroups[a.token] == nil {
+			tokGroups[a.token] = map[int]bool{}
+		}
+		tokGroups[a.token][k.group] = true
+		g := rep.grants[k]
 		if g == nil || g.name != a.name || g.owner != a.owner {
-			res.violate("grant of %s to %s with token %d was acknowledged but the log has no such grant at index %d", a.name, a.owner, a.token, a.token)
+			res.violate("grant of %s to %s with token %d was acknowledged but the log has no such grant at index %d of group %d", a.name, a.owner, a.token, a.token, k.group)
+		}
+	}
+	for _, gs := range tokGroups {
+		if len(gs) > 1 {
+			res.crossTokens++
 		}
 	}
 	// Tokens rise in real-time order: a grant asked for after another was
@@ -389,13 +473,17 @@ type chaosTable struct {
 	dead                           string
 	deadOver                       time.Duration
 	deadChecked                    bool
+	byGroups                       map[int]int // runs by Raft groups per node
+	crossTokens                    int
 }
 
 func (tb *chaosTable) add(r *chaosResult) {
 	if tb.faults == nil {
-		tb.faults, tb.porcupine = map[string]int{}, map[porcupine.CheckResult]int{}
+		tb.faults, tb.porcupine, tb.byGroups = map[string]int{}, map[porcupine.CheckResult]int{}, map[int]int{}
 	}
 	tb.runs++
+	tb.byGroups[max(r.groups, 1)]++
+	tb.crossTokens += r.crossTokens
 	tb.ops += r.ops
 	tb.violations += len(r.violations)
 	tb.lost += r.lost
@@ -424,6 +512,12 @@ func (tb *chaosTable) String() string {
 		total += n
 	}
 	fmt.Fprintf(&b, "%-34s %d\n", "runs", tb.runs)
+	var gs []string
+	for _, g := range slices.Sorted(maps.Keys(tb.byGroups)) {
+		gs = append(gs, fmt.Sprintf("%d group(s): %d", g, tb.byGroups[g]))
+	}
+	fmt.Fprintf(&b, "%-34s %s\n", "runs by Raft groups per node", strings.Join(gs, ", "))
+	fmt.Fprintf(&b, "%-34s %d of %d (per-group markers and replays; %d tokens issued in more than one group)\n", "sharded runs", tb.runs-tb.byGroups[1], tb.runs, tb.crossTokens)
 	fmt.Fprintf(&b, "%-34s %d\n", "operations", tb.ops)
 	fmt.Fprintf(&b, "%-34s %d (%d handed over to queued waiters, FIFO checked)\n", "grants checked against the log", tb.grants, tb.handovers)
 	fmt.Fprintf(&b, "%-34s %d\n", "faults injected", total)
@@ -476,6 +570,17 @@ func campaignKinds(i int) []string {
 	return out
 }
 
+// campaignGroups is run i's Raft groups per node: 4, 1, 1, 4, 4, 1, … With
+// the node counts (3, 5, …) and the clock faults (every other run) that
+// covers every combination in four runs, and the short campaign's two runs
+// are one sharded (3 nodes, real-time lease checks) and one not.
+func campaignGroups(i int) int {
+	if (i+i/2)%2 == 0 {
+		return chaosShardedGroups
+	}
+	return 1
+}
+
 // TestChaosCampaign runs the campaign: with CHAOS_DURATION, runs until that
 // much time has passed (make chaos); without, a short one of two runs.
 func TestChaosCampaign(t *testing.T) {
@@ -497,7 +602,7 @@ func TestChaosCampaign(t *testing.T) {
 		if long && i > 0 && time.Since(begin)+runFor+15*time.Second > total {
 			break
 		}
-		run := chaosRun{name: fmt.Sprintf("campaign-%d", i+1), nodes: 3 + 2*(i%2), faultFor: runFor, seed: seed + uint64(i),
+		run := chaosRun{name: fmt.Sprintf("campaign-%d", i+1), nodes: 3 + 2*(i%2), groups: campaignGroups(i), faultFor: runFor, seed: seed + uint64(i),
 			kinds: campaignKinds(i), fenced: true, workers: 4, lin: 3}
 		var r *chaosResult
 		t.Run(run.name, func(t *testing.T) { r = runChaos(t, run) })
@@ -521,13 +626,15 @@ func TestChaosCampaign(t *testing.T) {
 
 // TestChaosNegativeControl: with fencing switched off on the resource, pausing
 // lock holders longer than their lease must lose acknowledged updates — or
-// the suite could not see a lost update at all.
+// the suite could not see a lost update at all. It runs sharded (the two
+// resources' locks live in different groups), so that the package's default
+// run also replays a sharded cluster's logs group by group.
 func TestChaosNegativeControl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process fault run")
 	}
 	_, seed, _ := chaosEnv(t)
-	r := runChaos(t, chaosRun{name: "negative-control", nodes: 3, faultFor: 12 * time.Second, seed: seed,
+	r := runChaos(t, chaosRun{name: "negative-control", nodes: 3, groups: chaosShardedGroups, faultFor: 12 * time.Second, seed: seed,
 		kinds: []string{fPauseClient}, fenced: false, workers: 4, lin: 1})
 	if r.faults[fPauseClient] == 0 {
 		t.Fatal("no lock holder was paused")
@@ -543,6 +650,8 @@ func TestChaosNegativeControl(t *testing.T) {
 }
 
 // TestChaosPlantedBugs runs lockd with a planted bug; the checks must catch it.
+// They run on one group: the nemesis's "leader" is group 0's, and the
+// takeover skew shows only in the group whose leader was killed.
 func TestChaosPlantedBugs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process fault runs")

@@ -226,6 +226,11 @@ func (w *lockWorker) run() {
 	}
 }
 
+// forwardSettle bounds how long after its node failed a forwarded request can
+// still be proposed: raftstore's electionWait (2 s) that a leader waits to be
+// ready, plus margin.
+const forwardSettle = 3 * time.Second
+
 // resolve finds out whether an acquire of unknown outcome took effect: a
 // linearizable read of the name through any node. (Only the owner ever deletes
 // its value and nothing expires during the test, so the value is there if and
@@ -235,6 +240,12 @@ func (w *lockWorker) resolve(name, owner string, sent time.Time, via, why string
 	// A request cut off by a clean shutdown may still be applied after a read
 	// (see TestClusterTermDrain): wait until that process is gone.
 	w.nc.cl.awaitStopped()
+	// A request the dead node had forwarded may still be waiting on the group's
+	// leader, which proposes it only once it is ready (at most the store's
+	// election wait, 2 s): read only after that bound has passed.
+	if settle := time.Until(u.failed.Add(forwardSettle)); settle > 0 {
+		time.Sleep(settle)
+	}
 	w.h.mu.Lock()
 	w.h.unknowns = append(w.h.unknowns, u)
 	w.h.mu.Unlock()
