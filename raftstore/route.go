@@ -131,23 +131,35 @@ func (n *Node) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 		if waiting == 0 {
 			return
 		}
+		run := func(g int, idx []int) {
+			sub := make([]command.Request, len(idx))
+			for j, i := range idx {
+				sub[j] = reqs[i]
+			}
+			res := n.runGroup(ctx, g, sub)
+			for j, i := range idx {
+				out[i] = res[j]
+			}
+		}
+		busy := 0
+		for _, idx := range pend {
+			if len(idx) > 0 {
+				busy++
+			}
+		}
 		var wg sync.WaitGroup
 		for g, idx := range pend {
-			if len(idx) == 0 {
-				continue
+			switch {
+			case len(idx) == 0:
+			case busy == 1:
+				run(g, idx) // one group: no goroutine
+			default:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					run(g, idx)
+				}()
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sub := make([]command.Request, len(idx))
-				for j, i := range idx {
-					sub[j] = reqs[i]
-				}
-				res := n.runGroup(ctx, g, sub)
-				for j, i := range idx {
-					out[i] = res[j]
-				}
-			}()
 		}
 		wg.Wait()
 		for g := range pend {
