@@ -4,7 +4,7 @@ BIN     := bin
 DATA    ?= lockd-data
 PKGS    := ./...
 
-.PHONY: all build run test deps lint unit compat e2e bench bench-groups chaos cluster cluster-stop clean fuzz
+.PHONY: all build run test deps lint unit compat e2e bench bench-groups bench-memory chaos cluster cluster-stop clean fuzz
 
 all: build
 
@@ -80,6 +80,12 @@ bench: build deps
 ## same uncontended lock load (scripts/groups.sh; BENCH_DURATION, BENCH_CLIENTS).
 bench-groups: build deps
 	./scripts/groups.sh
+
+## bench-memory: issue 9's memory and restart targets: a 3-node cluster holding
+## BIG_LOCKS locks (default 1000000) against redis-server holding as many keys
+## with TTLs, and a follower's restart time (scripts/bigstate.sh).
+bench-memory: build deps
+	./scripts/bigstate.sh
 
 ## chaos: the Jepsen-style campaign (test/chaos_*): seeded runs of 3- and 5-node
 ## clusters under kill -9, SIGSTOP, partitions and delay through a proxy, slow and

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# bigstate.sh — `make bench-memory`: issue 9's memory and restart targets on a
+# 3-node cluster. It fills a fresh 3-node lockd cluster (its default group
+# count) with N held locks (LOCK.ACQUIRE lock:<i> owner-<i> PX 3600000, sent
+# with redis-cli --pipe), reports each node's RSS, then stops one follower
+# cleanly, restarts it and times how long until it serves again (PING, then a
+# read of one of the locks through it); then the same with kill -9. The
+# reference is a redis-server (appendonly yes, appendfsync always) filled with
+# N keys with TTLs (SET lock:<i> owner-<i> PX 3600000), its RSS after the fill.
+#
+# Everything runs on 127.0.0.1 with its data in a temporary directory; on exit
+# it stops the processes it started, and only those.
+# Environment:
+#   BIG_LOCKS   the number of locks (default 1000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() {
+	echo "bigstate.sh: $*" >&2
+	exit 1
+}
+
+N=${BIG_LOCKS:-1000000}
+[[ $N =~ ^[1-9][0-9]*$ ]] || die "BIG_LOCKS must be a positive integer, got '$N'"
+START_TIMEOUT=120
+LOCKD_BIN=bin/lockd
+for tool in go redis-server redis-cli; do
+	command -v "$tool" >/dev/null || die "$tool is not on PATH (make deps)"
+done
+mkdir -p bin
+go build -o bin/lockd ./cmd/lockd
+work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-bigstate.XXXXXX")
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+rss_mib() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+
+# fill PORT CMD: N commands "CMD lock:<i> owner-<i> …" through redis-cli --pipe.
+fill() {
+	local port=$1 cmd=$2
+	awk -v n="$N" -v cmd="$cmd" 'BEGIN {
+		for (i = 0; i < n; i++) {
+			k = "lock:" i; o = "owner-" i
+			if (cmd == "set") printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$2\r\nPX\r\n$7\r\n3600000\r\n", length(k), k, length(o), o
+			else printf "*5\r\n$12\r\nLOCK.ACQUIRE\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$2\r\nPX\r\n$7\r\n3600000\r\n", length(k), k, length(o), o
+		}
+	}' | redis-cli -p "$port" --pipe >"$work/fill-$port.txt" 2>&1 || die "filling port $port failed (redis-cli: $(tail -3 "$work/fill-$port.txt"))"
+	grep -q "errors: 0" "$work/fill-$port.txt" || die "filling port $port had errors: $(tail -3 "$work/fill-$port.txt")"
+}
+
+# Redis, the reference.
+start_server redis
+fill "$PORT" set
+redis_rss=$(rss_mib "$SERVER_PID")
+redis_keys=$(redis-cli -p "$PORT" DBSIZE)
+stop "$SERVER_PID"
+echo "bigstate.sh: redis-server with $redis_keys keys: RSS $redis_rss MiB" >&2
+
+# The lockd cluster.
+start_lockd_cluster
+IFS=, read -r -a addrs <<<"$ADDRS"
+lead_port=${addrs[0]##*:}
+start=$SECONDS
+fill "$lead_port" lock
+fill_s=$((SECONDS - start))
+keys=$(redis-cli -p "$lead_port" DBSIZE)
+[[ $keys == "$N" ]] || die "the cluster holds $keys keys after the fill, want $N"
+rss=()
+for pid in "${SYSTEM_PIDS[@]}"; do rss+=("$(rss_mib "$pid")"); done
+echo "bigstate.sh: lockd 3 nodes with $keys locks (filled in ${fill_s}s): RSS ${rss[*]} MiB" >&2
+
+# restart_node HOW: stop the last node (TERM: a clean stop, which snapshots,
+# waited for up to a minute; KILL: kill -9) and start it again with the same
+# arguments; sets RESTART_S to the seconds until it answers reads of the
+# first and last lock.
+restart_node() {
+	local how=$1 i=2 pid port t0 args deadline
+	pid=${SYSTEM_PIDS[i]}
+	port=${addrs[i]##*:}
+	mapfile -d '' -t args <"/proc/$pid/cmdline"
+	kill "-$how" "$pid"
+	for ((deadline = SECONDS + 60; SECONDS < deadline; )); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	stop "$pid"
+	t0=$(date +%s.%N)
+	"${args[@]}" >>"$work/restart-$how.log" 2>&1 &
+	pids+=("$!")
+	SYSTEM_PIDS[i]=$!
+	for ((deadline = SECONDS + START_TIMEOUT; SECONDS < deadline; )); do
+		if [[ $(timeout 5 redis-cli -p "$port" EXISTS lock:0 2>/dev/null) == 1 ]] &&
+			[[ $(timeout 5 redis-cli -p "$port" EXISTS "lock:$((N - 1))" 2>/dev/null) == 1 ]]; then
+			RESTART_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "the restarted node did not serve within ${START_TIMEOUT}s: $(tail -3 "$work/restart-$how.log")"
+}
+restart_node TERM
+clean=$RESTART_S
+echo "bigstate.sh: a follower stopped cleanly and restarted serves again after ${clean}s" >&2
+restart_node KILL
+killed=$RESTART_S
+echo "bigstate.sh: a follower killed (-9) and restarted serves again after ${killed}s" >&2
+after=$(rss_mib "${SYSTEM_PIDS[2]}")
+
+max_rss=$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)
+printf '\n%-40s %12s\n' "" "RSS MiB"
+printf '%-40s %12s\n' "redis-server, $N keys with TTLs" "$redis_rss"
+printf '%-40s %12s\n' "lockd node (largest of 3), $N locks" "$max_rss"
+printf '%-40s %12s\n' "lockd node restarted after kill -9" "$after"
+awk -v l="$max_rss" -v r="$redis_rss" -v n="$N" 'BEGIN { printf "lockd/redis: %.2f (target <= 2), %.0f B per lock on the largest node\n", l / r, l * 1048576 / n }'
+echo "restart to serving: ${clean}s after a clean stop, ${killed}s after kill -9 (target <= 10s)"
