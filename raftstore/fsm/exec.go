@@ -29,10 +29,10 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if it == nil {
 			return resp.Nil
 		}
-		if it.kind != KindString {
+		if it.kind() != KindString {
 			return wrongType
 		}
-		return resp.Bulk(it.val)
+		return resp.BulkString(it.val)
 	case command.Exists:
 		n := 0
 		for _, key := range op.Keys {
@@ -48,21 +48,21 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if it == nil {
 			return resp.Simple("none")
 		}
-		return resp.Simple(it.kind.String())
+		return resp.Simple(it.kind().String())
 	case command.Digest:
 		it := k.lookup(op.Key, c.Now)
 		if it == nil {
 			return resp.Nil
 		}
-		if it.kind != KindString {
+		if it.kind() != KindString {
 			return wrongType
 		}
 		return resp.BulkString(digest(it.val))
 	case command.MGet:
 		out := make([]resp.Value, len(op.Keys))
 		for i, key := range op.Keys {
-			if it := k.lookup(key, c.Now); it != nil && it.kind == KindString {
-				out[i] = resp.Bulk(it.val)
+			if it := k.lookup(key, c.Now); it != nil && it.kind() == KindString {
+				out[i] = resp.BulkString(it.val)
 			} else {
 				out[i] = resp.Nil
 			}
@@ -113,7 +113,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return resp.Array(out...)
 	case command.Fence:
 		it := k.lookup(op.Key, c.Now)
-		if it == nil || (op.IfEq != nil && (it.kind != KindString || !bytes.Equal(it.val, op.IfEq))) {
+		if it == nil || (op.IfEq != nil && (it.kind() != KindString || it.val != string(op.IfEq))) {
 			return resp.Nil
 		}
 		return resp.Int(int64(it.token))
@@ -129,11 +129,11 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if it == nil {
 			return resp.Nil
 		}
-		if it.kind != KindString {
+		if it.kind() != KindString {
 			return wrongType
 		}
 		k.remove(it)
-		return resp.Bulk(it.val)
+		return resp.BulkString(it.val)
 	case command.GetEx:
 		return k.getEx(op, c)
 	case command.Del:
@@ -232,15 +232,15 @@ func (kind Kind) String() string {
 }
 
 // digest is Redis 8.4's DIGEST of a value: XXH3-64 as 16 lower-case hex digits.
-func digest(v []byte) string { return fmt.Sprintf("%016x", xxh3.Hash(v)) }
+func digest(v string) string { return fmt.Sprintf("%016x", xxh3.HashString(v)) }
 
 // condHolds checks an IFEQ/IFNE/IFDEQ/IFDNE condition against a present value.
-func condHolds(cond command.Cond, val []byte) bool {
+func condHolds(cond command.Cond, val string) bool {
 	switch cond.Kind {
 	case command.CondEq:
-		return bytes.Equal(val, cond.Arg)
+		return val == string(cond.Arg)
 	case command.CondNe:
-		return !bytes.Equal(val, cond.Arg)
+		return val != string(cond.Arg)
 	case command.CondDigestEq:
 		return bytes.EqualFold([]byte(digest(val)), cond.Arg)
 	case command.CondDigestNe:
@@ -271,12 +271,12 @@ func (k *Keyspace) set(op command.Set, c Ctx) resp.Value {
 		return invalidExpire(op.Cmd)
 	}
 	old := k.lookup(op.Key, c.Now)
-	if old != nil && old.kind != KindString && (op.Reply == command.ReplyOld || op.Cond.Kind != command.CondNone) {
+	if old != nil && old.kind() != KindString && (op.Reply == command.ReplyOld || op.Cond.Kind != command.CondNone) {
 		return wrongType
 	}
 	var oldVal resp.Value = resp.Nil
 	if old != nil && op.Reply == command.ReplyOld {
-		oldVal = resp.Bulk(old.val)
+		oldVal = resp.BulkString(old.val)
 	}
 	write := true
 	switch {
@@ -328,7 +328,7 @@ func (k *Keyspace) getEx(op command.GetEx, c Ctx) resp.Value {
 	if it == nil {
 		return resp.Nil
 	}
-	if it.kind != KindString {
+	if it.kind() != KindString {
 		return wrongType
 	}
 	if op.ExpireOpt != "" {
@@ -342,7 +342,7 @@ func (k *Keyspace) getEx(op command.GetEx, c Ctx) resp.Value {
 	if !ok {
 		return invalidExpire(op.Cmd)
 	}
-	reply := resp.Bulk(it.val)
+	reply := resp.BulkString(it.val)
 	switch op.Expire.Kind {
 	case command.ExpireRel, command.ExpireAbs:
 		if deadline <= c.Now {
@@ -416,7 +416,7 @@ func (k *Keyspace) delEx(op command.DelEx, c Ctx) resp.Value {
 		return resp.Zero
 	}
 	if op.Cond.Kind != command.CondNone {
-		if it.kind != KindString {
+		if it.kind() != KindString {
 			return wrongType
 		}
 		if !condHolds(op.Cond, it.val) {
@@ -433,10 +433,10 @@ func (k *Keyspace) incr(op command.Incr, c Ctx) resp.Value {
 	var cur int64
 	var deadline int64
 	if it != nil {
-		if it.kind != KindString {
+		if it.kind() != KindString {
 			return wrongType
 		}
-		v, ok := command.ParseInt(it.val)
+		v, ok := command.ParseInt([]byte(it.val))
 		if !ok {
 			return resp.Error(string(command.ErrNotInt))
 		}
@@ -456,7 +456,7 @@ func (k *Keyspace) getRange(op command.GetRange, c Ctx) resp.Value {
 	if it == nil {
 		return emptyBulk
 	}
-	if it.kind != KindString {
+	if it.kind() != KindString {
 		return wrongType
 	}
 	start, end, n := op.Start, op.End, int64(len(it.val))
@@ -481,7 +481,7 @@ func (k *Keyspace) getRange(op command.GetRange, c Ctx) resp.Value {
 	if start > end || n == 0 {
 		return emptyBulk
 	}
-	return resp.Bulk(it.val[start : end+1])
+	return resp.BulkString(it.val[start : end+1])
 }
 
 // KEYS pattern
@@ -518,7 +518,7 @@ func (k *Keyspace) scan(op command.Scan, c Ctx) resp.Value {
 		if op.Match != nil && !command.Match(op.Match, []byte(it.key)) {
 			return true
 		}
-		if op.Type != nil && !bytes.EqualFold(op.Type, []byte(it.kind.String())) {
+		if op.Type != nil && !bytes.EqualFold(op.Type, []byte(it.kind().String())) {
 			return true
 		}
 		keys = append(keys, resp.BulkString(it.key))

@@ -16,7 +16,7 @@ func (k *Keyspace) hashOf(key []byte, now int64) (*item, *resp.Value) {
 	if it == nil {
 		return nil, nil
 	}
-	if it.kind != KindHash {
+	if it.kind() != KindHash {
 		return nil, &wrongType
 	}
 	return it, nil
@@ -41,7 +41,7 @@ func (k *Keyspace) hashRead(op command.HashOp, c Ctx) resp.Value {
 	}
 	var fields []field
 	if it != nil {
-		fields = it.fields
+		fields = *it.fields
 	}
 	switch op := op.(type) {
 	case command.HGet:
@@ -97,7 +97,7 @@ func (k *Keyspace) hashWrite(op command.HashOp, c Ctx) resp.Value {
 	var fields []field
 	var deadline int64
 	if it != nil {
-		fields = append([]field(nil), it.fields...)
+		fields = append([]field(nil), *it.fields...)
 		deadline = it.deadline
 	}
 	store := func(reply resp.Value) resp.Value {
@@ -107,7 +107,7 @@ func (k *Keyspace) hashWrite(op command.HashOp, c Ctx) resp.Value {
 			}
 			return reply
 		}
-		k.putItem(&item{hash: hashKey(key), key: string(key), kind: KindHash, fields: fields, deadline: deadline, token: c.Index})
+		k.putItem(&item{hash: hashKey(key), key: string(key), fields: &fields, deadline: deadline, token: c.Index})
 		return reply
 	}
 	switch op := op.(type) {

@@ -38,17 +38,30 @@ type field struct {
 
 // item is one key. An item whose deadline has passed is absent for every command,
 // even before a tick entry removes it.
+//
+// Its kind is told by which payload is set: lock (KindLock), fields (KindHash),
+// else val (KindString). The layout is kept to 80 bytes (a malloc size class):
+// there is one item per key.
 type item struct {
 	hash     uint64 // scan order; stable across replicas and restarts
 	key      string
-	kind     Kind
-	val      []byte   // KindString
-	fields   []field  // KindHash; never empty (an emptied hash is deleted)
-	lock     *lockRec // KindLock
-	deadline int64    // log time in ms; 0 = no TTL
-	wake     int64    // KindLock with waiters: log time the record needs a tick (lockRec.wakeAt)
-	token    uint64   // logical index of the entry that wrote the value
-	mod      uint64   // logical index of the entry that last changed the item (WATCH)
+	val      string    // KindString
+	lock     *lockData // KindLock
+	fields   *[]field  // KindHash; never empty (an emptied hash is deleted)
+	deadline int64     // log time in ms; 0 = no TTL
+	token    uint64    // logical index of the entry that wrote the value
+	mod      uint64    // logical index of the entry that last changed the item (WATCH)
+}
+
+// kind is the kind of value it holds.
+func (it *item) kind() Kind {
+	switch {
+	case it.lock != nil:
+		return KindLock
+	case it.fields != nil:
+		return KindHash
+	}
+	return KindString
 }
 
 func byHash(a, b *item) bool {
@@ -58,9 +71,10 @@ func byHash(a, b *item) bool {
 	return a.key < b.key
 }
 
+// byWake orders lockTimers, which holds only lock items with waiters.
 func byWake(a, b *item) bool {
-	if a.wake != b.wake {
-		return a.wake < b.wake
+	if wa, wb := a.lock.wake(), b.lock.wake(); wa != wb {
+		return wa < wb
 	}
 	return a.key < b.key
 }
@@ -144,8 +158,8 @@ func (k *Keyspace) NextDeadline() (int64, bool) {
 	if it, found := k.firstUnfrozen(k.deadlines); found {
 		d, ok = it.deadline, true
 	}
-	if it, found := k.firstUnfrozen(k.lockTimers); found && (!ok || it.wake < d) {
-		d, ok = it.wake, true
+	if it, found := k.firstUnfrozen(k.lockTimers); found && (!ok || it.lock.wake() < d) {
+		d, ok = it.lock.wake(), true
 	}
 	return d, ok
 }
@@ -171,7 +185,7 @@ func (k *Keyspace) firstUnfrozen(tree *btree.BTreeG[*item]) (*item, bool) {
 // without pausing.
 func (k *Keyspace) GrantReady() bool {
 	it, ok := k.firstUnfrozen(k.lockTimers)
-	return ok && it.wake <= k.now
+	return ok && it.lock.wake() <= k.now
 }
 
 // hashKey is the scan order of a key. Cursors are hash values, so the top bit is
@@ -348,7 +362,7 @@ func (k *Keyspace) deleteItem(it *item) {
 
 // waits reports whether it is a lock record with waiters: one that has a wake
 // time and is in lockTimers.
-func (it *item) waits() bool { return it.kind == KindLock && len(it.lock.waiters) > 0 }
+func (it *item) waits() bool { return it.kind() == KindLock && it.lock.numWaiters() > 0 }
 
 // indexItem adds it to the deadline and wake indexes it belongs to; unindexItem removes
 // it from them.
@@ -388,7 +402,7 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 
 // put stores a string value under key, replacing any earlier item (live or not).
 func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
-	it := &item{hash: hashKey(key), key: string(key), kind: KindString, val: clone(val), token: token, mod: k.logical(), deadline: deadline}
+	it := &item{hash: hashKey(key), key: string(key), val: string(val), token: token, mod: k.logical(), deadline: deadline}
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
 		k.dropWaiters(old)
@@ -431,8 +445,8 @@ func (k *Keyspace) expireDue() {
 		return true
 	})
 	for _, it := range due {
-		if it.kind == KindLock {
-			for _, h := range it.lock.holders {
+		if it.kind() == KindLock {
+			for h := range it.lock.holders {
 				k.holdExpired([]byte(it.key), h)
 			}
 		}

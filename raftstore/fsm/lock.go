@@ -13,8 +13,10 @@ import (
 // its own fencing token and lease) and its FIFO queue of waiters.
 const KindLock Kind = 3
 
-// lockRec is a lock record. Like every item it is immutable once stored: a
-// change stores a copy (view always returns fresh slices).
+// lockRec is a lock record in its working form: what view returns and the
+// LOCK.* commands change. A stored item keeps it packed (lockData); view
+// always returns fresh slices, so changing a lockRec never changes a stored
+// item.
 //
 // Tokens are entry indexes, so one entry grants a name at most once (granted
 // records the entry that did): when a release frees room for several waiters
@@ -33,7 +35,7 @@ type lockRec struct {
 }
 
 type holder struct {
-	owner    []byte
+	owner    string
 	session  uint64 // 0: a lease; else held while the session lives
 	token    uint64
 	count    int64  // re-entry count (REENTRANT), 1 otherwise
@@ -46,14 +48,164 @@ type holder struct {
 // it; the node whose client is blocked learns the outcome from a Wake.
 type waiter struct {
 	id        uint64
-	owner     []byte
+	owner     string
 	session   uint64
 	ttl       int64
-	mode      command.LockMode
 	limit     int64
-	reentrant bool
 	since     int64 // log time it was queued
 	deadline  int64 // log time its wait ends
+	mode      command.LockMode
+	reentrant bool
+}
+
+// lockData is a lock record as a stored item keeps it: a lockRec (without
+// expired) plus the item's wake time, packed for memory. Most records have one
+// holder granted at once, no waiter and no lock-delay: they are one 80-byte
+// allocation, the holder inline and more nil. Everything else sits in more.
+// Like every stored item it is immutable: a change packs a new one
+// (packLock), and view(packLock(r)) gives back every field of r exactly, so
+// the snapshot bytes do not depend on the layout.
+type lockData struct {
+	// The first holder, but for its via (in more; 0 when more is nil); zero
+	// when held is false.
+	owner     string
+	session   uint64
+	token     uint64
+	count     int64
+	since     int64
+	deadline  int64
+	lockDelay int64
+	more      *lockMore // nil: see plain
+	mode      command.LockMode
+	held      bool // the first holder is set
+}
+
+// lockMore is the rarer part of a stored lock record.
+type lockMore struct {
+	holders []holder // the holders after the first
+	waiters []waiter // FIFO
+	limit   int64
+	delay   int64
+	wake    int64  // log time the record needs a tick (lockRec.wakeAt); 0 none
+	granted uint64 // the record's
+	via     uint64 // the first holder's
+}
+
+// plainLimit is the limit a record of mode has unless it is a semaphore: the
+// limit a packed record without lockMore stands for.
+func plainLimit(mode command.LockMode) int64 {
+	if mode == command.LockShared {
+		return 0
+	}
+	return 1
+}
+
+// plain reports whether r, with wake time wake, packs without lockMore: one
+// holder, granted at once by the entry that granted the name last, no waiter,
+// no lock-delay, no wake time and its mode's plain limit.
+func plain(r *lockRec, wake int64) bool {
+	return len(r.holders) == 1 && r.holders[0].via == 0 && r.granted == r.holders[0].token &&
+		len(r.waiters) == 0 && r.delay == 0 && wake == 0 && r.limit == plainLimit(r.mode)
+}
+
+// packLock packs r, with the wake time wake, for storing. The stored record
+// shares no slice with r.
+func packLock(r *lockRec, wake int64) *lockData {
+	d := &lockData{lockDelay: r.lockDelay, mode: r.mode}
+	var rest []holder
+	var via uint64
+	if len(r.holders) > 0 {
+		h := r.holders[0]
+		d.owner, d.session, d.token, d.count, d.since, d.deadline, d.held = h.owner, h.session, h.token, h.count, h.since, h.deadline, true
+		rest, via = r.holders[1:], h.via
+	}
+	if !plain(r, wake) {
+		d.more = &lockMore{holders: append([]holder(nil), rest...), waiters: append([]waiter(nil), r.waiters...),
+			limit: r.limit, delay: r.delay, wake: wake, granted: r.granted, via: via}
+	}
+	return d
+}
+
+// first is the first holder; held must be set.
+func (d *lockData) first() holder {
+	h := holder{owner: d.owner, session: d.session, token: d.token, count: d.count, since: d.since, deadline: d.deadline}
+	if d.more != nil {
+		h.via = d.more.via
+	}
+	return h
+}
+
+// granted is the index of the entry that last granted the name.
+func (d *lockData) granted() uint64 {
+	if d.more == nil {
+		return d.token
+	}
+	return d.more.granted
+}
+
+// limit, delay and wake are the record's; 0 when more is nil (limit: plainLimit).
+func (d *lockData) limit() int64 {
+	if d.more == nil {
+		return plainLimit(d.mode)
+	}
+	return d.more.limit
+}
+
+func (d *lockData) delay() int64 {
+	if d.more == nil {
+		return 0
+	}
+	return d.more.delay
+}
+
+func (d *lockData) wake() int64 {
+	if d.more == nil {
+		return 0
+	}
+	return d.more.wake
+}
+
+// numHolders and numWaiters count the stored holders and waiters (expired
+// ones included).
+func (d *lockData) numHolders() int {
+	n := 0
+	if d.held {
+		n = 1
+	}
+	if d.more != nil {
+		n += len(d.more.holders)
+	}
+	return n
+}
+
+func (d *lockData) numWaiters() int {
+	if d.more == nil {
+		return 0
+	}
+	return len(d.more.waiters)
+}
+
+// holders yields the stored holders in order (for h := range d.holders).
+func (d *lockData) holders(yield func(holder) bool) {
+	if !d.held || !yield(d.first()) {
+		return
+	}
+	if d.more != nil {
+		for _, h := range d.more.holders {
+			if !yield(h) {
+				return
+			}
+		}
+	}
+}
+
+// waiters returns the stored waiters in queue order. The slice is the stored
+// record's: read it, never change it.
+func (d *lockData) waiters() []waiter {
+	if d.more == nil {
+		return nil
+	}
+	return d.more.waiters
 }
 
 // Wake tells the node that holds a blocked LOCK.ACQUIRE what became of it:
@@ -118,10 +270,10 @@ func (r *lockRec) add(h holder, mode command.LockMode, limit int64) {
 // lease ended are gone (each expiry starting the lock-delay), and waiters whose
 // wait or session ended are gone (their ids in dropped). changed tells whether
 // anything was left out.
-func (k *Keyspace) view(r *lockRec, now int64) (v lockRec, dropped []uint64, changed bool) {
-	v = *r
-	v.holders = make([]holder, 0, len(r.holders)+1)
-	for _, h := range r.holders {
+func (k *Keyspace) view(r *lockData, now int64) (v lockRec, dropped []uint64, changed bool) {
+	v = lockRec{mode: r.mode, limit: r.limit(), delay: r.delay(), lockDelay: r.lockDelay, granted: r.granted()}
+	v.holders = make([]holder, 0, r.numHolders()+1)
+	for h := range r.holders {
 		if h.deadline > now {
 			v.holders = append(v.holders, h)
 			continue
@@ -132,8 +284,8 @@ func (k *Keyspace) view(r *lockRec, now int64) (v lockRec, dropped []uint64, cha
 			v.delay = max(v.delay, addSat(h.deadline, r.lockDelay))
 		}
 	}
-	v.waiters = make([]waiter, 0, len(r.waiters)+1)
-	for _, w := range r.waiters {
+	v.waiters = make([]waiter, 0, r.numWaiters()+1)
+	for _, w := range r.waiters() {
 		if _, ok := k.sessions[w.session]; w.deadline > now && (w.session == 0 || ok) {
 			v.waiters = append(v.waiters, w)
 			continue
@@ -158,7 +310,7 @@ func (k *Keyspace) lockOf(name []byte, now int64) (*item, lockRec, []uint64, boo
 	if it == nil {
 		return nil, lockRec{}, nil, false, nil
 	}
-	if it.kind != KindLock {
+	if it.kind() != KindLock {
 		return nil, lockRec{}, nil, false, &wrongType
 	}
 	v, dropped, changed := k.view(it.lock, now)
@@ -244,16 +396,16 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	if old != nil {
 		token = max(token, old.token)
 	}
-	k.putItem(&item{hash: hashKey(name), key: string(name), kind: KindLock, lock: &rec, deadline: deadline, wake: rec.wakeAt(c.Now), token: token})
+	k.putItem(&item{hash: hashKey(name), key: string(name), lock: packLock(&rec, rec.wakeAt(c.Now)), deadline: deadline, token: token})
 }
 
 // dropWaiters tells the waiters of a lock item that is being deleted or
 // overwritten that they will not be granted.
 func (k *Keyspace) dropWaiters(it *item) {
-	if it == nil || it.kind != KindLock {
+	if it == nil || it.kind() != KindLock {
 		return
 	}
-	for _, w := range it.lock.waiters {
+	for _, w := range it.lock.waiters() {
 		k.wakes = append(k.wakes, Wake{Waiter: w.id})
 	}
 }
@@ -313,7 +465,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		return v
 	}
 	for i, h := range rec.holders {
-		if bytes.Equal(h.owner, op.Owner) && h.session == op.Session {
+		if h.owner == string(op.Owner) && h.session == op.Session {
 			if op.Reentrant {
 				rec.holders[i].count++
 			}
@@ -324,12 +476,12 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		}
 	}
 	for _, w := range rec.waiters {
-		if bytes.Equal(w.owner, op.Owner) && w.session == op.Session && op.Wait > 0 && c.Top {
+		if w.owner == string(op.Owner) && w.session == op.Session && op.Wait > 0 && c.Top {
 			return unchanged(resp.Error(queuedPrefix + strconv.FormatUint(w.id, 10)))
 		}
 	}
 	if len(rec.waiters) == 0 && rec.delay == 0 && rec.granted != c.Index && rec.admits(op.Mode, op.Limit) {
-		h := holder{owner: clone(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline}
+		h := holder{owner: string(op.Owner), session: op.Session, token: c.Index, count: 1, since: c.Now, deadline: deadline}
 		rec.add(h, op.Mode, op.Limit)
 		k.stats.Grants++
 		k.publishGrant(op.Name, h)
@@ -355,7 +507,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		k.publishReject(op.Name, op.Owner, "queue-full")
 		return unchanged(resp.Error(fmt.Sprintf("QUEUEFULL the wait queue of '%s' is full (%d waiters); retry in %d ms", op.Name, limit, retryHint(rec, c.Now))))
 	}
-	rec.waiters = append(rec.waiters, waiter{id: c.Index, owner: clone(op.Owner), session: op.Session, ttl: ttl,
+	rec.waiters = append(rec.waiters, waiter{id: c.Index, owner: string(op.Owner), session: op.Session, ttl: ttl,
 		mode: op.Mode, limit: op.Limit, reentrant: op.Reentrant, since: c.Now, deadline: addSat(c.Now, op.Wait)})
 	k.sessionHold(op.Session, op.Name)
 	k.storeLock(op.Name, it, rec, dropped, c)
@@ -503,7 +655,7 @@ func (k *Keyspace) lockInfo(op command.LockInfo, c Ctx) resp.Value {
 			ttl = -1 // as long as the session lives
 		}
 		hs[i] = resp.Map(
-			resp.BulkString("owner"), resp.Bulk(h.owner),
+			resp.BulkString("owner"), resp.BulkString(h.owner),
 			resp.BulkString("session"), resp.Int(int64(h.session)),
 			resp.BulkString("token"), resp.Int(int64(h.token)),
 			resp.BulkString("held_for_ms"), resp.Int(c.Now-h.since),
@@ -515,7 +667,7 @@ func (k *Keyspace) lockInfo(op command.LockInfo, c Ctx) resp.Value {
 	for i, w := range rec.waiters {
 		ws[i] = resp.Map(
 			resp.BulkString("waiter"), resp.Int(int64(w.id)),
-			resp.BulkString("owner"), resp.Bulk(w.owner),
+			resp.BulkString("owner"), resp.BulkString(w.owner),
 			resp.BulkString("session"), resp.Int(int64(w.session)),
 			resp.BulkString("mode"), resp.BulkString(modeNames[w.mode]),
 			resp.BulkString("waited_ms"), resp.Int(c.Now-w.since),
@@ -546,7 +698,7 @@ func (k *Keyspace) lockInfo(op command.LockInfo, c Ctx) resp.Value {
 func (k *Keyspace) settleDue(c Ctx) {
 	var due []*item
 	k.lockTimers.Scan(func(it *item) bool {
-		if it.wake > c.Now || len(due) >= MaxExpirePerTick {
+		if it.lock.wake() > c.Now || len(due) >= MaxExpirePerTick {
 			return false
 		}
 		if !k.frozenKey(it.key) { // a frozen slot's locks do not change

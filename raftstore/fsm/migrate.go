@@ -280,15 +280,15 @@ func (k *Keyspace) export(from, to uint16, c Ctx) *Export {
 		if it.deadline != 0 && it.deadline <= c.Now {
 			continue
 		}
-		x := ExportItem{Key: []byte(it.key), Kind: it.kind, Token: it.token}
-		if it.deadline != 0 && it.kind != KindLock {
+		x := ExportItem{Key: []byte(it.key), Kind: it.kind(), Token: it.token}
+		if it.deadline != 0 && it.kind() != KindLock {
 			x.TTL = it.deadline - c.Now
 		}
-		switch it.kind {
+		switch it.kind() {
 		case KindString:
-			x.Value = it.val
+			x.Value = []byte(it.val)
 		case KindHash:
-			for _, f := range it.fields {
+			for _, f := range *it.fields {
 				x.Fields = append(x.Fields, HashField{Name: f.name, Value: f.val})
 			}
 		case KindLock:
@@ -298,7 +298,7 @@ func (k *Keyspace) export(from, to uint16, c Ctx) *Export {
 				l.DelayLeft = rec.delay - c.Now
 			}
 			for _, h := range rec.holders {
-				xh := ExportHolder{Owner: h.owner, Session: h.session, Token: h.token, Count: h.count, HeldFor: c.Now - h.since}
+				xh := ExportHolder{Owner: []byte(h.owner), Session: h.session, Token: h.token, Count: h.count, HeldFor: c.Now - h.since}
 				if h.session != 0 {
 					if _, ok := k.sessions[h.session]; !ok {
 						continue
@@ -338,7 +338,7 @@ func (k *Keyspace) drop(from, to uint16, c Ctx) int {
 	doomed := k.itemsIn(from, to)
 	for _, it := range doomed {
 		k.deleteItem(it)
-		if it.kind != KindLock {
+		if it.kind() != KindLock {
 			continue
 		}
 		rec, dropped, _ := k.view(it.lock, c.Now)
@@ -348,10 +348,10 @@ func (k *Keyspace) drop(from, to uint16, c Ctx) int {
 		for _, w := range rec.waiters {
 			k.wakes = append(k.wakes, Wake{Waiter: w.id, Moved: true})
 		}
-		for _, h := range it.lock.holders {
+		for h := range it.lock.holders {
 			k.sessionForget(h.session, it.key)
 		}
-		for _, w := range it.lock.waiters {
+		for _, w := range it.lock.waiters() {
 			k.sessionForget(w.session, it.key)
 		}
 	}
@@ -364,7 +364,7 @@ func (k *Keyspace) drop(from, to uint16, c Ctx) int {
 // each record is settled, granting waiters the freeze held back.
 func (k *Keyspace) thaw(from, to uint16, c Ctx) {
 	for _, it := range k.itemsIn(from, to) {
-		if it.kind != KindLock {
+		if it.kind() != KindLock {
 			continue
 		}
 		name := []byte(it.key)
@@ -439,7 +439,7 @@ func (k *Keyspace) applyImport(args [][]byte, wall int64) resp.Value {
 			for i, f := range x.Fields {
 				fields[i] = field{clone(f.Name), clone(f.Value)}
 			}
-			k.putItem(&item{hash: hashKey(x.Key), key: string(x.Key), kind: KindHash, fields: fields, deadline: deadline, token: x.Token})
+			k.putItem(&item{hash: hashKey(x.Key), key: string(x.Key), fields: &fields, deadline: deadline, token: x.Token})
 		case KindLock:
 			rec := lockRec{mode: x.Lock.Mode, limit: x.Lock.Limit, granted: x.Token}
 			if x.Lock.DelayLeft > 0 {
@@ -450,7 +450,7 @@ func (k *Keyspace) applyImport(args [][]byte, wall int64) resp.Value {
 				if h.Session == 0 {
 					d = addSat(c.Now, h.TTL)
 				}
-				rec.holders = append(rec.holders, holder{owner: clone(h.Owner), session: h.Session, token: h.Token,
+				rec.holders = append(rec.holders, holder{owner: string(h.Owner), session: h.Session, token: h.Token,
 					count: h.Count, since: addSat(c.Now, -h.HeldFor), deadline: d})
 				rec.granted = max(rec.granted, h.Token)
 				k.sessionHold(h.Session, x.Key)

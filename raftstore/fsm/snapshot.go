@@ -68,15 +68,16 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	var buf []byte
 	s.items.Scan(func(it *item) bool {
 		buf = buf[:0]
-		buf = append(buf, byte(it.kind))
+		kind := it.kind()
+		buf = append(buf, byte(kind))
 		buf = binary.AppendUvarint(buf, uint64(len(it.key)))
 		buf = append(buf, it.key...)
-		switch it.kind {
+		switch kind {
 		case KindLock:
 			buf = append(buf, byte(it.lock.mode))
-			buf = binary.AppendVarint(buf, it.lock.limit)
-			buf = binary.AppendUvarint(buf, uint64(len(it.lock.holders)))
-			for _, h := range it.lock.holders {
+			buf = binary.AppendVarint(buf, it.lock.limit())
+			buf = binary.AppendUvarint(buf, uint64(it.lock.numHolders()))
+			for h := range it.lock.holders {
 				buf = binary.AppendUvarint(buf, uint64(len(h.owner)))
 				buf = append(buf, h.owner...)
 				buf = binary.AppendUvarint(buf, h.session)
@@ -86,8 +87,8 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 				buf = binary.AppendVarint(buf, h.deadline)
 				buf = binary.AppendUvarint(buf, h.via)
 			}
-			buf = binary.AppendUvarint(buf, uint64(len(it.lock.waiters)))
-			for _, w := range it.lock.waiters {
+			buf = binary.AppendUvarint(buf, uint64(it.lock.numWaiters()))
+			for _, w := range it.lock.waiters() {
 				buf = binary.AppendUvarint(buf, w.id)
 				buf = binary.AppendUvarint(buf, uint64(len(w.owner)))
 				buf = append(buf, w.owner...)
@@ -103,13 +104,13 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 				buf = binary.AppendVarint(buf, w.since)
 				buf = binary.AppendVarint(buf, w.deadline)
 			}
-			buf = binary.AppendVarint(buf, it.lock.delay)
+			buf = binary.AppendVarint(buf, it.lock.delay())
 			buf = binary.AppendVarint(buf, it.lock.lockDelay)
-			buf = binary.AppendUvarint(buf, it.lock.granted)
-			buf = binary.AppendVarint(buf, it.wake)
+			buf = binary.AppendUvarint(buf, it.lock.granted())
+			buf = binary.AppendVarint(buf, it.lock.wake())
 		case KindHash:
-			buf = binary.AppendUvarint(buf, uint64(len(it.fields)))
-			for _, f := range it.fields {
+			buf = binary.AppendUvarint(buf, uint64(len(*it.fields)))
+			for _, f := range *it.fields {
 				buf = binary.AppendUvarint(buf, uint64(len(f.name)))
 				buf = append(buf, f.name...)
 				buf = binary.AppendUvarint(buf, uint64(len(f.val)))
@@ -376,10 +377,10 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 	if err != nil {
 		return nil, err
 	}
-	it := &item{hash: hashKey(key), key: string(key), kind: Kind(kind)}
-	switch it.kind {
+	it := &item{hash: hashKey(key), key: string(key)}
+	switch Kind(kind) {
 	case KindString:
-		if it.val, err = readBytes(br); err != nil {
+		if it.val, err = readString(br); err != nil {
 			return nil, err
 		}
 	case KindLock:
@@ -387,7 +388,7 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 		if err != nil {
 			return nil, err
 		}
-		it.lock, it.wake = rec, wake
+		it.lock = packLock(rec, wake)
 	case KindHash:
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -396,6 +397,7 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 		if n == 0 || n > 1<<32 {
 			return nil, errors.New("bad field count")
 		}
+		var fields []field
 		for ; n > 0; n-- {
 			name, err := readBytes(br)
 			if err != nil {
@@ -405,8 +407,9 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 			if err != nil {
 				return nil, err
 			}
-			it.fields = append(it.fields, field{name, val})
+			fields = append(fields, field{name, val})
 		}
+		it.fields = &fields
 	default:
 		return nil, fmt.Errorf("unknown kind %d", kind)
 	}
@@ -448,6 +451,12 @@ func readBytes(br *bufio.Reader) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// readString is readBytes as a string.
+func readString(br *bufio.Reader) (string, error) {
+	b, err := readBytes(br)
+	return string(b), err
+}
+
 func readLock(br *bufio.Reader, version byte) (*lockRec, int64, error) {
 	rec, wake, err := readLockFields(br, version)
 	if err != nil {
@@ -474,7 +483,7 @@ func readLockFields(br *bufio.Reader, version byte) (rec *lockRec, wake int64, e
 	}
 	for ; n > 0; n-- {
 		var h holder
-		if h.owner, err = readBytes(br); err != nil {
+		if h.owner, err = readString(br); err != nil {
 			return nil, 0, err
 		}
 		if h.session, err = binary.ReadUvarint(br); err != nil {
@@ -510,7 +519,7 @@ func readLockFields(br *bufio.Reader, version byte) (rec *lockRec, wake int64, e
 		if w.id, err = binary.ReadUvarint(br); err != nil {
 			return nil, 0, err
 		}
-		if w.owner, err = readBytes(br); err != nil {
+		if w.owner, err = readString(br); err != nil {
 			return nil, 0, err
 		}
 		if w.session, err = binary.ReadUvarint(br); err != nil {

@@ -42,12 +42,12 @@ func (st LockStats) Namespaces() []string {
 
 // account adds (sign 1) or removes (sign -1) a stored item's lock gauges.
 func (k *Keyspace) account(it *item, sign int64) {
-	if it.kind != KindLock {
+	if it.kind() != KindLock {
 		return
 	}
 	k.stats.Locks += sign
-	k.stats.Holders += sign * int64(len(it.lock.holders))
-	k.stats.Waiters += sign * int64(len(it.lock.waiters))
+	k.stats.Holders += sign * int64(it.lock.numHolders())
+	k.stats.Waiters += sign * int64(it.lock.numWaiters())
 }
 
 func (k *Keyspace) noteLate(name []byte) {
@@ -90,8 +90,12 @@ func (k *Keyspace) holdExpired(name []byte, h holder) {
 // wasHeld reports whether token held name until its lease ran out: its record
 // still lists it, expired, or it expired lately.
 func (k *Keyspace) wasHeld(name []byte, token int64) bool {
-	if it, ok := k.items.Get(&item{hash: hashKey(name), key: string(name)}); ok && it.kind == KindLock && findHolder(it.lock.holders, token) >= 0 {
-		return true
+	if it, ok := k.items.Get(&item{hash: hashKey(name), key: string(name)}); ok && it.kind() == KindLock {
+		for h := range it.lock.holders {
+			if int64(h.token) == token {
+				return true
+			}
+		}
 	}
 	n, ok := k.expiredRecent[uint64(token)]
 	return ok && n == string(name)

@@ -79,7 +79,7 @@ func lockProperties(t *testing.T, seed uint64) {
 	}
 	checkRecords := func() {
 		h.ks.items.Scan(func(it *item) bool {
-			if it.kind != KindLock {
+			if it.kind() != KindLock {
 				return true
 			}
 			rec, _, _ := h.ks.view(it.lock, h.now)

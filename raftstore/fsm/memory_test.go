@@ -1,0 +1,184 @@
+package fsm
+
+import (
+	"bytes"
+	"os"
+	"reflect"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// memoryKeys is how many keys the memory tests store: enough for the per-key
+// cost to dominate the trees' fixed overhead, few enough to run in a second.
+const memoryKeys = 100_000
+
+// heapPerKey fills a fresh keyspace with n keys, applying entry(i) at index
+// i+1 through Keyspace.Apply (each reply checked by ok), and returns the live
+// heap the keyspace grew by, per key, after two collections. Events and wakes
+// are taken after each entry, as the Raft FSM does. restored is the same for
+// a keyspace restored from the filled one's snapshot (which must write the
+// same bytes again).
+//
+// With LOCKD_HEAPPROFILE=file set, it samples every allocation and writes the
+// heap profile of the filled keyspace to file (go tool pprof -sample_index
+// inuse_space file).
+func heapPerKey(t testing.TB, n int, entry func(i int) [][]byte, ok func(resp.Value) bool) (applied, restored float64) {
+	t.Helper()
+	profile := os.Getenv("LOCKD_HEAPPROFILE")
+	if profile != "" {
+		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+		runtime.MemProfileRate = 1
+	}
+	ks := New()
+	before := liveHeap()
+	for i := range n {
+		v := ks.Apply(uint64(i+1), command.Entry{Kind: command.KindCommand, Time: int64(i), Wall: wall, Args: entry(i)})
+		if !ok(v) {
+			t.Fatalf("entry %d: reply %v", i, v)
+		}
+		ks.TakeEvents()
+		ks.TakeWakes()
+	}
+	after := liveHeap()
+	if keys, _ := ks.Counts(ks.Now()); keys != n {
+		t.Fatalf("keyspace holds %d keys, want %d", keys, n)
+	}
+	if profile != "" {
+		writeHeapProfile(t, profile)
+	}
+	applied = float64(int64(after)-int64(before)) / float64(n)
+
+	var snap bytes.Buffer
+	if _, err := ks.Snapshot().WriteTo(&snap); err != nil {
+		t.Fatal(err)
+	}
+	ks = nil
+	before = liveHeap()
+	r := New()
+	if err := r.Restore(bytes.NewReader(snap.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	after = liveHeap()
+	restored = float64(int64(after)-int64(before)) / float64(n)
+	var again bytes.Buffer
+	if _, err := r.Snapshot().WriteTo(&again); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Bytes(), snap.Bytes()) {
+		t.Fatal("the restored keyspace writes another snapshot")
+	}
+	return applied, restored
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// maxLockBytes is the budget of one held lease lock in the keyspace (item,
+// record, key, owner and its share of the two trees that index it). Issue 9:
+// the whole node must stay within 2x Redis's ~145 B per key with a TTL.
+const maxLockBytes = 300
+
+// TestLockMemory measures the heap one held lock costs: memoryKeys entries
+// LOCK.ACQUIRE lock:<i> owner-<i> PX 3600000, each granted, and fails when a
+// lock costs more than maxLockBytes. Run with -v to see the number; profile
+// with -memprofile.
+func TestLockMemory(t *testing.T) {
+	per, restored := heapPerKey(t, memoryKeys, func(i int) [][]byte {
+		s := strconv.Itoa(i)
+		return [][]byte{[]byte("LOCK.ACQUIRE"), []byte("lock:" + s), []byte("owner-" + s), []byte("PX"), []byte("3600000")}
+	}, func(v resp.Value) bool { return v.Kind == resp.KindInt })
+	t.Logf("held lease lock: %.0f B/lock applied, %.0f B/lock restored (%d locks)", per, restored, memoryKeys)
+	if per > maxLockBytes || restored > maxLockBytes {
+		t.Errorf("a held lock costs %.0f B applied, %.0f B restored: over the budget of %d B", per, restored, maxLockBytes)
+	}
+}
+
+// TestStringMemory is TestLockMemory for the Redis-style lock: SET lock:<i>
+// owner-<i> PX 3600000. It logs the number and fails above the lock budget.
+func TestStringMemory(t *testing.T) {
+	per, restored := heapPerKey(t, memoryKeys, func(i int) [][]byte {
+		s := strconv.Itoa(i)
+		return [][]byte{[]byte("SET"), []byte("lock:" + s), []byte("owner-" + s), []byte("PX"), []byte("3600000")}
+	}, func(v resp.Value) bool { return v.Kind == resp.KindSimple })
+	t.Logf("string with a TTL: %.0f B/key applied, %.0f B/key restored (%d keys)", per, restored, memoryKeys)
+	if per > maxLockBytes || restored > maxLockBytes {
+		t.Errorf("a string key costs %.0f B applied, %.0f B restored: over the budget of %d B", per, restored, maxLockBytes)
+	}
+}
+
+func writeHeapProfile(t testing.TB, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestItemLayout keeps the per-key structs within their malloc size classes:
+// one item per key, one lockData per held lock.
+func TestItemLayout(t *testing.T) {
+	if n := unsafe.Sizeof(item{}); n > 80 {
+		t.Errorf("item is %d bytes, want at most 80", n)
+	}
+	if n := unsafe.Sizeof(lockData{}); n > 80 {
+		t.Errorf("lockData is %d bytes, want at most 80", n)
+	}
+}
+
+// TestPackLockRoundTrip: view(packLock(r)) gives back every field of r, for
+// plain records (no lockMore) and for each way a record is not plain.
+func TestPackLockRoundTrip(t *testing.T) {
+	const future = 1 << 40
+	h1 := holder{owner: "a", token: 7, count: 1, since: 3, deadline: future}
+	h2 := holder{owner: "b", session: 9, token: 8, count: 2, since: 4, deadline: future, via: 6}
+	w1 := waiter{id: 11, owner: "c", ttl: 100, limit: 1, since: 5, deadline: future, mode: command.LockExclusive, reentrant: true}
+	excl := func(mut func(r *lockRec)) lockRec {
+		r := lockRec{mode: command.LockExclusive, limit: 1, holders: []holder{h1}, lockDelay: 50, granted: 7}
+		mut(&r)
+		return r
+	}
+	cases := []struct {
+		name  string
+		rec   lockRec
+		wake  int64
+		plain bool
+	}{
+		{"plain", excl(func(*lockRec) {}), 0, true},
+		{"plain shared", lockRec{mode: command.LockShared, holders: []holder{h1}, granted: 7}, 0, true},
+		{"granted later", excl(func(r *lockRec) { r.granted = 9 }), 0, false},
+		{"via a waiter", excl(func(r *lockRec) { r.holders[0].via = 5 }), 0, false},
+		{"two holders", lockRec{mode: command.LockShared, holders: []holder{h1, h2}, granted: 8}, 0, false},
+		{"semaphore", lockRec{mode: command.LockSemaphore, limit: 3, holders: []holder{h1}, granted: 7}, 0, false},
+		{"waiter", excl(func(r *lockRec) { r.waiters = []waiter{w1} }), 20, false},
+		{"delay only", lockRec{mode: command.LockExclusive, limit: 1, delay: 30, lockDelay: 50, granted: 7}, 0, false},
+		{"wake only", excl(func(*lockRec) {}), 20, false},
+	}
+	k := New()
+	for _, c := range cases {
+		d := packLock(&c.rec, c.wake)
+		if (d.more == nil) != c.plain {
+			t.Errorf("%s: packed without lockMore = %v, want %v", c.name, d.more == nil, c.plain)
+		}
+		got, dropped, _ := k.view(d, 0)
+		want := c.rec
+		want.holders = append([]holder{}, want.holders...)
+		want.waiters = append([]waiter{}, want.waiters...)
+		if !reflect.DeepEqual(got, want) || len(dropped) != 0 || d.wake() != c.wake {
+			t.Errorf("%s: view(packLock(r)) = %+v wake %d, want %+v wake %d", c.name, got, d.wake(), want, c.wake)
+		}
+	}
+}
