@@ -121,6 +121,7 @@ echo "bigstate.sh: a follower stopped cleanly and restarted serves again after $
 restart_node KILL
 killed=$RESTART_S
 echo "bigstate.sh: a follower killed (-9) and restarted serves again after ${killed}s" >&2
+sleep 5 # the restarted node returns its restore's garbage to the OS a second after it
 after=$(rss_mib "${SYSTEM_PIDS[2]}")
 
 max_rss=$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)
