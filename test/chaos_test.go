@@ -288,6 +288,12 @@ func chaosMarkers(cc *chaosCluster, name string, keys []string, res *chaosResult
 	return out
 }
 
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
 // waitApplied waits (bounded) until every node applied every group's marker.
 func waitApplied(cc *chaosCluster, markers []uint64, res *chaosResult) {
 	deadline := time.Now().Add(recoverTimeout)
@@ -308,6 +314,9 @@ func waitApplied(cc *chaosCluster, markers []uint64, res *chaosResult) {
 			}
 			if time.Now().After(deadline) {
 				res.violate("%s did not apply the final markers %v within %v (applied %v, %v; group %d behind)", nd.id, markers, recoverTimeout, is, err, behind)
+				if nd.proc != nil { // what the replica that fell behind logged
+					cc.t.Logf("%s's log, last lines:\n%s", nd.id, lastLines(nd.proc.stderr.String(), 60))
+				}
 				break
 			}
 			time.Sleep(pollEvery)
