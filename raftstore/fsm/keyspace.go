@@ -13,6 +13,7 @@ package fsm
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
@@ -39,13 +40,14 @@ type field struct {
 // item is one key. An item whose deadline has passed is absent for every command,
 // even before a tick entry removes it.
 //
-// Its kind is told by which payload is set: lock (KindLock), fields (KindHash),
-// else val (KindString). The layout is kept to 80 bytes (a malloc size class):
+// Its kind is told by which payload is set: lock (KindLock; val then holds
+// the record's first holder's owner), fields (KindHash), else val
+// (KindString). The layout is kept to 80 bytes (a malloc size class):
 // there is one item per key.
 type item struct {
 	hash     uint64 // scan order; stable across replicas and restarts
 	key      string
-	val      string    // KindString
+	val      string    // KindString: the value; KindLock: the first holder's owner
 	lock     *lockData // KindLock
 	fields   *[]field  // KindHash; never empty (an emptied hash is deleted)
 	deadline int64     // log time in ms; 0 = no TTL
@@ -402,13 +404,49 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 
 // put stores a string value under key, replacing any earlier item (live or not).
 func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
-	it := &item{hash: hashKey(key), key: string(key), val: string(val), token: token, mod: k.logical(), deadline: deadline}
+	it := &item{hash: hashKey(key), token: token, mod: k.logical(), deadline: deadline}
+	it.key, it.val = joinBytes(key, val)
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
 		k.dropWaiters(old)
 	}
 	k.indexItem(it)
 	return it
+}
+
+// maxJoined bounds the values joinBytes stores in the key's allocation: a
+// longer value gets one of its own, so that a key retained elsewhere never
+// holds a large value alive.
+const maxJoined = 256
+
+// joinBytes returns key and val as strings sharing one allocation (one malloc
+// and one size-class round-up per key instead of two) when val is at most
+// maxJoined bytes, else as two strings. Strings are immutable, so sharing is
+// invisible to every reader.
+func joinBytes(key, val []byte) (string, string) {
+	if len(val) > maxJoined {
+		return string(key), string(val)
+	}
+	var b strings.Builder
+	b.Grow(len(key) + len(val))
+	b.Write(key)
+	b.Write(val)
+	s := b.String()
+	return s[:len(key)], s[len(key):]
+}
+
+// joinString is joinBytes for a value already held as a string (a lock
+// record's first owner): it copies val next to key.
+func joinString(key []byte, val string) (string, string) {
+	if len(val) > maxJoined {
+		return string(key), val
+	}
+	var b strings.Builder
+	b.Grow(len(key) + len(val))
+	b.Write(key)
+	b.WriteString(val)
+	s := b.String()
+	return s[:len(key)], s[len(key):]
 }
 
 // putItem stores it (a new item, never one already in the trees), replacing any
@@ -446,7 +484,7 @@ func (k *Keyspace) expireDue() {
 	})
 	for _, it := range due {
 		if it.kind() == KindLock {
-			for h := range it.lock.holders {
+			for h := range it.holders {
 				k.holdExpired([]byte(it.key), h)
 			}
 		}

@@ -60,15 +60,16 @@ type waiter struct {
 
 // lockData is a lock record as a stored item keeps it: a lockRec (without
 // expired) plus the item's wake time, packed for memory. Most records have one
-// holder granted at once, no waiter and no lock-delay: they are one 80-byte
+// holder granted at once, no waiter and no lock-delay: they are one 64-byte
 // allocation, the holder inline and more nil. Everything else sits in more.
+// The first holder's owner is not here but in the item's val (unused by a
+// lock item), which shares one allocation with the item's key (joinString).
 // Like every stored item it is immutable: a change packs a new one
-// (packLock), and view(packLock(r)) gives back every field of r exactly, so
-// the snapshot bytes do not depend on the layout.
+// (packLock), and viewing an item that holds packLock(r) gives back every
+// field of r exactly, so the snapshot bytes do not depend on the layout.
 type lockData struct {
-	// The first holder, but for its via (in more; 0 when more is nil); zero
-	// when held is false.
-	owner     string
+	// The first holder, but for its owner (the item's val) and its via (in
+	// more; 0 when more is nil); zero when held is false.
 	session   uint64
 	token     uint64
 	count     int64
@@ -108,27 +109,29 @@ func plain(r *lockRec, wake int64) bool {
 		len(r.waiters) == 0 && r.delay == 0 && wake == 0 && r.limit == plainLimit(r.mode)
 }
 
-// packLock packs r, with the wake time wake, for storing. The stored record
-// shares no slice with r.
-func packLock(r *lockRec, wake int64) *lockData {
-	d := &lockData{lockDelay: r.lockDelay, mode: r.mode}
+// packLock packs r, with the wake time wake, for storing: the item that keeps
+// it keeps owner, the first holder's owner ("" when r has no holder), as its
+// val. The stored record shares no slice with r.
+func packLock(r *lockRec, wake int64) (d *lockData, owner string) {
+	d = &lockData{lockDelay: r.lockDelay, mode: r.mode}
 	var rest []holder
 	var via uint64
 	if len(r.holders) > 0 {
 		h := r.holders[0]
-		d.owner, d.session, d.token, d.count, d.since, d.deadline, d.held = h.owner, h.session, h.token, h.count, h.since, h.deadline, true
+		owner = h.owner
+		d.session, d.token, d.count, d.since, d.deadline, d.held = h.session, h.token, h.count, h.since, h.deadline, true
 		rest, via = r.holders[1:], h.via
 	}
 	if !plain(r, wake) {
 		d.more = &lockMore{holders: append([]holder(nil), rest...), waiters: append([]waiter(nil), r.waiters...),
 			limit: r.limit, delay: r.delay, wake: wake, granted: r.granted, via: via}
 	}
-	return d
+	return d, owner
 }
 
-// first is the first holder; held must be set.
-func (d *lockData) first() holder {
-	h := holder{owner: d.owner, session: d.session, token: d.token, count: d.count, since: d.since, deadline: d.deadline}
+// first is the first holder, whose owner is owner; held must be set.
+func (d *lockData) first(owner string) holder {
+	h := holder{owner: owner, session: d.session, token: d.token, count: d.count, since: d.since, deadline: d.deadline}
 	if d.more != nil {
 		h.via = d.more.via
 	}
@@ -185,9 +188,11 @@ func (d *lockData) numWaiters() int {
 	return len(d.more.waiters)
 }
 
-// holders yields the stored holders in order (for h := range d.holders).
-func (d *lockData) holders(yield func(holder) bool) {
-	if !d.held || !yield(d.first()) {
+// holders yields the stored holders of a lock item in order (for h := range
+// it.holders).
+func (it *item) holders(yield func(holder) bool) {
+	d := it.lock
+	if !d.held || !yield(d.first(it.val)) {
 		return
 	}
 	if d.more != nil {
@@ -270,10 +275,11 @@ func (r *lockRec) add(h holder, mode command.LockMode, limit int64) {
 // lease ended are gone (each expiry starting the lock-delay), and waiters whose
 // wait or session ended are gone (their ids in dropped). changed tells whether
 // anything was left out.
-func (k *Keyspace) view(r *lockData, now int64) (v lockRec, dropped []uint64, changed bool) {
+func (k *Keyspace) view(it *item, now int64) (v lockRec, dropped []uint64, changed bool) {
+	r := it.lock
 	v = lockRec{mode: r.mode, limit: r.limit(), delay: r.delay(), lockDelay: r.lockDelay, granted: r.granted()}
 	v.holders = make([]holder, 0, r.numHolders()+1)
-	for h := range r.holders {
+	for h := range it.holders {
 		if h.deadline > now {
 			v.holders = append(v.holders, h)
 			continue
@@ -313,7 +319,7 @@ func (k *Keyspace) lockOf(name []byte, now int64) (*item, lockRec, []uint64, boo
 	if it.kind() != KindLock {
 		return nil, lockRec{}, nil, false, &wrongType
 	}
-	v, dropped, changed := k.view(it.lock, now)
+	v, dropped, changed := k.view(it, now)
 	return it, v, dropped, changed, nil
 }
 
@@ -396,7 +402,14 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	if old != nil {
 		token = max(token, old.token)
 	}
-	k.putItem(&item{hash: hashKey(name), key: string(name), lock: packLock(&rec, rec.wakeAt(c.Now)), deadline: deadline, token: token})
+	it := &item{hash: hashKey(name), deadline: deadline, token: token}
+	if len(rec.holders) > 0 {
+		it.key, rec.holders[0].owner = joinString(name, rec.holders[0].owner)
+	} else {
+		it.key = string(name)
+	}
+	it.lock, it.val = packLock(&rec, rec.wakeAt(c.Now))
+	k.putItem(it)
 }
 
 // dropWaiters tells the waiters of a lock item that is being deleted or
@@ -707,7 +720,7 @@ func (k *Keyspace) settleDue(c Ctx) {
 		return true
 	})
 	for _, it := range due {
-		rec, dropped, _ := k.view(it.lock, c.Now)
+		rec, dropped, _ := k.view(it, c.Now)
 		k.storeLock([]byte(it.key), it, rec, dropped, c)
 	}
 }

@@ -292,7 +292,7 @@ func (k *Keyspace) export(from, to uint16, c Ctx) *Export {
 				x.Fields = append(x.Fields, HashField{Name: f.name, Value: f.val})
 			}
 		case KindLock:
-			rec, _, _ := k.view(it.lock, c.Now)
+			rec, _, _ := k.view(it, c.Now)
 			l := &ExportLock{Mode: rec.mode, Limit: rec.limit}
 			if rec.delay > c.Now {
 				l.DelayLeft = rec.delay - c.Now
@@ -341,14 +341,14 @@ func (k *Keyspace) drop(from, to uint16, c Ctx) int {
 		if it.kind() != KindLock {
 			continue
 		}
-		rec, dropped, _ := k.view(it.lock, c.Now)
+		rec, dropped, _ := k.view(it, c.Now)
 		for _, id := range dropped {
 			k.wakes = append(k.wakes, Wake{Waiter: id})
 		}
 		for _, w := range rec.waiters {
 			k.wakes = append(k.wakes, Wake{Waiter: w.id, Moved: true})
 		}
-		for h := range it.lock.holders {
+		for h := range it.holders {
 			k.sessionForget(h.session, it.key)
 		}
 		for _, w := range it.lock.waiters() {

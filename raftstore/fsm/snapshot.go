@@ -77,7 +77,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			buf = append(buf, byte(it.lock.mode))
 			buf = binary.AppendVarint(buf, it.lock.limit())
 			buf = binary.AppendUvarint(buf, uint64(it.lock.numHolders()))
-			for h := range it.lock.holders {
+			for h := range it.holders {
 				buf = binary.AppendUvarint(buf, uint64(len(h.owner)))
 				buf = append(buf, h.owner...)
 				buf = binary.AppendUvarint(buf, h.session)
@@ -377,18 +377,23 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 	if err != nil {
 		return nil, err
 	}
-	it := &item{hash: hashKey(key), key: string(key)}
+	it := &item{hash: hashKey(key)}
 	switch Kind(kind) {
 	case KindString:
-		if it.val, err = readString(br); err != nil {
+		val, err := readBytes(br)
+		if err != nil {
 			return nil, err
 		}
+		it.key, it.val = joinBytes(key, val)
 	case KindLock:
 		rec, wake, err := readLock(br, version)
 		if err != nil {
 			return nil, err
 		}
-		it.lock = packLock(rec, wake)
+		if len(rec.holders) > 0 {
+			it.key, rec.holders[0].owner = joinString(key, rec.holders[0].owner)
+		}
+		it.lock, it.val = packLock(rec, wake)
 	case KindHash:
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -412,6 +417,9 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 		it.fields = &fields
 	default:
 		return nil, fmt.Errorf("unknown kind %d", kind)
+	}
+	if it.key == "" { // not joined with a value or owner above
+		it.key = string(key)
 	}
 	deadline, err := binary.ReadVarint(br)
 	if err != nil {

@@ -91,7 +91,7 @@ func (k *Keyspace) holdExpired(name []byte, h holder) {
 // still lists it, expired, or it expired lately.
 func (k *Keyspace) wasHeld(name []byte, token int64) bool {
 	if it, ok := k.items.Get(&item{hash: hashKey(name), key: string(name)}); ok && it.kind() == KindLock {
-		for h := range it.lock.holders {
+		for h := range it.holders {
 			if int64(h.token) == token {
 				return true
 			}

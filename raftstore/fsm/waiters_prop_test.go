@@ -82,7 +82,7 @@ func lockProperties(t *testing.T, seed uint64) {
 			if it.kind() != KindLock {
 				return true
 			}
-			rec, _, _ := h.ks.view(it.lock, h.now)
+			rec, _, _ := h.ks.view(it, h.now)
 			switch n := int64(len(rec.holders)); {
 			case rec.mode == command.LockExclusive && n > 1:
 				t.Fatalf("seed %d: %s has %d exclusive holders", seed, it.key, n)
