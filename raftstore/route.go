@@ -3,7 +3,6 @@ package raftstore
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -210,11 +209,7 @@ const moveRetryFor = 10 * time.Second
 // is handing over (TRYAGAIN … moving): nothing was changed, and the request
 // is sent again by the current map.
 func isMoveReply(v resp.Value) bool {
-	if !v.IsError() {
-		return false
-	}
-	s := v.String()
-	return strings.HasPrefix(s, command.MovedPrefix) || strings.HasPrefix(s, "TRYAGAIN slot ")
+	return v.IsError() && command.IsSlotRefusal(v.String())
 }
 
 // isRefused reports a reply that says nothing was done and the request may

@@ -9,6 +9,7 @@ import (
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/resp"
+	"github.com/lockd/lockd/shard"
 )
 
 // waitBoard connects blocked LOCK.ACQUIREs on this node with the wakes the
@@ -152,7 +153,7 @@ func (s *Store) awaitGrant(ctx context.Context, r command.Request, op command.Lo
 		case 0:
 			return resp.Nil
 		case movedWake:
-			return resp.Error(command.MovedPrefix + "the name's slot moved to another group")
+			return resp.Error(string(command.MovedError(shard.Slot(op.Name))))
 		}
 		return resp.Int(int64(tok))
 	case <-timer.C:
@@ -192,7 +193,7 @@ func (s *Store) cancelWaiter(name []byte, id uint64, release bool, ch chan uint6
 			case 0:
 				return resp.Nil
 			case movedWake:
-				return resp.Error(command.MovedPrefix + "the name's slot moved to another group")
+				return resp.Error(string(command.MovedError(shard.Slot(name))))
 			}
 			return resp.Int(int64(tok))
 		case <-ctx.Done():

@@ -47,9 +47,12 @@ const (
 	MovedPrefix    = "MOVED "
 )
 
+// frozenPrefix begins TryAgainError's text.
+const frozenPrefix = TryAgainPrefix + "slot "
+
 // TryAgainError is the reply for a key of a frozen slot.
 func TryAgainError(slot uint16) Error {
-	return Error(TryAgainPrefix + "slot " + strconv.Itoa(int(slot)) + " is moving to another group")
+	return Error(frozenPrefix + strconv.Itoa(int(slot)) + " is moving to another group")
 }
 
 // MovedError is the reply for a key of a slot that has left this group.
@@ -69,6 +72,14 @@ func ParseMoved(msg string) (uint16, bool) {
 		return 0, false
 	}
 	return uint16(n), true
+}
+
+// IsSlotRefusal reports whether msg (an error reply's text) is TryAgainError's
+// or MovedError's: the group changed nothing, and the request belongs to
+// whichever group the newer shard map names.
+func IsSlotRefusal(msg string) bool {
+	_, moved := ParseMoved(msg)
+	return moved || strings.HasPrefix(msg, frozenPrefix)
 }
 
 // SessionAttachArgs is the argument vector of a KindSessionAttach entry.
