@@ -13,7 +13,6 @@ package fsm
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
@@ -405,7 +404,7 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 // put stores a string value under key, replacing any earlier item (live or not).
 func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 	it := &item{hash: hashKey(key), token: token, mod: k.logical(), deadline: deadline}
-	it.key, it.val = joinBytes(key, val)
+	it.key, it.val = join(key, val)
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
 		k.dropWaiters(old)
@@ -414,38 +413,22 @@ func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 	return it
 }
 
-// maxJoined bounds the values joinBytes stores in the key's allocation: a
+// maxJoined bounds the values join stores in the key's allocation: a
 // longer value gets one of its own, so that a key retained elsewhere never
 // holds a large value alive.
 const maxJoined = 256
 
-// joinBytes returns key and val as strings sharing one allocation (one malloc
+// join returns key and val as strings sharing one allocation (one malloc
 // and one size-class round-up per key instead of two) when val is at most
 // maxJoined bytes, else as two strings. Strings are immutable, so sharing is
-// invisible to every reader.
-func joinBytes(key, val []byte) (string, string) {
+// invisible to every reader. val is a []byte from a command or a string
+// already held (a lock record's first owner); the conversions inside the
+// concatenation copy nothing extra.
+func join[V string | []byte](key []byte, val V) (string, string) {
 	if len(val) > maxJoined {
 		return string(key), string(val)
 	}
-	var b strings.Builder
-	b.Grow(len(key) + len(val))
-	b.Write(key)
-	b.Write(val)
-	s := b.String()
-	return s[:len(key)], s[len(key):]
-}
-
-// joinString is joinBytes for a value already held as a string (a lock
-// record's first owner): it copies val next to key.
-func joinString(key []byte, val string) (string, string) {
-	if len(val) > maxJoined {
-		return string(key), val
-	}
-	var b strings.Builder
-	b.Grow(len(key) + len(val))
-	b.Write(key)
-	b.WriteString(val)
-	s := b.String()
+	s := string(key) + string(val)
 	return s[:len(key)], s[len(key):]
 }
 

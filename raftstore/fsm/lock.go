@@ -63,7 +63,7 @@ type waiter struct {
 // holder granted at once, no waiter and no lock-delay: they are one 64-byte
 // allocation, the holder inline and more nil. Everything else sits in more.
 // The first holder's owner is not here but in the item's val (unused by a
-// lock item), which shares one allocation with the item's key (joinString).
+// lock item), which shares one allocation with the item's key (join).
 // Like every stored item it is immutable: a change packs a new one
 // (packLock), and viewing an item that holds packLock(r) gives back every
 // field of r exactly, so the snapshot bytes do not depend on the layout.
@@ -404,7 +404,7 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	}
 	it := &item{hash: hashKey(name), deadline: deadline, token: token}
 	if len(rec.holders) > 0 {
-		it.key, rec.holders[0].owner = joinString(name, rec.holders[0].owner)
+		it.key, rec.holders[0].owner = join(name, rec.holders[0].owner)
 	} else {
 		it.key = string(name)
 	}

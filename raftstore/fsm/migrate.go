@@ -92,9 +92,9 @@ func (rs slotRanges) remove(from, to uint16) slotRanges {
 	return out
 }
 
-// moving reports whether any slot is frozen or gone: when not, no key check is
-// needed (the fast path of every command).
-func (k *Keyspace) moving() bool { return len(k.frozen) != 0 || len(k.gone) != 0 }
+// SlotsMarked reports whether any slot is frozen (leaving) or gone: only then
+// does an entry or a read need CheckKeys.
+func (k *Keyspace) SlotsMarked() bool { return len(k.frozen) != 0 || len(k.gone) != 0 }
 
 // frozenKey reports whether key's slot is frozen: its item must not change.
 func (k *Keyspace) frozenKey(key string) bool {
@@ -126,7 +126,7 @@ func (k *Keyspace) Gone() []SlotRange { return append([]SlotRange(nil), k.gone..
 // its read lock before serving a read. With no slot frozen or gone it returns
 // at once.
 func (k *Keyspace) CheckKeys(keys [][]byte) (resp.Value, bool) {
-	if !k.moving() {
+	if !k.SlotsMarked() {
 		return resp.Value{}, false
 	}
 	for _, key := range keys {
@@ -156,7 +156,7 @@ func SlotKeys(args [][]byte) [][]byte {
 // a script's run for a user, or a transaction's watched and queued keys.
 // Entries it cannot parse are left to Apply, which meets them again.
 func (k *Keyspace) checkEntry(e command.Entry) (resp.Value, bool) {
-	if !k.moving() {
+	if !k.SlotsMarked() {
 		return resp.Value{}, false
 	}
 	switch e.Kind {

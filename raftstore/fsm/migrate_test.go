@@ -555,7 +555,7 @@ func TestRestoreVersion3(t *testing.T) {
 		t.Fatalf("version 3 snapshot: %v", err)
 	}
 	g := &group{t: t, name: "v3", ks: ks, index: ks.Index(), now: ks.Now()}
-	if g.index != 10 || ks.TokenBase() != 0 || ks.moving() || ks.ShardMap() != nil {
+	if g.index != 10 || ks.TokenBase() != 0 || ks.SlotsMarked() || ks.ShardMap() != nil {
 		t.Fatalf("index %d base %d frozen %v gone %v", g.index, ks.TokenBase(), ks.Frozen(), ks.Gone())
 	}
 	g.wantRead("GET plain", "$1\r\nx\r\n")

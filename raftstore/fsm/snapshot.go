@@ -384,14 +384,14 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 		if err != nil {
 			return nil, err
 		}
-		it.key, it.val = joinBytes(key, val)
+		it.key, it.val = join(key, val)
 	case KindLock:
 		rec, wake, err := readLock(br, version)
 		if err != nil {
 			return nil, err
 		}
 		if len(rec.holders) > 0 {
-			it.key, rec.holders[0].owner = joinString(key, rec.holders[0].owner)
+			it.key, rec.holders[0].owner = join(key, rec.holders[0].owner)
 		}
 		it.lock, it.val = packLock(rec, wake)
 	case KindHash:
