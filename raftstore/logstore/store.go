@@ -246,21 +246,25 @@ type setsReq struct {
 	done       chan error
 }
 
-// writeSets returns a writeSplit-shaped function that hands keys and vals to
-// the committer (the op argument is not used: the committer sets them).
-func (sh *Shared) writeSets(keys, vals [][]byte) func(int, func(*badger.Txn, int) error, func(int, int)) error {
-	return func(_ int, _ func(*badger.Txn, int) error, committed func(int, int)) error {
-		r := &setsReq{keys: keys, vals: vals, committed: committed, done: make(chan error, 1)}
-		select {
-		case sh.reqs <- r:
-		case <-sh.stopped:
-			return ErrClosed
-		}
-		return <-r.done
+// commitSets hands keys and vals to the committer and waits for it;
+// committed is called (from the committer) for each run that committed.
+func (sh *Shared) commitSets(keys, vals [][]byte, committed func(from, to int)) error {
+	r := &setsReq{keys: keys, vals: vals, committed: committed, done: make(chan error, 1)}
+	select {
+	case sh.reqs <- r:
+	case <-sh.stopped:
+		return ErrClosed
 	}
+	return <-r.done
 }
 
-var linger = 300 * time.Microsecond
+
+// linger is how long the committer waits for more groups' appends before it
+// writes a small batch, when the batch before it held several (several groups
+// are writing): a shared fsync is worth a fraction of one's wait. A lone
+// writer never waits. Measured with BenchmarkNodeGroups (3 nodes, 8 groups, 64
+// clients, on disk): 1.7 appends per fsync without, 3.0 with 300 µs.
+const linger = 300 * time.Microsecond
 
 // committer writes the queued StoreLogs, all that are waiting at once, until
 // Close.
@@ -576,25 +580,25 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	txns := 0
-	write := s.writeSplit
-	if s.sh != nil {
-		write = s.sh.writeSets(keys, vals)
+	committed := func(from, to int) {
+		txns++
+		lo, hi := logs[from].Index, logs[from].Index
+		for _, l := range logs[from+1 : to] {
+			lo, hi = min(lo, l.Index), max(hi, l.Index)
+		}
+		if first := s.first.Load(); first == 0 || lo < first {
+			s.first.Store(lo)
+		}
+		if hi > s.last.Load() {
+			s.last.Store(hi)
+		}
 	}
-	err := write(len(logs),
-		func(txn *badger.Txn, i int) error { return txn.Set(keys[i], vals[i]) },
-		func(from, to int) {
-			txns++
-			lo, hi := logs[from].Index, logs[from].Index
-			for _, l := range logs[from+1 : to] {
-				lo, hi = min(lo, l.Index), max(hi, l.Index)
-			}
-			if first := s.first.Load(); first == 0 || lo < first {
-				s.first.Store(lo)
-			}
-			if hi > s.last.Load() {
-				s.last.Store(hi)
-			}
-		})
+	var err error
+	if s.sh != nil {
+		err = s.sh.commitSets(keys, vals, committed)
+	} else {
+		err = s.writeSplit(len(logs), func(txn *badger.Txn, i int) error { return txn.Set(keys[i], vals[i]) }, committed)
+	}
 	if txns > 1 {
 		s.logger.Debug("logstore: StoreLogs batch split across transactions",
 			"dir", s.dir, "logs", len(logs), "bytes", len(valSlab), "txns", txns)
