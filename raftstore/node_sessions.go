@@ -66,8 +66,7 @@ func (n *Node) sessionAll(ctx context.Context, r command.Request) resp.Value {
 // closeEverywhere ends a session that group 0 no longer knows in every other
 // group (bounded; a group that cannot be reached ends it by its own timer).
 func (n *Node) closeEverywhere(ctx context.Context, id uint64) {
-	args := [][]byte{[]byte("SESSION.CLOSE"), strconv.AppendUint(nil, id, 10)}
-	op, spec, err := command.Parse(args)
+	r, err := request("", [][]byte{[]byte("SESSION.CLOSE"), strconv.AppendUint(nil, id, 10)})
 	if err != nil {
 		return
 	}
@@ -77,7 +76,7 @@ func (n *Node) closeEverywhere(ctx context.Context, id uint64) {
 		if g == 0 {
 			return resp.OK
 		}
-		return n.groups[g].Do(c, []command.Request{{Args: args, Op: op, Spec: spec}})[0]
+		return n.groups[g].Do(c, []command.Request{r})[0]
 	})
 }
 
@@ -128,8 +127,8 @@ func withWait(r command.Request, ms int64) command.Request {
 			break
 		}
 	}
-	if op, spec, err := command.Parse(args); err == nil {
-		return command.Request{Args: args, Op: op, Spec: spec, User: r.User}
+	if w, err := request(r.User, args); err == nil {
+		return w
 	}
 	return r
 }
@@ -137,12 +136,11 @@ func withWait(r command.Request, ms int64) command.Request {
 // attach makes session id exist in group g: group 0 must still know it (a
 // keepalive there, which also renews it), and g gets it with group 0's TTL.
 func (n *Node) attach(ctx context.Context, g int, id uint64) resp.Value {
-	args := [][]byte{[]byte("SESSION.KEEPALIVE"), strconv.AppendUint(nil, id, 10)}
-	op, spec, err := command.Parse(args)
+	keepalive, err := request("", [][]byte{[]byte("SESSION.KEEPALIVE"), strconv.AppendUint(nil, id, 10)})
 	if err != nil {
-		return resp.Error("ERR " + err.Error())
+		return resp.Error("ERR internal: " + err.Error())
 	}
-	ttl := n.doRetrying(ctx, 0, []command.Request{{Args: args, Op: op, Spec: spec}})[0]
+	ttl := n.doRetrying(ctx, 0, []command.Request{keepalive})[0]
 	if ttl.IsError() {
 		return ttl
 	}

@@ -12,6 +12,17 @@ import (
 	"github.com/lockd/lockd/resp"
 )
 
+// request builds the Request of a command that the store itself sends (a
+// cancel, a session close or keepalive, one group's part of a split command),
+// parsed as the front door would parse it.
+func request(user string, args [][]byte) (command.Request, error) {
+	op, spec, err := command.Parse(args)
+	if err != nil {
+		return command.Request{}, err
+	}
+	return command.Request{Args: args, Op: op, Spec: spec, User: user}, nil
+}
+
 // electionWait bounds how long a request waits for an election to produce a
 // leader (a few election timeouts) before it is answered TRYAGAIN.
 const electionWait = 2 * time.Second

@@ -396,14 +396,14 @@ func (n *Node) doSplit(ctx context.Context, r command.Request) resp.Value {
 		for _, i := range idx {
 			args = append(args, keys[i])
 		}
-		op, spec, err := command.Parse(args)
+		part, err := request(r.User, args)
 		if err != nil {
-			return resp.Error("ERR " + err.Error())
+			return resp.Error("ERR internal: " + err.Error())
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[g] = n.runGroup(ctx, g, []command.Request{{Args: args, Op: op, Spec: spec, User: r.User}})[0]
+			res[g] = n.runGroup(ctx, g, []command.Request{part})[0]
 		}()
 	}
 	wg.Wait()

@@ -176,14 +176,14 @@ func (s *Store) cancelWaiter(name []byte, id uint64, release bool, ch chan uint6
 	if release {
 		args = append(args, []byte("RELEASE"))
 	}
-	op, spec, err := command.Parse(args)
+	cancelReq, err := request("", args)
 	if err != nil {
 		return resp.Error("ERR internal: " + err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout+electionWait)
 	defer cancel()
 	for {
-		v := s.route(ctx, []command.Request{{Args: args, Op: op, Spec: spec}})[0]
+		v := s.route(ctx, []command.Request{cancelReq})[0]
 		if !v.IsError() {
 			return v
 		}

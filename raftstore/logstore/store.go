@@ -258,7 +258,6 @@ func (sh *Shared) commitSets(keys, vals [][]byte, committed func(from, to int)) 
 	return <-r.done
 }
 
-
 // linger is how long the committer waits for more groups' appends before it
 // writes a small batch, when the batch before it held several (several groups
 // are writing): a shared fsync is worth a fraction of one's wait. A lone
