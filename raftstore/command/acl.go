@@ -172,6 +172,21 @@ func removeString(list []string, s string) ([]string, bool) {
 	return list, false
 }
 
+// addPattern applies a key (~) or channel (&) rule's pattern: "*" allows
+// every one and drops the listed patterns; another pattern after "*" is the
+// error errAfter, as in Redis.
+func addPattern(all *bool, list *[]string, pattern string, errAfter aclRuleError) aclRuleError {
+	if pattern == "*" {
+		*all, *list = true, nil
+		return ""
+	}
+	if *all {
+		return errAfter
+	}
+	*list = addUnique(*list, pattern)
+	return ""
+}
+
 func addUnique(list []string, s string) []string {
 	for _, x := range list {
 		if x == s {
@@ -247,23 +262,9 @@ func (u *User) apply(r string, strict bool) aclRuleError {
 			return errRuleNoPass
 		}
 	case '~':
-		if r == "~*" {
-			u.AllKeys, u.Keys = true, nil
-			return ""
-		}
-		if u.AllKeys {
-			return errRuleKeyAfter
-		}
-		u.Keys = addUnique(u.Keys, r[1:])
+		return addPattern(&u.AllKeys, &u.Keys, r[1:], errRuleKeyAfter)
 	case '&':
-		if r == "&*" {
-			u.AllChannels, u.Channels = true, nil
-			return ""
-		}
-		if u.AllChannels {
-			return errRuleChAfter
-		}
-		u.Channels = addUnique(u.Channels, r[1:])
+		return addPattern(&u.AllChannels, &u.Channels, r[1:], errRuleChAfter)
 	case '+', '-':
 		return u.addCommandRule(r, strict)
 	default:
