@@ -160,9 +160,6 @@ func OpenNode(cfg Config) (*Node, error) {
 	return nd, nil
 }
 
-// Groups returns the node's groups, by id (tests and tools).
-func (n *Node) Groups() []*Store { return n.groups }
-
 // Group returns group g.
 func (n *Node) Group(g int) *Store { return n.groups[g] }
 
@@ -229,16 +226,6 @@ func (n *Node) Serving() bool {
 // IsLeader reports whether this node leads group 0 (the one that opens
 // sessions and holds the cluster's settings).
 func (n *Node) IsLeader() bool { return n.groups[0].IsLeader() }
-
-// LeadsAny reports whether this node leads at least one group.
-func (n *Node) LeadsAny() bool {
-	for _, g := range n.groups {
-		if g.IsLeader() {
-			return true
-		}
-	}
-	return false
-}
 
 // PeerAddr is the bound (advertised) peer address.
 func (n *Node) PeerAddr() string { return n.peer.Addr().String() }
