@@ -30,8 +30,6 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		f = s.raft.AddVoter(raft.ServerID(op.ID), raft.ServerAddress(op.Addr), 0, s.cfg.ApplyTimeout)
 	case "remove":
 		f = s.raft.RemoveServer(raft.ServerID(op.ID), 0, s.cfg.ApplyTimeout)
-	case "propose":
-		return s.proposeEntry(ctx, []byte(op.Addr))
 	case "moveslots":
 		if s.cfg.nodeAdmin != nil {
 			if v, ok := s.cfg.nodeAdmin(ctx, op); ok {
@@ -64,36 +62,6 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		return resp.Error("ERR " + op.Action + " failed: " + err.Error())
 	}
 	return resp.OK
-}
-
-// proposeEntry proposes an internal entry that a Node built (a session
-// attach, a slot move step, a shard map) on this leader and returns its reply.
-// Clients cannot reach it: no RESP or HTTP command builds a "propose" Admin.
-func (s *Store) proposeEntry(ctx context.Context, b []byte) resp.Value {
-	e, err := command.Decode(b)
-	if err != nil || !command.IsInternal(e.Kind) {
-		return resp.Error("ERR internal: not an internal entry")
-	}
-	f, err := s.propose(ctx, e.Kind, e.Args)
-	if err != nil {
-		return resp.Error(err.Error())
-	}
-	select {
-	case <-s.closed:
-		return resp.Error(ErrUnknownOutcome.Error())
-	case <-futureDone(f):
-	}
-	return s.result(f)
-}
-
-// futureDone closes when f has an outcome.
-func futureDone(f raft.ApplyFuture) <-chan struct{} {
-	ch := make(chan struct{})
-	go func() {
-		f.Error()
-		close(ch)
-	}()
-	return ch
 }
 
 // shardMap is the replicated shard map this group holds (group 0), or nil.

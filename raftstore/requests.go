@@ -120,9 +120,20 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		kind, args := command.KindCommand, r.Args
 		switch op := r.Op.(type) {
 		case command.Admin:
-			flush()
-			out[i] = s.admin(ctx, op)
-			continue
+			if op.Action != "propose" {
+				flush()
+				out[i] = s.admin(ctx, op)
+				continue
+			}
+			// An internal entry a Node built (a session attach, a slot move
+			// step, a shard map): proposed like any write. No RESP or HTTP
+			// command builds a "propose" Admin.
+			e, err := command.Decode([]byte(op.Addr))
+			if err != nil || !command.IsInternal(e.Kind) {
+				out[i] = resp.Error("ERR internal: not an internal entry")
+				continue
+			}
+			kind, args = e.Kind, e.Args
 		case command.Tx:
 			kind, args = command.KindTx, command.TxArgs(op)
 		case command.ScriptLoad, command.ScriptFlush:
