@@ -189,7 +189,7 @@ func (m *machine) checkRead(r command.Request) (resp.Value, bool) {
 	if !m.ks.SlotsMarked() {
 		return resp.Value{}, false
 	}
-	keys := fsm.SlotKeys(r.Args)
+	keys := command.SlotKeys(r.Args)
 	if v, ok := r.Op.(command.Versions); ok {
 		keys = v.Keys
 	}

@@ -2,7 +2,6 @@ package redisproto
 
 import (
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -85,14 +84,14 @@ func (s *Server) clusterView(cv ClusterViewer, maxAge time.Duration) *shard.View
 // -MOVED instead of being run (see above). Called by the connection's own
 // goroutine, outside MULTI, before the command is parsed.
 func (c *conn) moved(spec *command.Spec, args [][]byte) (resp.Value, bool) {
-	if !c.clusterAware || !spec.CheckArity(len(args)) || strings.HasPrefix(spec.Name, "namespace.") {
+	if !c.clusterAware || !spec.CheckArity(len(args)) {
 		return resp.Value{}, false
 	}
 	cv, ok := c.srv.clusterViewer()
 	if !ok {
 		return resp.Value{}, false
 	}
-	slot, ok := oneSlot(command.CommandKeys(args))
+	slot, ok := oneSlot(command.SlotKeys(args))
 	if !ok {
 		return resp.Value{}, false
 	}

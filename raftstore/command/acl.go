@@ -654,6 +654,18 @@ func HashACLPasswords(args [][]byte) [][]byte {
 	return out
 }
 
+// SlotKeys returns the keys of a command that live in slots: those
+// CommandKeys finds (a script's declared keys among them), except the prefix
+// NAMESPACE.SET|GET|DEL name, which is configuration of every group, not a key
+// of one slot. A group checks them against the slots it is handing over
+// (fsm.Keyspace.CheckKeys); the RESP door redirects by them.
+func SlotKeys(args [][]byte) [][]byte {
+	if len(args) > 0 && len(args[0]) > 10 && strings.EqualFold(string(args[0][:10]), "namespace.") {
+		return nil
+	}
+	return CommandKeys(args)
+}
+
 // CommandKeys returns the keys a request names, found as Redis finds them:
 // through the command's key specifications (FirstKey/LastKey/Step when it has
 // none). NAMESPACE.SET|GET|DEL name a key prefix, which is checked as a key.

@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
@@ -141,17 +140,6 @@ func (k *Keyspace) CheckKeys(keys [][]byte) (resp.Value, bool) {
 	return resp.Value{}, false
 }
 
-// SlotKeys returns the keys of a command that live in slots: those
-// command.CommandKeys finds (a script's declared keys among them), except the
-// prefix NAMESPACE.SET|GET|DEL name, which is configuration of every group, not
-// a key of one slot. Pass its result to CheckKeys.
-func SlotKeys(args [][]byte) [][]byte {
-	if len(args) > 0 && len(args[0]) > 10 && strings.EqualFold(string(args[0][:10]), "namespace.") {
-		return nil
-	}
-	return command.CommandKeys(args)
-}
-
 // checkEntry is CheckKeys for the keys an entry names (SlotKeys): a command's,
 // a script's run for a user, or a transaction's watched and queued keys.
 // Entries it cannot parse are left to Apply, which meets them again.
@@ -161,13 +149,13 @@ func (k *Keyspace) checkEntry(e command.Entry) (resp.Value, bool) {
 	}
 	switch e.Kind {
 	case command.KindCommand:
-		return k.CheckKeys(SlotKeys(e.Args))
+		return k.CheckKeys(command.SlotKeys(e.Args))
 	case command.KindScriptAs:
 		_, args, err := command.ParseScriptAsArgs(e.Args)
 		if err != nil {
 			return resp.Value{}, false
 		}
-		return k.CheckKeys(SlotKeys(args))
+		return k.CheckKeys(command.SlotKeys(args))
 	case command.KindTx:
 		tx, err := command.ParseTx(e.Args)
 		if err != nil {
@@ -178,7 +166,7 @@ func (k *Keyspace) checkEntry(e command.Entry) (resp.Value, bool) {
 			keys = append(keys, w.Key)
 		}
 		for _, c := range tx.Cmds {
-			keys = append(keys, SlotKeys(c)...)
+			keys = append(keys, command.SlotKeys(c)...)
 		}
 		return k.CheckKeys(keys)
 	}

@@ -40,7 +40,7 @@ func (g *group) do(cmd string) string { return string(resp.Append(nil, g.v(cmd),
 // read serves a read outside the log the way raftstore does: CheckKeys first.
 func (g *group) read(cmd string) string {
 	a := args(cmd)
-	if v, stop := g.ks.CheckKeys(SlotKeys(a)); stop {
+	if v, stop := g.ks.CheckKeys(command.SlotKeys(a)); stop {
 		return string(resp.Append(nil, v, 2))
 	}
 	op, spec, err := command.Parse(a)
