@@ -21,7 +21,7 @@ import (
 
 // isNoSession reports a NOSESSION reply.
 func isNoSession(v resp.Value) bool {
-	return v.IsError() && strings.HasPrefix(v.String(), "NOSESSION")
+	return v.IsError() && v.String() == string(command.ErrNoSession)
 }
 
 // sessionAll runs SESSION.KEEPALIVE or SESSION.CLOSE in every group.
