@@ -55,7 +55,11 @@ func (n *Node) groupStatuses() []groupStatus {
 // applied_index=…,last_log_index=…,voters=…,slots=…,members=id;id;….
 func (n *Node) Stats() [][2]string {
 	out := n.groups[0].Stats()
-	out[1] = [2]string{"raft_groups", strconv.Itoa(len(n.groups))}
+	for i := range out {
+		if out[i][0] == "raft_groups" { // group 0 speaks for itself alone
+			out[i][1] = strconv.Itoa(len(n.groups))
+		}
+	}
 	out = append(out, [2]string{"shard_map_version", strconv.FormatUint(n.ShardMap().Version, 10)})
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, g := range n.groupStatuses() {
