@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	glua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/ast"
 	"github.com/yuin/gopher-lua/parse"
 )
 
@@ -14,6 +15,16 @@ import (
 // gopher-lua's parser words them differently and accepts a few things
 // Lua 5.1 refuses.
 func compile(src []byte, chunkname string) (*glua.FunctionProto, string) {
+	chunk, msg := parseChunk(src, chunkname)
+	if msg != "" {
+		return nil, msg
+	}
+	return compileChunk(chunk, chunkname)
+}
+
+// parseChunk is the first half of compile: it checks src and returns
+// gopher-lua's syntax tree of it, or compile's message.
+func parseChunk(src []byte, chunkname string) ([]ast.Stmt, string) {
 	msg, edits := checkSyntax(src, chunkname)
 	if msg != "" {
 		return nil, msg
@@ -32,6 +43,12 @@ func compile(src []byte, chunkname string) (*glua.FunctionProto, string) {
 	if err != nil {
 		return nil, gopherSyntaxMessage(chunkname, err)
 	}
+	return chunk, ""
+}
+
+// compileChunk is the second half of compile. gopher-lua folds constants in
+// the tree as it compiles it: read the tree before, not after.
+func compileChunk(chunk []ast.Stmt, chunkname string) (*glua.FunctionProto, string) {
 	proto, err := glua.Compile(chunk, chunkname)
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", chunkname, err)

@@ -113,10 +113,11 @@ type Engine struct {
 }
 
 type script struct {
-	sha   string
-	src   []byte
-	proto *glua.FunctionProto
-	flags Flags
+	sha     string
+	src     []byte
+	proto   *glua.FunctionProto
+	flags   Flags
+	bounded bool // see Bounded
 }
 
 // New returns an Engine with an empty script cache.
@@ -162,13 +163,19 @@ func (e *Engine) Load(src []byte) (sha string, err error) {
 	if err != nil {
 		return "", err
 	}
-	proto, msg := compile(body, scriptChunkName)
+	chunk, msg := parseChunk(body, scriptChunkName)
 	if msg != "" {
 		return "", errors.New(compileErrorPrefix + msg)
 	}
+	bounded := isBounded(chunk) // before compileChunk, which folds constants in chunk
+	proto, msg := compileChunk(chunk, scriptChunkName)
+	if msg != "" {
+		return "", errors.New(compileErrorPrefix + msg)
+	}
+	bounded = bounded && boundedProto(proto)
 	e.mu.Lock()
 	if _, ok := e.scripts[sha]; !ok {
-		e.scripts[sha] = &script{sha: sha, src: append([]byte(nil), src...), proto: proto, flags: flags}
+		e.scripts[sha] = &script{sha: sha, src: append([]byte(nil), src...), proto: proto, flags: flags, bounded: bounded}
 	}
 	e.mu.Unlock()
 	return sha, nil
@@ -200,6 +207,21 @@ func (e *Engine) Flags(sha string) (Flags, bool) {
 		return 0, false
 	}
 	return s.flags, true
+}
+
+// Bounded reports whether the cached script sha (any case) is statically
+// bounded: no loops, no function definitions, calls only to redis.call,
+// redis.pcall, redis.status_reply, redis.error_reply, tonumber, tostring
+// and type, no access to other globals, `..` only over literals, KEYS and
+// ARGV elements and numbers, and at most 4096 VM instructions. A run then
+// executes each instruction at most once, and allocates at most its length
+// times the size of its arguments and of the replies of the commands it
+// calls: such a script need not be dry-run. A script with a shebang is
+// classified on its body. False for a script not cached, and for any script
+// the classification cannot prove bounded.
+func (e *Engine) Bounded(sha string) bool {
+	s := e.lookup(sha)
+	return s != nil && s.bounded
 }
 
 // Flush empties the script cache (SCRIPT FLUSH).

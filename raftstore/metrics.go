@@ -13,12 +13,13 @@ import (
 // Store and registered by whoever serves them (server: one registry per
 // process), so in-process clusters do not collide.
 type storeMetrics struct {
-	commit        prometheus.Histogram // propose → applied, on the leader
-	fsync         prometheus.Histogram // one synced log write
-	leaderChanges atomic.Int64         // times this node took office
-	rateLimited   atomic.Int64         // requests refused with RATELIMITED
-	scriptsBudget atomic.Int64         // scripts refused by the dry run: instruction budget or SCRIPT KILL
-	scriptsMemory atomic.Int64         // scripts refused by the dry run: allocation budget
+	commit         prometheus.Histogram // propose → applied, on the leader
+	fsync          prometheus.Histogram // one synced log write
+	leaderChanges  atomic.Int64         // times this node took office
+	rateLimited    atomic.Int64         // requests refused with RATELIMITED
+	scriptsBudget  atomic.Int64         // scripts refused by the dry run: instruction budget or SCRIPT KILL
+	scriptsMemory  atomic.Int64         // scripts refused by the dry run: allocation budget
+	scriptsBounded atomic.Int64         // scripts admitted without a dry run (lua.Engine.Bounded)
 }
 
 // latencyBuckets run from 100µs to about 3 s.
@@ -41,12 +42,13 @@ func (s *Store) Collectors() []prometheus.Collector {
 // LockCounters is what the lock service holds and has done, for metrics.
 type LockCounters struct {
 	fsm.LockStats
-	Sessions      int   // open sessions
-	Blocked       int   // this node's clients blocked in LOCK.ACQUIRE … WAIT
-	RateLimited   int64 // requests this node refused with RATELIMITED (as leader)
-	ScriptsBudget int64 // scripts the dry run refused for their instruction budget (or SCRIPT KILL)
-	ScriptsMemory int64 // scripts the dry run refused for their allocation budget
-	LeaderChanges int64 // times this node took office
+	Sessions       int   // open sessions
+	Blocked        int   // this node's clients blocked in LOCK.ACQUIRE … WAIT
+	RateLimited    int64 // requests this node refused with RATELIMITED (as leader)
+	ScriptsBudget  int64 // scripts the dry run refused for their instruction budget (or SCRIPT KILL)
+	ScriptsMemory  int64 // scripts the dry run refused for their allocation budget
+	ScriptsBounded int64 // scripts admitted without a dry run: statically bounded (lua.Engine.Bounded)
+	LeaderChanges  int64 // times this node took office
 }
 
 // LockCounters reads the lock statistics.
@@ -57,7 +59,8 @@ func (s *Store) LockCounters() LockCounters {
 	s.m.mu.RUnlock()
 	return LockCounters{LockStats: st, Sessions: n, Blocked: s.waits.count(),
 		RateLimited: s.metrics.rateLimited.Load(), LeaderChanges: s.metrics.leaderChanges.Load(),
-		ScriptsBudget: s.metrics.scriptsBudget.Load(), ScriptsMemory: s.metrics.scriptsMemory.Load()}
+		ScriptsBudget: s.metrics.scriptsBudget.Load(), ScriptsMemory: s.metrics.scriptsMemory.Load(),
+		ScriptsBounded: s.metrics.scriptsBounded.Load()}
 }
 
 // LockInfo is INFO's "# Locks" section.

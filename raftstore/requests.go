@@ -216,10 +216,17 @@ func mapApplyErr(err error) error {
 	return ErrUnknownOutcome
 }
 
-// admitScript is the leader's dry run of a script before it enters the log: the
-// script runs against a copy of the current state with fsm.DryRunBudget. A
-// script that does not finish (or an EVALSHA of a script the cache does not
-// hold) is answered here and never proposed.
+// admitScript decides, on the leader, whether a script may enter the log. It
+// reports false, with the reply, for an EVALSHA of a script the replicated
+// cache does not hold, a script that does not compile, and a script that does
+// not finish its dry run: a run against a copy of the current state with
+// fsm.DryRunBudget and fsm.DryRunMaxAlloc (out of budget, out of memory, or
+// killed by SCRIPT KILL). A statically bounded script (lua.Engine.Bounded) is
+// admitted without the clone and the dry run: it runs at most a few thousand
+// instructions and cannot build large values from small arguments, so it is
+// not the runaway the dry run is there to stop. Every other outcome of a run
+// (an error the script raises included) is left to the apply, which answers
+// the same on every replica.
 func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 	src := op.Source
 	if src == nil {
@@ -229,6 +236,19 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 		if src == nil {
 			return resp.Error(lua.ErrNoScript), false
 		}
+	}
+	// What the dry run would do first. Only a compile error is refused: a bad
+	// shebang is answered by the apply, as it always was.
+	sha, err := s.dry.Load(src)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "ERR Error compiling script") {
+			return resp.Error(err.Error()), false
+		}
+		return resp.Value{}, true
+	}
+	if s.dry.Bounded(sha) {
+		s.metrics.scriptsBounded.Add(1)
+		return resp.Value{}, true
 	}
 	s.m.mu.Lock()
 	scratch := s.m.ks.Clone()

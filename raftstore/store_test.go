@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
@@ -349,5 +350,58 @@ func TestSessions(t *testing.T) {
 	}
 	if v := do(s, "SESSION.CLOSE", id2); !strings.HasPrefix(v.String(), "NOSESSION") {
 		t.Fatalf("second close = %v", v)
+	}
+}
+
+// The leader's admission of scripts: a statically bounded script (the
+// compare-and-delete unlock) skips the dry run and behaves as before; a
+// runaway script is still refused by the dry run, and a script that does not
+// compile or is not cached is still refused, none of them entering the log.
+func TestScriptAdmission(t *testing.T) {
+	s := open(t, t.TempDir(), 0)
+	defer s.Close()
+	const unlock = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
+	if v := do(s, "SET", "lock", "tok-1"); v.String() != "OK" {
+		t.Fatalf("SET = %v", v)
+	}
+	if v := do(s, "EVAL", unlock, "1", "lock", "tok-2"); v.Kind != resp.KindInt || v.Int != 0 {
+		t.Fatalf("unlock with the wrong token = %v, want 0", v)
+	}
+	if v := do(s, "GET", "lock"); v.String() != "tok-1" {
+		t.Fatalf("GET after a refused unlock = %v, want tok-1", v)
+	}
+	if v := do(s, "EVALSHA", lua.SHA1Hex([]byte(unlock)), "1", "lock", "tok-1"); v.Kind != resp.KindInt || v.Int != 1 {
+		t.Fatalf("unlock with the token = %v, want 1", v)
+	}
+	if v := do(s, "EXISTS", "lock"); v.Int != 0 {
+		t.Fatalf("EXISTS after unlock = %v, want 0", v)
+	}
+	if v := do(s, "EVAL", "local n = 0 for i = 1, 3 do n = n + i end return n", "0"); v.Int != 6 {
+		t.Fatalf("a script with a loop = %v, want 6", v)
+	}
+	c := s.LockCounters()
+	if c.ScriptsBounded != 2 || c.ScriptsBudget != 0 {
+		t.Fatalf("scripts admitted without a dry run = %d, refused = %d; want 2, 0", c.ScriptsBounded, c.ScriptsBudget)
+	}
+
+	before := s.raft.LastIndex()
+	if v := do(s, "EVAL", "while true do end", "0"); !lua.IsBudgetError(v) {
+		t.Fatalf("runaway script = %v, want the budget error", v)
+	}
+	if n := s.LockCounters().ScriptsBudget; n != 1 {
+		t.Fatalf("scripts refused for their budget = %d, want 1", n)
+	}
+	_, compileErr := lua.New().Load([]byte("return ("))
+	if v := do(s, "EVAL", "return (", "0"); v.String() != compileErr.Error() {
+		t.Fatalf("script that does not compile = %q, want %q", v.String(), compileErr.Error())
+	}
+	if v := do(s, "EVALSHA", lua.SHA1Hex([]byte("return 1")), "0"); v.String() != lua.ErrNoScript {
+		t.Fatalf("EVALSHA of an unknown script = %q", v.String())
+	}
+	if after := s.raft.LastIndex(); after != before {
+		t.Fatalf("a refused script reached the log (last index %d -> %d)", before, after)
+	}
+	if n := s.LockCounters().ScriptsBounded; n != 2 {
+		t.Fatalf("scripts admitted without a dry run = %d, want 2", n)
 	}
 }

@@ -81,15 +81,16 @@ var (
 		"blocked":  prometheus.NewDesc("lockd_blocked_clients", "Clients of this node blocked in LOCK.ACQUIRE … WAIT.", nil, nil),
 	}
 	lockCounters = map[string]*prometheus.Desc{
-		"grants":        prometheus.NewDesc("lockd_lock_grants_total", "Lock grants, at once or to a waiter.", nil, nil),
-		"releases":      prometheus.NewDesc("lockd_lock_releases_total", "Holds given back (release, session close, cancel).", nil, nil),
-		"expiries":      prometheus.NewDesc("lockd_lock_expiries_total", "Holds ended because their lease or session ran out.", nil, nil),
-		"delay":         prometheus.NewDesc("lockd_lock_delay_hits_total", "Acquires refused or queued because of a lock-delay.", nil, nil),
-		"queuefull":     prometheus.NewDesc("lockd_lock_queue_full_total", "Acquires refused with QUEUEFULL.", nil, nil),
-		"ratelimited":   prometheus.NewDesc("lockd_rate_limited_total", "Requests refused with RATELIMITED by this node as leader.", nil, nil),
-		"leaderchanges": prometheus.NewDesc("lockd_raft_leader_changes_total", "Times this node took office as leader.", nil, nil),
-		"scriptsbudget": prometheus.NewDesc("lockd_scripts_refused_budget_total", "Scripts refused before the log for their instruction budget (or SCRIPT KILL).", nil, nil),
-		"scriptsmemory": prometheus.NewDesc("lockd_scripts_refused_memory_total", "Scripts refused before the log for their allocation budget.", nil, nil),
+		"grants":         prometheus.NewDesc("lockd_lock_grants_total", "Lock grants, at once or to a waiter.", nil, nil),
+		"releases":       prometheus.NewDesc("lockd_lock_releases_total", "Holds given back (release, session close, cancel).", nil, nil),
+		"expiries":       prometheus.NewDesc("lockd_lock_expiries_total", "Holds ended because their lease or session ran out.", nil, nil),
+		"delay":          prometheus.NewDesc("lockd_lock_delay_hits_total", "Acquires refused or queued because of a lock-delay.", nil, nil),
+		"queuefull":      prometheus.NewDesc("lockd_lock_queue_full_total", "Acquires refused with QUEUEFULL.", nil, nil),
+		"ratelimited":    prometheus.NewDesc("lockd_rate_limited_total", "Requests refused with RATELIMITED by this node as leader.", nil, nil),
+		"leaderchanges":  prometheus.NewDesc("lockd_raft_leader_changes_total", "Times this node took office as leader.", nil, nil),
+		"scriptsbudget":  prometheus.NewDesc("lockd_scripts_refused_budget_total", "Scripts refused before the log for their instruction budget (or SCRIPT KILL).", nil, nil),
+		"scriptsbounded": prometheus.NewDesc("lockd_scripts_admitted_bounded_total", "Scripts admitted to the log without a dry run: statically bounded (no loops, no functions, few calls; lua.Engine.Bounded).", nil, nil),
+		"scriptsmemory":  prometheus.NewDesc("lockd_scripts_refused_memory_total", "Scripts refused before the log for their allocation budget.", nil, nil),
 	}
 	lateDesc = prometheus.NewDesc("lockd_lock_expired_while_held_total",
 		"Releases and extends that arrived after the holder's lease had ended (the holder was still working), by namespace prefix.", []string{"namespace"}, nil)
@@ -126,6 +127,7 @@ func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
 	n("ratelimited", st.RateLimited)
 	n("leaderchanges", st.LeaderChanges)
 	n("scriptsbudget", st.ScriptsBudget)
+	n("scriptsbounded", st.ScriptsBounded)
 	n("scriptsmemory", st.ScriptsMemory)
 	for _, ns := range st.Namespaces() {
 		ch <- prometheus.MustNewConstMetric(lateDesc, prometheus.CounterValue, float64(st.LateOps[ns]), ns)
