@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,9 @@ type Config struct {
 	RESPAddr string // default "127.0.0.1:6379"
 	PeerAddr string // default "127.0.0.1:7379"
 	HTTPAddr string // "" = no HTTP door
+	// Pprof serves Go's runtime profiles (net/http/pprof) under /debug/pprof/
+	// on the HTTP door, without authentication: for profiling benchmarks.
+	Pprof bool
 	// Peers are the voters of a new cluster, this node included ("" = a
 	// single-node cluster); see raftstore.Config.Peers.
 	Peers []raftstore.Peer
@@ -212,6 +216,9 @@ func New(cfg Config) (*Server, error) {
 		if cfg.HTTPHook != nil { // fault tests only
 			h = cfg.HTTPHook(h)
 		}
+		if cfg.Pprof {
+			h = withPprof(h)
+		}
 		s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := s.http.Serve(s.hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -367,4 +374,16 @@ func (s *Server) Close() error {
 		errs = append(errs, s.store.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// withPprof routes /debug/pprof/ to net/http/pprof and everything else to h.
+func withPprof(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", h)
+	return mux
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/memtrim"
 	"github.com/lockd/lockd/raftstore"
 	"github.com/lockd/lockd/server"
 	"github.com/lockd/lockd/tlsconf"
@@ -86,6 +88,7 @@ func run(args []string, stderr io.Writer) int {
 		tlsKey   = fs.String("tls-key", "", "PEM private key of -tls-cert")
 		tlsCA    = fs.String("tls-ca", "", "PEM CA bundle: the peer port uses mutual TLS, accepting only nodes whose certificate it signed")
 		tlsCAuth = fs.Bool("tls-client-auth", false, "require RESP and HTTP clients to present a certificate signed by -tls-ca")
+		pprofOn  = fs.Bool("pprof", false, "serve Go's runtime profiles under /debug/pprof/ on -http-addr, without authentication (for profiling; keep the HTTP address private)")
 		confFile = fs.String("config", "", "a file of \"flag = value\" lines (see above)")
 	)
 	faults := registerFaultFlags(fs) // hidden: fault tests only (faults.go)
@@ -137,6 +140,7 @@ func run(args []string, stderr io.Writer) int {
 	cfg.Join = *joinAddr
 	cfg.Groups = *groups
 	cfg.Redirect = *redirect
+	cfg.Pprof = *pprofOn
 	cfg.TLS = tlsconf.Options{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ClientAuth: *tlsCAuth}
 	if *peers != "" {
 		ps, err := parsePeers(*peers)
@@ -161,6 +165,12 @@ func run(args []string, stderr io.Writer) int {
 		lg.Error("lockd cannot start", "err", err)
 		return 1
 	}
+	// Once a burst of writes is over, hand the collector's headroom back.
+	trimCtx, stopTrim := context.WithCancel(context.Background())
+	defer stopTrim()
+	go memtrim.Run(trimCtx, memtrim.Config{OnTrim: func(before, after uint64) {
+		lg.Debug("returned free heap to the OS", "held_mib", before>>20, "now_mib", after>>20)
+	}})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	code := 0
