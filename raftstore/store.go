@@ -130,6 +130,11 @@ const (
 	headerForward byte = 'F' // requests forwarded by followers to the leader
 )
 
+// logCacheEntries is both the most entries one AppendEntries carries and how
+// many of the newest log entries a group keeps in memory for its replicators
+// (a few hundred bytes each).
+const logCacheEntries = 512
+
 // MaxGroups bounds the Raft groups of a cluster (the peer port's headers).
 const MaxGroups = 63
 
@@ -330,7 +335,7 @@ func Open(cfg Config) (*Store, error) {
 	// loop as one batch (one fsync). Its cost: a write still in the buffer when
 	// the node shuts down is never answered, so Do also watches for Close.
 	rc.BatchApplyCh = true
-	rc.MaxAppendEntries = 512
+	rc.MaxAppendEntries = logCacheEntries
 	rc.NoLegacyTelemetry = true
 	// Followers learn the commit index from the next AppendEntries; when no
 	// new entry follows, hashicorp/raft sends one after CommitTimeout (50 ms by
@@ -363,6 +368,14 @@ func Open(cfg Config) (*Store, error) {
 	var logStore raft.LogStore = logs
 	if cfg.WrapLogStore != nil { // fault tests only
 		logStore = cfg.WrapLogStore(logs)
+	}
+	// The replicators read back what the leader just appended: serve the
+	// newest entries from memory instead of badger (hashicorp/raft's ring
+	// cache; it caches only what the store accepted).
+	if logStore, err = raft.NewLogCache(logCacheEntries, logStore); err != nil {
+		closePeer()
+		logs.Close()
+		return nil, fmt.Errorf("raft log cache: %w", err)
 	}
 	r, err := raft.NewRaft(rc, s.m, logStore, logs, snaps, trans)
 	if err != nil {
