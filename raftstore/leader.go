@@ -3,6 +3,8 @@ package raftstore
 import (
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/lockd/lockd/raftstore/command"
 )
 
@@ -90,6 +92,43 @@ func (s *Store) watchLeadership() {
 			case s.m.kick <- struct{}{}:
 			default:
 			}
+		}
+	}
+}
+
+// nudgeFollowers asks nudgeLoop to tell the followers the new commit index
+// now. Called from the apply goroutine when an applied entry granted or
+// dropped waiters that no request on this node waits for: their requests
+// block on followers, which wake them from their own apply of the entry, and
+// a follower learns that the entry committed only from the leader's next
+// AppendEntries, which without new writes comes only after commitTimeout.
+// Never blocks; does nothing on a follower.
+func (s *Store) nudgeFollowers() {
+	if s.raft == nil || s.raft.State() != raft.Leader {
+		return
+	}
+	select {
+	case s.nudge <- struct{}{}:
+	default: // one is pending: it carries this commit index too
+	}
+}
+
+// nudgeLoop proposes a tick entry for each nudge (nudges that arrive
+// meanwhile count as one): replicating it carries the leader's commit index,
+// which covers the entry that woke the waiters, to every follower at once. A
+// tick only expires what is due, as the expiry loop's ticks do.
+func (s *Store) nudgeLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case <-s.nudge:
+		}
+		now, wall := s.clock.read()
+		e := command.Entry{Kind: command.KindTick, Time: now, Wall: wall}
+		if err := s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error(); err != nil {
+			s.log.Debug("nudge tick failed", "err", err)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/forward"
+	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/resp"
@@ -135,6 +136,10 @@ const (
 // (a few hundred bytes each).
 const logCacheEntries = 512
 
+// commitTimeout is hashicorp/raft's CommitTimeout: how long a leader with
+// nothing new to send waits before it sends an AppendEntries anyway.
+const commitTimeout = 50 * time.Millisecond
+
 // MaxGroups bounds the Raft groups of a cluster (the peer port's headers).
 const MaxGroups = 63
 
@@ -199,7 +204,8 @@ type Store struct {
 	fwdLayer *mux.Layer
 	fwd      *forward.Client
 	m        *machine
-	dry      *lua.Engine // compiles scripts for dry runs (not the replicated cache)
+	nudge    chan struct{} // nudgeFollowers → nudgeLoop (one pending at most)
+	dry      *lua.Engine   // compiles scripts for dry runs (not the replicated cache)
 
 	sessions sessionTimers // leader only: when each session lapses
 	waits    waitBoard     // blocked LOCK.ACQUIREs of this node's clients
@@ -339,9 +345,12 @@ func Open(cfg Config) (*Store, error) {
 	rc.NoLegacyTelemetry = true
 	// Followers learn the commit index from the next AppendEntries; when no
 	// new entry follows, hashicorp/raft sends one after CommitTimeout (50 ms by
-	// default). A client blocked in LOCK.ACQUIRE … WAIT on a follower is woken
-	// by that follower's apply, so keep the idle gap short.
-	rc.CommitTimeout = 5 * time.Millisecond
+	// default; the leader sends it to every follower of every group even when
+	// idle, so 5 ms cost an idle 3-node cluster of 8 groups half a core). A
+	// client blocked in LOCK.ACQUIRE … WAIT on a follower is woken by that
+	// follower's apply: the leader nudges the followers instead when it grants
+	// a waiter whose request is not on the leader (nudgeFollowers).
+	rc.CommitTimeout = commitTimeout
 	// A single voter elects itself after one heartbeat timeout: keep it short so
 	// that a restart serves again quickly.
 	rc.HeartbeatTimeout = 500 * time.Millisecond
@@ -356,7 +365,12 @@ func Open(cfg Config) (*Store, error) {
 	m.onShardMap = cfg.onShardMap
 	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, ownPeer: ownPeer, fwdLayer: fwdLayer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
 		dryRuns: map[chan struct{}]struct{}{}, metrics: metrics}
-	m.wake = s.waits.deliver
+	m.wake = func(ws []fsm.Wake) {
+		if s.waits.deliver(ws) > 0 {
+			s.nudgeFollowers()
+		}
+	}
+	s.nudge = make(chan struct{}, 1)
 
 	s.clock.skew = cfg.PlantedTakeoverSkew.Milliseconds() // a planted bug, fault tests only
 	has, err := raft.HasExistingState(logs, logs, snaps)
@@ -409,9 +423,10 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s.fwd = forward.NewClient(dial, forward.Options{Logger: lg})
-	s.wg.Add(4)
+	s.wg.Add(5)
 	go s.watchLeadership()
 	go s.expiryLoop()
+	go s.nudgeLoop()
 	go s.sessionLoop()
 	go s.serveForwarded(fwdLayer)
 	return s, nil

@@ -37,8 +37,10 @@ const recentWakes = 8192
 const movedWake = ^uint64(0)
 
 // deliver hands the wakes of applied entries to the requests waiting for them.
-// Called from the apply goroutine; never blocks.
-func (b *waitBoard) deliver(ws []fsm.Wake) {
+// It returns how many of them no request on this node was waiting for yet
+// (their requests wait on other nodes, or have not registered). Called from
+// the apply goroutine; never blocks.
+func (b *waitBoard) deliver(ws []fsm.Wake) (unclaimed int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, w := range ws {
@@ -50,6 +52,7 @@ func (b *waitBoard) deliver(ws []fsm.Wake) {
 			ch <- w.Token
 			continue
 		}
+		unclaimed++
 		if b.recent == nil {
 			b.recent = map[uint64]uint64{}
 		}
@@ -65,6 +68,7 @@ func (b *waitBoard) deliver(ws []fsm.Wake) {
 			b.order = b.order[1:]
 		}
 	}
+	return unclaimed
 }
 
 // register returns the channel on which waiter id's outcome (its token, 0 for
