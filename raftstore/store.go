@@ -59,6 +59,11 @@ type Config struct {
 	ApplyTimeout time.Duration
 	// SnapshotThreshold is the number of log entries between snapshots (0: 8192).
 	SnapshotThreshold uint64
+	// SnapshotInterval is how often a group checks whether SnapshotThreshold
+	// entries have accumulated (hashicorp/raft waits between one and two
+	// intervals; 0: 10 s). It bounds how much log a restart replays and how
+	// long a burst's log stays on disk and in memory.
+	SnapshotInterval time.Duration
 	// TrailingLogs is how many entries stay in the log after a snapshot, for
 	// followers that lag (0: 10240). A follower further behind installs the
 	// leader's snapshot instead.
@@ -242,6 +247,9 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.SnapshotThreshold == 0 {
 		cfg.SnapshotThreshold = 8192
 	}
+	if cfg.SnapshotInterval <= 0 {
+		cfg.SnapshotInterval = 10 * time.Second
+	}
 	lg := cfg.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
@@ -334,6 +342,7 @@ func Open(cfg Config) (*Store, error) {
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = raftLog("raft")
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
 	if cfg.TrailingLogs > 0 {
 		rc.TrailingLogs = cfg.TrailingLogs
 	}

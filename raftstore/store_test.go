@@ -405,3 +405,40 @@ func TestScriptAdmission(t *testing.T) {
 		t.Fatalf("scripts admitted without a dry run = %d, want 2", n)
 	}
 }
+
+// TestSnapshotsFollowTheInterval: once SnapshotThreshold entries arrived, a
+// group snapshots on its own within its SnapshotInterval (hashicorp/raft's
+// default of two minutes would let a burst's whole log wait for a crash to
+// replay it), and the log before the snapshot is cut.
+func TestSnapshotsFollowTheInterval(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{DataDir: dir, PeerAddr: "127.0.0.1:0", SnapshotThreshold: 64, TrailingLogs: 16,
+		SnapshotInterval: 100 * time.Millisecond, ApplyTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		if v := do(s, "SET", fmt.Sprintf("k%d", i), "v"); v.IsError() {
+			t.Fatalf("SET: %v", v)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		snaps, _ := filepath.Glob(filepath.Join(dir, "group-0", "snapshots", "*", "meta.json"))
+		first, _ := s.logs.FirstIndex()
+		if len(snaps) > 0 && first > 1 {
+			t.Logf("%d snapshot(s); the log now starts at %d", len(snaps), first)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot and cut log 10s after 200 entries (snapshots %v, first index %d)", snaps, first)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -2,11 +2,12 @@
 # bigstate.sh — `make bench-memory`: issue 9's memory and restart targets on a
 # 3-node cluster. It fills a fresh 3-node lockd cluster (its default group
 # count) with N held locks (LOCK.ACQUIRE lock:<i> owner-<i> PX 3600000, sent
-# with redis-cli --pipe), reports each node's RSS, then stops one node cleanly,
-# restarts it and times how long until it serves from its own state again
-# (every group applied what was committed before the stop); then the same with
-# kill -9, and that node's RSS once it has recovered (no load garbage, no GC
-# headroom from the fill). BIG_DEBUG=1 shows the restart's progress. The
+# with redis-cli --pipe), reports each node's RSS right after the fill and
+# BIG_SETTLE seconds later, then kills one node (kill -9), restarts it and
+# times how long until it serves from its own state again (every group applied
+# what was committed before the kill), with that node's RSS once it has
+# recovered (no load garbage, no GC headroom from the fill); then the same
+# after a clean stop (which snapshots first). BIG_DEBUG=1 shows the restart's progress. The
 # reference is a redis-server (appendonly yes, appendfsync always) filled with
 # N keys with TTLs (SET lock:<i> owner-<i> PX 3600000), its RSS after the fill.
 #
@@ -124,14 +125,16 @@ restart_node() {
 	done
 	die "the restarted node did not serve within ${START_TIMEOUT}s: $(tail -3 "$work/restart-$how.log")"
 }
-restart_node TERM
-clean=$RESTART_S
-echo "bigstate.sh: a follower stopped cleanly and restarted serves again after ${clean}s" >&2
+# A crash first, so that the node restarts from whatever its groups had
+# snapshotted by then (a clean stop snapshots first, which would flatter it).
 restart_node KILL
 killed=$RESTART_S
 echo "bigstate.sh: a follower killed (-9) and restarted serves again after ${killed}s" >&2
 sleep 5 # the restarted node returns its restore's garbage to the OS a second after it
 after=$(rss_mib "${SYSTEM_PIDS[2]}")
+restart_node TERM
+clean=$RESTART_S
+echo "bigstate.sh: a follower stopped cleanly and restarted serves again after ${clean}s" >&2
 
 max_rss=$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)
 max_settled=$(printf '%s\n' "${settled[@]}" | sort -n | tail -1)

@@ -70,9 +70,11 @@ type Config struct {
 	RequirePass     string
 	MaxClients      int
 	MaxOutputBuffer int64
-	// SnapshotThreshold and TrailingLogs tune Raft snapshots (0: the store's
-	// defaults, 8192 and 10240 entries).
+	// SnapshotThreshold, SnapshotInterval and TrailingLogs tune Raft
+	// snapshots (0: the store's defaults, 8192 entries, 10 s and 10240
+	// entries).
 	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
 	// ReadyTimeout bounds how long New waits for this node to lead (default 30s).
 	ReadyTimeout time.Duration
@@ -187,7 +189,7 @@ func New(cfg Config) (*Server, error) {
 	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr, AdvertiseAddr: cfg.AdvertiseAddr,
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
-		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs, Groups: groups}
+		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups}
 	if ts != nil {
 		scfg.PeerTLS = ts.peer
 	}

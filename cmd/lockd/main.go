@@ -74,6 +74,7 @@ func run(args []string, stderr io.Writer) int {
 		redirect = fs.Bool("cluster-redirect", false, "answer -MOVED to every client for a key whose group another node leads (only when every client is cluster-aware; without it only connections that asked CLUSTER SLOTS/SHARDS/NODES, READONLY, READWRITE or ASKING are redirected)")
 		joinAddr = fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)")
 		snapN    = fs.Uint64("snapshot-threshold", 8192, "log entries between Raft snapshots")
+		snapIvl  = fs.Duration("snapshot-interval", 10*time.Second, "how often each Raft group checks for -snapshot-threshold new entries (it snapshots within one to two intervals of reaching it)")
 		trailing = fs.Uint64("trailing-logs", 10240, "log entries kept after a snapshot for lagging followers (a follower further behind installs the snapshot)")
 		maxBulk  = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a request may carry, in bytes")
 		maxArgs  = fs.Int64("max-args", 1<<20, "most arguments one request may carry (Redis allows 2147483647)")
@@ -135,6 +136,7 @@ func run(args []string, stderr io.Writer) int {
 		cfg.RequirePass = os.Getenv("LOCKD_REQUIREPASS") // keeps the password out of ps
 	}
 	cfg.SnapshotThreshold, cfg.TrailingLogs = *snapN, *trailing
+	cfg.SnapshotInterval = *snapIvl
 	cfg.AdvertiseAddr = *advAddr
 	cfg.EnableMonitor = *monitor
 	cfg.Join = *joinAddr
