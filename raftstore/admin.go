@@ -15,6 +15,8 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 	switch op.Action {
 	case "members":
 		return s.members(ctx)
+	case "await": // asked by a follower for one of its waiters (askLeader)
+		return s.awaitOutcome(ctx, op.ID, op.Addr)
 	case "status": // asked by another node for RAFT MEMBERS
 		return resp.Array(resp.Int(int64(s.raft.AppliedIndex())), resp.Int(int64(s.raft.LastIndex())), resp.BulkString(s.cfg.ClientAddr))
 	}

@@ -214,8 +214,10 @@ type Store struct {
 
 	sessions sessionTimers // leader only: when each session lapses
 	waits    waitBoard     // blocked LOCK.ACQUIREs of this node's clients
-	rates    rateLimits    // leader only: the namespaces' RATE
-	metrics  *storeMetrics
+	// leaderAsks counts this node's waiters asking the leader (askLeader).
+	leaderAsks atomic.Int64
+	rates      rateLimits // leader only: the namespaces' RATE
+	metrics    *storeMetrics
 
 	killMu  sync.Mutex
 	dryRuns map[chan struct{}]struct{} // dry runs in progress, for SCRIPT KILL

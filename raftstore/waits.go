@@ -72,9 +72,10 @@ func (b *waitBoard) deliver(ws []fsm.Wake) (unclaimed int) {
 }
 
 // register returns the channel on which waiter id's outcome (its token, 0 for
-// none) arrives; it is buffered, so delivery never blocks.
+// none) arrives. It has room for two outcomes, this node's apply and the
+// leader's answer to askLeader, so that neither sender ever blocks.
 func (b *waitBoard) register(id uint64) chan uint64 {
-	ch := make(chan uint64, 1)
+	ch := make(chan uint64, 2)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if tok, ok := b.recent[id]; ok {
@@ -148,8 +149,12 @@ func (s *Store) route(ctx context.Context, reqs []command.Request) []resp.Value 
 func (s *Store) awaitGrant(ctx context.Context, r command.Request, op command.LockAcquire, id uint64, start time.Time) resp.Value {
 	ch := s.waits.register(id)
 	defer s.waits.unregister(id)
-	timer := time.NewTimer(time.Until(start.Add(time.Duration(op.Wait) * time.Millisecond)))
+	end := start.Add(time.Duration(op.Wait) * time.Millisecond)
+	timer := time.NewTimer(time.Until(end))
 	defer timer.Stop()
+	askCtx, stopAsking := context.WithDeadline(ctx, end)
+	defer stopAsking()
+	s.askLeader(askCtx, id, ch)
 	release := false
 	select {
 	case tok := <-ch:
@@ -206,5 +211,76 @@ func (s *Store) cancelWaiter(name []byte, id uint64, release bool, ch chan uint6
 			return v
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// maxLeaderAsks bounds the waiters of one group on this node that ask the
+// leader for their outcome at once (each holds a forwarded call); the others
+// rely on this node's apply alone.
+const maxLeaderAsks = 256
+
+// askLeader, on a follower, asks the group's leader (over the peer port,
+// without the log) for waiter id's outcome and hands it to ch when it comes
+// first. The leader applies the granting entry before any follower, and a
+// follower hears that it committed only from the leader's next
+// AppendEntries: the answer spares a follower's waiter that wait. The grant is
+// committed when the leader answers, so telling the client is safe. Returns
+// at once; the call ends with ctx or its answer.
+func (s *Store) askLeader(ctx context.Context, id uint64, ch chan uint64) {
+	addr, ok := s.leaderToForward()
+	if !ok || s.leaderAsks.Add(1) > maxLeaderAsks {
+		if ok {
+			s.leaderAsks.Add(-1)
+		}
+		return
+	}
+	var ms int64 = 1000 // the leader waits at most this long (a deadline-less ctx: a second)
+	if dl, has := ctx.Deadline(); has {
+		ms = max(time.Until(dl).Milliseconds(), 1)
+	}
+	req := command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "await", ID: strconv.FormatUint(id, 10),
+		Addr: strconv.FormatInt(ms, 10)}, Spec: command.AdminSpec}})
+	go func() {
+		defer s.leaderAsks.Add(-1)
+		b, err := s.fwd.Call(ctx, addr, req)
+		if err != nil {
+			return
+		}
+		v, _, err := resp.ReadValue(b)
+		if err != nil || v.Kind != resp.KindArray || len(v.Elems) != 1 || v.Elems[0].Kind != resp.KindBulk {
+			return // no outcome yet (the leader's own wait ended) or an old leader
+		}
+		tok, err := strconv.ParseUint(v.Elems[0].String(), 10, 64)
+		if err != nil {
+			return
+		}
+		select {
+		case ch <- tok:
+		default: // this node's apply was first
+		}
+	}()
+}
+
+// awaitOutcome answers a follower's askLeader: waiter id's outcome once this
+// node applies it (at once when it already has), as a decimal bulk string, or
+// nil when msText milliseconds (at most a minute) or ctx end first. Nothing
+// goes through the log.
+func (s *Store) awaitOutcome(ctx context.Context, idText, msText string) resp.Value {
+	id, err1 := strconv.ParseUint(idText, 10, 64)
+	ms, err2 := strconv.ParseInt(msText, 10, 64)
+	if err1 != nil || err2 != nil || ms <= 0 {
+		return resp.Error("ERR internal: bad waiter id or wait")
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(min(ms, 60_000))*time.Millisecond)
+	defer cancel()
+	ch := s.waits.register(id)
+	defer s.waits.unregister(id)
+	select {
+	case tok := <-ch:
+		return resp.BulkString(strconv.FormatUint(tok, 10))
+	case <-ctx.Done():
+		return resp.Nil
+	case <-s.closed:
+		return resp.Nil
 	}
 }

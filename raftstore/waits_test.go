@@ -3,11 +3,13 @@ package raftstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/resp"
 )
 
@@ -216,5 +218,53 @@ func TestScriptMemoryRefusedBeforeTheLog(t *testing.T) {
 	}
 	if v := do(s, "EVAL", "return redis.call('SET', 'k', 'v')", "0"); v.String() != "OK" {
 		t.Fatalf("a small script: %v", v)
+	}
+}
+
+// TestLeaderAnswersAWaitersOutcome: the leader tells a follower a queued
+// waiter's outcome without the log (askLeader's "await"): the token once a
+// release grants it, nil when its wait ends first, an error for a bad id.
+func TestLeaderAnswersAWaitersOutcome(t *testing.T) {
+	c := newCluster(t, 3)
+	_, leader := c.leader()
+	ctx := context.Background()
+	tok := leader.Do(ctx, []command.Request{req("LOCK.ACQUIRE", "job", "a", "PX", "60000")})[0]
+	if tok.Kind != resp.KindInt {
+		t.Fatalf("acquire: %v", tok)
+	}
+	// Queue a waiter without blocking on it (doLocal answers QUEUED).
+	q := leader.doLocal(ctx, []command.Request{req("LOCK.ACQUIRE", "job", "b", "WAIT", "20000")})[0]
+	id, queued := fsm.QueuedWaiter(q)
+	if !queued {
+		t.Fatalf("second acquire: %v, want QUEUED", q)
+	}
+	await := func(id, ms string) chan resp.Value {
+		ch := make(chan resp.Value, 1)
+		go func() {
+			ch <- leader.Do(ctx, []command.Request{{Op: command.Admin{Action: "await", ID: id, Addr: ms}, Spec: command.AdminSpec}})[0]
+		}()
+		return ch
+	}
+	answer := await(fmt.Sprint(id), "10000")
+	if v := leader.Do(ctx, []command.Request{req("LOCK.RELEASE", "job", fmt.Sprint(tok.Int))})[0]; v.Int != 1 {
+		t.Fatalf("release: %v", v)
+	}
+	select {
+	case v := <-answer:
+		got, err := strconv.ParseUint(v.String(), 10, 64)
+		if v.Kind != resp.KindBulk || err != nil || got <= uint64(tok.Int) {
+			t.Fatalf("await answered %v, want the grant's token above %d", v, tok.Int)
+		}
+		if hv := leader.Do(ctx, []command.Request{req("LOCK.VALIDATE", "job", v.String())})[0]; hv.IsError() || hv.Int != 1 {
+			t.Fatalf("the answered token does not hold the lock: LOCK.VALIDATE %v", hv)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("await did not answer within 5s of the release")
+	}
+	if v := <-await("999999", "100"); v.Kind != resp.KindNull {
+		t.Fatalf("await of a waiter that never wakes: %v, want nil", v)
+	}
+	if v := <-await("x", "100"); !v.IsError() {
+		t.Fatalf("await of a bad id: %v, want an error", v)
 	}
 }
