@@ -19,7 +19,14 @@ import (
 
 func open(t *testing.T, dir string, threshold uint64) *Store {
 	t.Helper()
-	s, err := Open(Config{DataDir: dir, PeerAddr: "127.0.0.1:0", SnapshotThreshold: threshold, ApplyTimeout: 3 * time.Second})
+	return openConfig(t, Config{DataDir: dir, PeerAddr: "127.0.0.1:0", SnapshotThreshold: threshold, ApplyTimeout: 3 * time.Second})
+}
+
+// openConfig opens a single-node store and waits (bounded) until it serves;
+// the caller closes it.
+func openConfig(t *testing.T, cfg Config) *Store {
+	t.Helper()
+	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,16 +292,8 @@ func (c *fakeClock) add(d time.Duration) {
 // the expiry entry; SESSION.CLOSE releases everything at once.
 func TestSessions(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
-	s, err := Open(Config{DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second, Now: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openConfig(t, Config{DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second, Now: clk.now})
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	open := do(s, "SESSION.OPEN", "TTL", "6000", "NAME", "worker-17")
 	if open.Kind != resp.KindMap || open.Elems[3].Int != 6000 || open.Elems[5].Int != 2000 {
 		t.Fatalf("SESSION.OPEN = %#v", open)
@@ -412,17 +411,9 @@ func TestScriptAdmission(t *testing.T) {
 // replay it), and the log before the snapshot is cut.
 func TestSnapshotsFollowTheInterval(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Config{DataDir: dir, PeerAddr: "127.0.0.1:0", SnapshotThreshold: 64, TrailingLogs: 16,
+	s := openConfig(t, Config{DataDir: dir, PeerAddr: "127.0.0.1:0", SnapshotThreshold: 64, TrailingLogs: 16,
 		SnapshotInterval: 100 * time.Millisecond, ApplyTimeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < 200; i++ {
 		if v := do(s, "SET", fmt.Sprintf("k%d", i), "v"); v.IsError() {
 			t.Fatalf("SET: %v", v)
