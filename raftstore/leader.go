@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"context"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -125,9 +126,18 @@ func (s *Store) nudgeLoop() {
 			return
 		case <-s.nudge:
 		}
-		now, wall := s.clock.read()
-		e := command.Entry{Kind: command.KindTick, Time: now, Wall: wall}
-		if err := s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error(); err != nil {
+		// Through propose, like every write: it waits until this leader took
+		// office (ready), so the tick is never stamped by a clock from an
+		// earlier term, which would end leases early (found by the chaos
+		// suite: a new leader applying its predecessor's last entries nudged
+		// before its takeover barrier).
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
+		f, err := s.propose(ctx, command.KindTick, nil)
+		if err == nil {
+			err = f.Error()
+		}
+		cancel()
+		if err != nil {
 			s.log.Debug("nudge tick failed", "err", err)
 		}
 	}

@@ -268,3 +268,24 @@ func TestLeaderAnswersAWaitersOutcome(t *testing.T) {
 		t.Fatalf("await of a bad id: %v, want an error", v)
 	}
 }
+
+// TestNudgeWaitsForTakeover: a nudge (a tick proposed so that followers learn
+// a commit at once) is not proposed while the leader is still taking office:
+// its clock may still run on from an earlier term, and a tick stamped by it
+// would end leases early. It goes out once the leader is ready.
+func TestNudgeWaitsForTakeover(t *testing.T) {
+	s := open(t, t.TempDir(), 0)
+	defer s.Close()
+	s.ready.Store(false) // as between winning an election and the takeover barrier
+	before := s.raft.LastIndex()
+	s.nudgeFollowers()
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if s.raft.LastIndex() != before {
+			t.Fatalf("a nudge was proposed before the leader was ready (last index %d -> %d)", before, s.raft.LastIndex())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.ready.Store(true)
+	waitFor(t, 5*time.Second, "the nudge once ready", func() bool { return s.raft.LastIndex() > before })
+}
