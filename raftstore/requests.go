@@ -3,7 +3,6 @@ package raftstore
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -218,10 +217,10 @@ func mapApplyErr(err error) error {
 
 // admitScript decides, on the leader, whether a script may enter the log. It
 // reports false, with the reply, for an EVALSHA of a script the replicated
-// cache does not hold, a script that does not compile, and a script that does
-// not finish its dry run: a run against a copy of the current state with
-// fsm.DryRunBudget and fsm.DryRunMaxAlloc (out of budget, out of memory, or
-// killed by SCRIPT KILL). A statically bounded script (lua.Engine.Bounded) is
+// cache does not hold, a script that does not load (compile error, bad
+// shebang), and a script that does not finish its dry run: a run against a
+// copy of the current state with fsm.DryRunBudget and fsm.DryRunMaxAlloc (out
+// of budget, out of memory, or killed by SCRIPT KILL). A statically bounded script (lua.Engine.Bounded) is
 // admitted without the clone and the dry run: it runs at most a few thousand
 // instructions and cannot build large values from small arguments, so it is
 // not the runaway the dry run is there to stop. Every other outcome of a run
@@ -237,14 +236,11 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 			return resp.Error(lua.ErrNoScript), false
 		}
 	}
-	// What the dry run would do first. Only a compile error is refused: a bad
-	// shebang is answered by the apply, as it always was.
+	// A script that does not load (it does not compile, or its shebang is
+	// bad) is answered here with what the apply would answer.
 	sha, err := s.dry.Load(src)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "ERR Error compiling script") {
-			return resp.Error(err.Error()), false
-		}
-		return resp.Value{}, true
+		return resp.Error(err.Error()), false
 	}
 	if s.dry.Bounded(sha) {
 		s.metrics.scriptsBounded.Add(1)
@@ -268,8 +264,7 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 	case lua.IsBudgetError(v) || lua.IsKilledError(v):
 		s.metrics.scriptsBudget.Add(1)
 	}
-	if v.IsError() && (lua.IsBudgetError(v) || lua.IsKilledError(v) || lua.IsMemoryError(v) ||
-		strings.HasPrefix(v.String(), "ERR Error compiling script")) {
+	if v.IsError() && (lua.IsBudgetError(v) || lua.IsKilledError(v) || lua.IsMemoryError(v)) {
 		return v, false
 	}
 	return resp.Value{}, true
