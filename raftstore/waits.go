@@ -158,13 +158,7 @@ func (s *Store) awaitGrant(ctx context.Context, r command.Request, op command.Lo
 	release := false
 	select {
 	case tok := <-ch:
-		switch tok {
-		case 0:
-			return resp.Nil
-		case movedWake:
-			return resp.Error(string(command.MovedError(shard.Slot(op.Name))))
-		}
-		return resp.Int(int64(tok))
+		return wakeReply(tok, op.Name)
 	case <-timer.C:
 	case <-ctx.Done():
 		release = true
@@ -176,6 +170,19 @@ func (s *Store) awaitGrant(ctx context.Context, r command.Request, op command.Lo
 		return resp.Nil // any grant was given back
 	}
 	return v
+}
+
+// wakeReply is the client's reply to the outcome of its waiter on name: the
+// token it was granted, nil when it was not, or MOVED when the name's slot
+// moved to another group while it waited.
+func wakeReply(tok uint64, name []byte) resp.Value {
+	switch tok {
+	case 0:
+		return resp.Nil
+	case movedWake:
+		return resp.Error(string(command.MovedError(shard.Slot(name))))
+	}
+	return resp.Int(int64(tok))
 }
 
 // cancelWaiter withdraws waiter id through the log, retrying (bounded) while
@@ -198,13 +205,7 @@ func (s *Store) cancelWaiter(name []byte, id uint64, release bool, ch chan uint6
 		}
 		select {
 		case tok := <-ch: // the wake arrived while the cancel was refused
-			switch tok {
-			case 0:
-				return resp.Nil
-			case movedWake:
-				return resp.Error(string(command.MovedError(shard.Slot(name))))
-			}
-			return resp.Int(int64(tok))
+			return wakeReply(tok, name)
 		case <-ctx.Done():
 			return v
 		case <-s.closed:
@@ -225,19 +226,19 @@ const maxLeaderAsks = 256
 // follower hears that it committed only from the leader's next
 // AppendEntries: the answer spares a follower's waiter that wait. The grant is
 // committed when the leader answers, so telling the client is safe. Returns
-// at once; the call ends with ctx or its answer.
+// at once; the call ends with ctx, whose deadline is the end of the wait, or
+// with its answer.
 func (s *Store) askLeader(ctx context.Context, id uint64, ch chan uint64) {
 	addr, ok := s.leaderToForward()
-	if !ok || s.leaderAsks.Add(1) > maxLeaderAsks {
-		if ok {
-			s.leaderAsks.Add(-1)
-		}
+	if !ok {
 		return
 	}
-	var ms int64 = 1000 // the leader waits at most this long (a deadline-less ctx: a second)
-	if dl, has := ctx.Deadline(); has {
-		ms = max(time.Until(dl).Milliseconds(), 1)
+	if s.leaderAsks.Add(1) > maxLeaderAsks {
+		s.leaderAsks.Add(-1)
+		return
 	}
+	dl, _ := ctx.Deadline()
+	ms := max(time.Until(dl).Milliseconds(), 1) // the leader waits no longer than this node
 	req := command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "await", ID: strconv.FormatUint(id, 10),
 		Addr: strconv.FormatInt(ms, 10)}, Spec: command.AdminSpec}})
 	go func() {

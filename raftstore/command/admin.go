@@ -4,9 +4,13 @@ package command
 // It changes the Raft configuration, not the keyspace: the store runs it on the
 // leader (a follower forwards it) and it never becomes a keyspace entry.
 type Admin struct {
-	Action string // "add", "remove", "transfer", "members"
-	ID     string // the node (transfer: "" = any voter)
-	Addr   string // add: the node's peer address
+	// Action: from RAFT, "add", "remove", "transfer", "members", "groups",
+	// "moveslots"; only between nodes, "status" (applied index for MEMBERS),
+	// "await" (a waiter's outcome for a follower) and "propose" (an internal
+	// entry a Node built).
+	Action string
+	ID     string // the node (transfer: "" = any voter); await: the waiter id
+	Addr   string // add: the node's peer address; await: the wait in ms; propose: the encoded entry
 }
 
 func (Admin) isOp() {}
