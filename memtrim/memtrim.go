@@ -12,6 +12,7 @@ import (
 	"context"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"time"
 )
 
@@ -120,4 +121,29 @@ func Run(ctx context.Context, cfg Config) {
 		}
 		prev = cur
 	}
+}
+
+var (
+	afterMu    sync.Mutex
+	afterTimer *time.Timer
+)
+
+// After hands the free heap back to the OS (one debug.FreeOSMemory) once d
+// has passed without another call to After: for a burst whose end the caller
+// knows, such as the snapshot restores of all the groups of a node starting
+// up, which then cost one forced collection, not one each. Safe for
+// concurrent use; never blocks.
+func After(d time.Duration) {
+	afterMu.Lock()
+	defer afterMu.Unlock()
+	if afterTimer != nil {
+		afterTimer.Reset(d)
+		return
+	}
+	afterTimer = time.AfterFunc(d, func() {
+		afterMu.Lock()
+		afterTimer = nil
+		afterMu.Unlock()
+		debug.FreeOSMemory()
+	})
 }

@@ -30,29 +30,33 @@ func TestWorth(t *testing.T) {
 
 var sink [][]byte
 
-// TestRunReturnsGarbage: after a burst of garbage and a quiet interval, Run
-// trims once and the memory the runtime holds drops.
-func TestRunReturnsGarbage(t *testing.T) {
-	// Keep some live data and make lots of garbage, without a collection
-	// releasing it on its own in between.
+// makeGarbage leaves about 256 MiB of collected garbage held by the runtime
+// (beside 64 MiB kept live until the test ends) and returns the held bytes.
+func makeGarbage(t *testing.T) uint64 {
 	keep := make([][]byte, 0, 64)
 	for i := 0; i < 64; i++ {
 		keep = append(keep, make([]byte, 1<<20))
 	}
+	t.Cleanup(func() { runtime.KeepAlive(keep) })
 	for i := 0; i < 256; i++ {
 		sink = append(sink, make([]byte, 1<<20))
 	}
 	runtime.GC() // the live heap now includes sink
 	sink = nil   // garbage from here on, still held by the runtime
+	runtime.GC()
+	return Read().Held
+}
+
+// TestRunReturnsGarbage: after a burst of garbage and a quiet interval, Run
+// trims once and the memory the runtime holds drops.
+func TestRunReturnsGarbage(t *testing.T) {
+	makeGarbage(t)
 	type trim struct{ before, after uint64 }
 	trims := make(chan trim, 8)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go Run(ctx, Config{Interval: 20 * time.Millisecond, MinGap: time.Millisecond, Slack: 16 << 20,
 		OnTrim: func(b, a uint64) { trims <- trim{b, a} }})
-	// The first reading still sees sink as live (no collection since); force a
-	// collection so the live count drops and the garbage shows as excess.
-	runtime.GC()
 	select {
 	case tr := <-trims:
 		if tr.after >= tr.before || tr.before-tr.after < 100<<20 {
@@ -62,5 +66,20 @@ func TestRunReturnsGarbage(t *testing.T) {
 		s := Read()
 		t.Fatalf("no trim within 10s (live %d MiB, held %d MiB)", s.Live>>20, s.Held>>20)
 	}
-	runtime.KeepAlive(keep)
+}
+
+// TestAfterReturnsGarbageOnce: calls to After in a row end in one trim, d
+// after the last of them, which returns the garbage.
+func TestAfterReturnsGarbageOnce(t *testing.T) {
+	before := makeGarbage(t)
+	for range 3 {
+		After(50 * time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for Read().Held+(100<<20) > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("held %d MiB 10s after After, %d MiB before; want at least 100 MiB returned", Read().Held>>20, before>>20)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

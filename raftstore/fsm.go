@@ -3,11 +3,11 @@ package raftstore
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/memtrim"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/fsm"
 
@@ -242,39 +242,17 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	if b := ks.ShardMap(); b != nil && m.onShardMap != nil {
 		m.onShardMap(b)
 	}
-	releaseAfterRestore()
+	memtrim.After(restoreSettle)
 	m.setApplied(ks.Index())
 	return nil
 }
 
 // restoreSettle is how long after the last snapshot restore the process
-// hands the memory the restores freed back to the OS.
-const restoreSettle = time.Second
-
-var (
-	releaseMu    sync.Mutex
-	releaseTimer *time.Timer
-)
-
-// releaseAfterRestore returns the garbage of snapshot restores (decode
-// buffers, the replaced state) to the OS once restores have settled: one
+// hands the memory the restores freed back to the OS (memtrim.After): one
 // forced GC for all the groups of a node that restored at start, so that a
 // restarted node's RSS is its state, not the peak of its restore (1M locks on
 // 8 groups, 5 s after a restart: 338 MB RSS without this, 307 MB with it).
-func releaseAfterRestore() {
-	releaseMu.Lock()
-	defer releaseMu.Unlock()
-	if releaseTimer != nil {
-		releaseTimer.Reset(restoreSettle)
-		return
-	}
-	releaseTimer = time.AfterFunc(restoreSettle, func() {
-		releaseMu.Lock()
-		releaseTimer = nil
-		releaseMu.Unlock()
-		debug.FreeOSMemory()
-	})
-}
+const restoreSettle = time.Second
 
 type snapshot struct{ s *fsm.Snapshot }
 

@@ -1,8 +1,9 @@
 package command
 
-// Admin is a cluster membership operation (RAFT ADD|REMOVE|TRANSFER|MEMBERS).
-// It changes the Raft configuration, not the keyspace: the store runs it on the
-// leader (a follower forwards it) and it never becomes a keyspace entry.
+// Admin is a cluster operation (RAFT ADD|REMOVE|TRANSFER|MEMBERS|GROUPS|
+// MOVESLOTS) or a request between nodes. The membership operations change the
+// Raft configuration, not the keyspace: the store runs them on the leader (a
+// follower forwards them); only "propose" carries a keyspace entry.
 type Admin struct {
 	// Action: from RAFT, "add", "remove", "transfer", "members", "groups",
 	// "moveslots"; only between nodes, "status" (applied index for MEMBERS),
