@@ -70,8 +70,8 @@ func Read() Sample {
 }
 
 // Worth reports whether a trim is worth it between two readings prev and cur
-// taken one interval apart: more than slack and more than half the live heap
-// is held beyond the live heap, and the process allocated less than a quarter
+// taken one interval apart: more than slack and more than a quarter of the
+// live heap is held beyond the live heap, and the process allocated less than a quarter
 // of that excess during the interval (it is quiet; a busy process would only
 // grow back at once). It is pure.
 func Worth(prev, cur Sample, slack uint64) bool {
@@ -79,7 +79,7 @@ func Worth(prev, cur Sample, slack uint64) bool {
 		return false
 	}
 	excess := cur.Held - cur.Live
-	if excess < slack || excess < cur.Live/2 {
+	if excess < slack || excess < cur.Live/4 {
 		return false
 	}
 	return cur.Allocs-prev.Allocs < excess/4

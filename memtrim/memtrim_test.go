@@ -18,7 +18,8 @@ func TestWorth(t *testing.T) {
 		{"quiet with a large excess", Sample{Allocs: 1000 * mb}, Sample{Live: 300 * mb, Held: 800 * mb, Allocs: 1010 * mb}, 64 * mb, true},
 		{"busy: allocating into the excess", Sample{Allocs: 1000 * mb}, Sample{Live: 300 * mb, Held: 800 * mb, Allocs: 1300 * mb}, 64 * mb, false},
 		{"excess below the slack", Sample{}, Sample{Live: 10 * mb, Held: 60 * mb}, 64 * mb, false},
-		{"excess below half the live heap", Sample{}, Sample{Live: 400 * mb, Held: 550 * mb}, 64 * mb, false},
+		{"excess below a quarter of the live heap", Sample{}, Sample{Live: 400 * mb, Held: 490 * mb}, 64 * mb, false},
+		{"excess over a quarter of the live heap", Sample{}, Sample{Live: 400 * mb, Held: 510 * mb}, 64 * mb, true},
 		{"nothing beyond the live heap", Sample{}, Sample{Live: 400 * mb, Held: 300 * mb}, 64 * mb, false},
 	}
 	for _, c := range cases {

@@ -32,7 +32,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if it.kind() != KindString {
 			return wrongType
 		}
-		return resp.BulkString(it.val)
+		return resp.BulkString(it.val())
 	case command.Exists:
 		n := 0
 		for _, key := range op.Keys {
@@ -57,12 +57,12 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if it.kind() != KindString {
 			return wrongType
 		}
-		return resp.BulkString(digest(it.val))
+		return resp.BulkString(digest(it.val()))
 	case command.MGet:
 		out := make([]resp.Value, len(op.Keys))
 		for i, key := range op.Keys {
 			if it := k.lookup(key, c.Now); it != nil && it.kind() == KindString {
-				out[i] = resp.BulkString(it.val)
+				out[i] = resp.BulkString(it.val())
 			} else {
 				out[i] = resp.Nil
 			}
@@ -113,7 +113,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return resp.Array(out...)
 	case command.Fence:
 		it := k.lookup(op.Key, c.Now)
-		if it == nil || (op.IfEq != nil && (it.kind() != KindString || it.val != string(op.IfEq))) {
+		if it == nil || (op.IfEq != nil && (it.kind() != KindString || it.val() != string(op.IfEq))) {
 			return resp.Nil
 		}
 		return resp.Int(int64(it.token))
@@ -133,7 +133,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 			return wrongType
 		}
 		k.remove(it)
-		return resp.BulkString(it.val)
+		return resp.BulkString(it.val())
 	case command.GetEx:
 		return k.getEx(op, c)
 	case command.Del:
@@ -276,16 +276,16 @@ func (k *Keyspace) set(op command.Set, c Ctx) resp.Value {
 	}
 	var oldVal resp.Value = resp.Nil
 	if old != nil && op.Reply == command.ReplyOld {
-		oldVal = resp.BulkString(old.val)
+		oldVal = resp.BulkString(old.val())
 	}
 	write := true
 	switch {
 	case op.NX && old != nil, op.XX && old == nil:
 		write = false
 	case op.Cond.Kind == command.CondEq || op.Cond.Kind == command.CondDigestEq:
-		write = old != nil && condHolds(op.Cond, old.val)
+		write = old != nil && condHolds(op.Cond, old.val())
 	case op.Cond.Kind != command.CondNone:
-		write = old == nil || condHolds(op.Cond, old.val)
+		write = old == nil || condHolds(op.Cond, old.val())
 	}
 	if !write {
 		switch op.Reply {
@@ -342,7 +342,7 @@ func (k *Keyspace) getEx(op command.GetEx, c Ctx) resp.Value {
 	if !ok {
 		return invalidExpire(op.Cmd)
 	}
-	reply := resp.BulkString(it.val)
+	reply := resp.BulkString(it.val())
 	switch op.Expire.Kind {
 	case command.ExpireRel, command.ExpireAbs:
 		if deadline <= c.Now {
@@ -419,7 +419,7 @@ func (k *Keyspace) delEx(op command.DelEx, c Ctx) resp.Value {
 		if it.kind() != KindString {
 			return wrongType
 		}
-		if !condHolds(op.Cond, it.val) {
+		if !condHolds(op.Cond, it.val()) {
 			return resp.Zero
 		}
 	}
@@ -436,7 +436,7 @@ func (k *Keyspace) incr(op command.Incr, c Ctx) resp.Value {
 		if it.kind() != KindString {
 			return wrongType
 		}
-		v, ok := command.ParseInt([]byte(it.val))
+		v, ok := command.ParseInt([]byte(it.val()))
 		if !ok {
 			return resp.Error(string(command.ErrNotInt))
 		}
@@ -459,7 +459,7 @@ func (k *Keyspace) getRange(op command.GetRange, c Ctx) resp.Value {
 	if it.kind() != KindString {
 		return wrongType
 	}
-	start, end, n := op.Start, op.End, int64(len(it.val))
+	start, end, n := op.Start, op.End, int64(len(it.val()))
 	if start < 0 && end < 0 && start > end {
 		return emptyBulk
 	}
@@ -481,7 +481,7 @@ func (k *Keyspace) getRange(op command.GetRange, c Ctx) resp.Value {
 	if start > end || n == 0 {
 		return emptyBulk
 	}
-	return resp.BulkString(it.val[start : end+1])
+	return resp.BulkString(it.val()[start : end+1])
 }
 
 // KEYS pattern
@@ -489,8 +489,8 @@ func (k *Keyspace) keys(op command.Keys, c Ctx) resp.Value {
 	out := []resp.Value{}
 	all := bytes.Equal(op.Pattern, []byte("*"))
 	k.items.Scan(func(it *item) bool {
-		if (it.deadline == 0 || it.deadline > c.Now) && (all || command.Match(op.Pattern, []byte(it.key))) {
-			out = append(out, resp.BulkString(it.key))
+		if (it.deadline == 0 || it.deadline > c.Now) && (all || command.Match(op.Pattern, []byte(it.key()))) {
+			out = append(out, resp.BulkString(it.key()))
 		}
 		return true
 	})
@@ -504,10 +504,14 @@ func (k *Keyspace) scan(op command.Scan, c Ctx) resp.Value {
 	keys := []resp.Value{}
 	var next uint64
 	var visited int64
-	var lastHash uint64
-	k.items.Ascend(&item{hash: op.Cursor}, func(it *item) bool {
+	var lastHash uint32
+	start := &item{hash: uint32(min(op.Cursor, math.MaxUint32))}
+	k.items.Ascend(start, func(it *item) bool {
+		if op.Cursor > math.MaxUint32 { // past every hash: the scan is over
+			return false
+		}
 		if visited >= op.Count && it.hash != lastHash {
-			next = it.hash
+			next = uint64(it.hash)
 			return false
 		}
 		visited++
@@ -515,13 +519,13 @@ func (k *Keyspace) scan(op command.Scan, c Ctx) resp.Value {
 		if it.deadline != 0 && it.deadline <= c.Now {
 			return true
 		}
-		if op.Match != nil && !command.Match(op.Match, []byte(it.key)) {
+		if op.Match != nil && !command.Match(op.Match, []byte(it.key())) {
 			return true
 		}
 		if op.Type != nil && !bytes.EqualFold(op.Type, []byte(it.kind().String())) {
 			return true
 		}
-		keys = append(keys, resp.BulkString(it.key))
+		keys = append(keys, resp.BulkString(it.key()))
 		return true
 	})
 	return resp.Array(resp.BulkString(strconv.FormatUint(next, 10)), resp.Array(keys...))

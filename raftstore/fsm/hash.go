@@ -107,7 +107,7 @@ func (k *Keyspace) hashWrite(op command.HashOp, c Ctx) resp.Value {
 			}
 			return reply
 		}
-		k.putItem(&item{hash: hashKey(key), key: string(key), fields: &fields, deadline: deadline, token: c.Index})
+		k.putItem(&item{hash: hashKey(key), kv: string(key), klen: uint32(len(key)), fields: &fields, deadline: deadline, token: c.Index})
 		return reply
 	}
 	switch op := op.(type) {

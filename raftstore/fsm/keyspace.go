@@ -41,17 +41,30 @@ type field struct {
 //
 // Its kind is told by which payload is set: lock (KindLock; val then holds
 // the record's first holder's owner), fields (KindHash), else val
-// (KindString). The layout is kept to 80 bytes (a malloc size class):
-// there is one item per key.
+// (KindString). The key and the value share one string (one malloc and one
+// size-class round-up per key instead of two); the layout is kept to 64
+// bytes (a malloc size class): there is one item per key.
 type item struct {
-	hash     uint64 // scan order; stable across replicas and restarts
-	key      string
-	val      string    // KindString: the value; KindLock: the first holder's owner
+	hash     uint32    // scan order; stable across replicas and restarts
+	klen     uint32    // kv[:klen] is the key
+	kv       string    // the key, then the value (KindString) or the first holder's owner (KindLock)
 	lock     *lockData // KindLock
 	fields   *[]field  // KindHash; never empty (an emptied hash is deleted)
 	deadline int64     // log time in ms; 0 = no TTL
 	token    uint64    // logical index of the entry that wrote the value
 	mod      uint64    // logical index of the entry that last changed the item (WATCH)
+}
+
+// key is the item's key.
+func (it *item) key() string { return it.kv[:it.klen] }
+
+// val is a string's value, or a lock record's first holder's owner; "" for a
+// hash.
+func (it *item) val() string { return it.kv[it.klen:] }
+
+// probe is an item to look key up by in the items tree.
+func probe(key []byte) *item {
+	return &item{hash: hashKey(key), kv: string(key), klen: uint32(len(key))}
 }
 
 // kind is the kind of value it holds.
@@ -69,7 +82,7 @@ func byHash(a, b *item) bool {
 	if a.hash != b.hash {
 		return a.hash < b.hash
 	}
-	return a.key < b.key
+	return a.key() < b.key()
 }
 
 // byWake orders lockTimers, which holds only lock items with waiters.
@@ -77,14 +90,14 @@ func byWake(a, b *item) bool {
 	if wa, wb := a.lock.wake(), b.lock.wake(); wa != wb {
 		return wa < wb
 	}
-	return a.key < b.key
+	return a.key() < b.key()
 }
 
 func byDeadline(a, b *item) bool {
 	if a.deadline != b.deadline {
 		return a.deadline < b.deadline
 	}
-	return a.key < b.key
+	return a.key() < b.key()
 }
 
 // Keyspace is the FSM state of one Raft group.
@@ -172,7 +185,7 @@ func (k *Keyspace) firstUnfrozen(tree *btree.BTreeG[*item]) (*item, bool) {
 	}
 	var first *item
 	tree.Scan(func(it *item) bool {
-		if k.frozenKey(it.key) {
+		if k.frozenKey(it.key()) {
 			return true
 		}
 		first = it
@@ -191,8 +204,8 @@ func (k *Keyspace) GrantReady() bool {
 
 // hashKey is the scan order of a key. Cursors are hash values, so the top bit is
 // cleared and 0 is avoided: cursor 0 means "start" and "done".
-func hashKey(key []byte) uint64 {
-	h := xxh3.Hash(key) >> 1
+func hashKey(key []byte) uint32 {
+	h := uint32(xxh3.Hash(key) >> 32)
 	if h == 0 {
 		h = 1
 	}
@@ -341,7 +354,7 @@ func errReply(err error) resp.Value {
 
 // lookup returns the live item for key, or nil.
 func (k *Keyspace) lookup(key []byte, now int64) *item {
-	it, ok := k.items.Get(&item{hash: hashKey(key), key: string(key)})
+	it, ok := k.items.Get(probe(key))
 	if !ok || (it.deadline != 0 && it.deadline <= now) {
 		return nil
 	}
@@ -404,7 +417,7 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 // put stores a string value under key, replacing any earlier item (live or not).
 func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 	it := &item{hash: hashKey(key), token: token, mod: k.logical(), deadline: deadline}
-	it.key, it.val = join(key, val)
+	it.kv, it.klen = joinKV(key, val)
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
 		k.dropWaiters(old)
@@ -413,23 +426,12 @@ func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 	return it
 }
 
-// maxJoined bounds the values join stores in the key's allocation: a
-// longer value gets one of its own, so that a key retained elsewhere never
-// holds a large value alive.
-const maxJoined = 256
-
-// join returns key and val as strings sharing one allocation (one malloc
-// and one size-class round-up per key instead of two) when val is at most
-// maxJoined bytes, else as two strings. Strings are immutable, so sharing is
-// invisible to every reader. val is a []byte from a command or a string
+// joinKV returns key and val concatenated in one new string, and the key's
+// length: an item's kv and klen. val is a []byte from a command or a string
 // already held (a lock record's first owner); the conversions inside the
 // concatenation copy nothing extra.
-func join[V string | []byte](key []byte, val V) (string, string) {
-	if len(val) > maxJoined {
-		return string(key), string(val)
-	}
-	s := string(key) + string(val)
-	return s[:len(key)], s[len(key):]
+func joinKV[K, V string | []byte](key K, val V) (string, uint32) {
+	return string(key) + string(val), uint32(len(key))
 }
 
 // putItem stores it (a new item, never one already in the trees), replacing any
@@ -460,7 +462,7 @@ func (k *Keyspace) expireDue() {
 		if it.deadline > k.now || len(due) >= MaxExpirePerTick {
 			return false
 		}
-		if !k.frozenKey(it.key) {
+		if !k.frozenKey(it.key()) {
 			due = append(due, it)
 		}
 		return true
@@ -468,10 +470,10 @@ func (k *Keyspace) expireDue() {
 	for _, it := range due {
 		if it.kind() == KindLock {
 			for h := range it.holders {
-				k.holdExpired([]byte(it.key), h)
+				k.holdExpired([]byte(it.key()), h)
 			}
 		}
-		k.publishExpired(it.key)
+		k.publishExpired(it.key())
 		k.remove(it)
 	}
 }

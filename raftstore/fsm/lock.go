@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/lockd/lockd/raftstore/command"
@@ -60,7 +61,7 @@ type waiter struct {
 
 // lockData is a lock record as a stored item keeps it: a lockRec (without
 // expired) plus the item's wake time, packed for memory. Most records have one
-// holder granted at once, no waiter and no lock-delay: they are one 64-byte
+// holder granted at once, no waiter and no lock-delay: they are one 48-byte
 // allocation, the holder inline and more nil. Everything else sits in more.
 // The first holder's owner is not here but in the item's val (unused by a
 // lock item), which shares one allocation with the item's key (join).
@@ -68,28 +69,30 @@ type waiter struct {
 // (packLock), and viewing an item that holds packLock(r) gives back every
 // field of r exactly, so the snapshot bytes do not depend on the layout.
 type lockData struct {
-	// The first holder, but for its owner (the item's val) and its via (in
-	// more; 0 when more is nil); zero when held is false.
-	session   uint64
-	token     uint64
-	count     int64
-	since     int64
-	deadline  int64
-	lockDelay int64
-	more      *lockMore // nil: see plain
-	mode      command.LockMode
-	held      bool // the first holder is set
+	// The first holder, but for its owner (the item's val), its via (in
+	// more; 0 when more is nil) and, when more is set, its count (in more);
+	// zero when held is false.
+	session  uint64
+	token    uint64
+	since    int64
+	deadline int64
+	more     *lockMore // nil: see plain
+	count    int32     // the first holder's re-entry count when more is nil
+	mode     command.LockMode
+	held     bool // the first holder is set
 }
 
 // lockMore is the rarer part of a stored lock record.
 type lockMore struct {
-	holders []holder // the holders after the first
-	waiters []waiter // FIFO
-	limit   int64
-	delay   int64
-	wake    int64  // log time the record needs a tick (lockRec.wakeAt); 0 none
-	granted uint64 // the record's
-	via     uint64 // the first holder's
+	holders   []holder // the holders after the first
+	waiters   []waiter // FIFO
+	limit     int64
+	delay     int64
+	lockDelay int64
+	wake      int64  // log time the record needs a tick (lockRec.wakeAt); 0 none
+	granted   uint64 // the record's
+	via       uint64 // the first holder's
+	count     int64  // the first holder's
 }
 
 // plainLimit is the limit a record of mode has unless it is a semaphore: the
@@ -102,38 +105,43 @@ func plainLimit(mode command.LockMode) int64 {
 }
 
 // plain reports whether r, with wake time wake, packs without lockMore: one
-// holder, granted at once by the entry that granted the name last, no waiter,
-// no lock-delay, no wake time and its mode's plain limit.
+// holder, granted at once by the entry that granted the name last, re-entered
+// fewer than 2^31 times, no waiter, no lock-delay (neither running nor
+// configured), no wake time and its mode's plain limit.
 func plain(r *lockRec, wake int64) bool {
 	return len(r.holders) == 1 && r.holders[0].via == 0 && r.granted == r.holders[0].token &&
-		len(r.waiters) == 0 && r.delay == 0 && wake == 0 && r.limit == plainLimit(r.mode)
+		r.holders[0].count <= math.MaxInt32 && len(r.waiters) == 0 && r.delay == 0 && r.lockDelay == 0 &&
+		wake == 0 && r.limit == plainLimit(r.mode)
 }
 
 // packLock packs r, with the wake time wake, for storing: the item that keeps
 // it keeps owner, the first holder's owner ("" when r has no holder), as its
 // val. The stored record shares no slice with r.
 func packLock(r *lockRec, wake int64) (d *lockData, owner string) {
-	d = &lockData{lockDelay: r.lockDelay, mode: r.mode}
+	d = &lockData{mode: r.mode}
 	var rest []holder
 	var via uint64
+	var count int64
 	if len(r.holders) > 0 {
 		h := r.holders[0]
 		owner = h.owner
-		d.session, d.token, d.count, d.since, d.deadline, d.held = h.session, h.token, h.count, h.since, h.deadline, true
-		rest, via = r.holders[1:], h.via
+		d.session, d.token, d.since, d.deadline, d.held = h.session, h.token, h.since, h.deadline, true
+		rest, via, count = r.holders[1:], h.via, h.count
 	}
-	if !plain(r, wake) {
+	if plain(r, wake) {
+		d.count = int32(count)
+	} else {
 		d.more = &lockMore{holders: append([]holder(nil), rest...), waiters: append([]waiter(nil), r.waiters...),
-			limit: r.limit, delay: r.delay, wake: wake, granted: r.granted, via: via}
+			limit: r.limit, delay: r.delay, lockDelay: r.lockDelay, wake: wake, granted: r.granted, via: via, count: count}
 	}
 	return d, owner
 }
 
 // first is the first holder, whose owner is owner; held must be set.
 func (d *lockData) first(owner string) holder {
-	h := holder{owner: owner, session: d.session, token: d.token, count: d.count, since: d.since, deadline: d.deadline}
+	h := holder{owner: owner, session: d.session, token: d.token, count: int64(d.count), since: d.since, deadline: d.deadline}
 	if d.more != nil {
-		h.via = d.more.via
+		h.via, h.count = d.more.via, d.more.count
 	}
 	return h
 }
@@ -146,7 +154,7 @@ func (d *lockData) granted() uint64 {
 	return d.more.granted
 }
 
-// limit, delay and wake are the record's; 0 when more is nil (limit: plainLimit).
+// limit, delay, lockDelay and wake are the record's; 0 when more is nil (limit: plainLimit).
 func (d *lockData) limit() int64 {
 	if d.more == nil {
 		return plainLimit(d.mode)
@@ -159,6 +167,14 @@ func (d *lockData) delay() int64 {
 		return 0
 	}
 	return d.more.delay
+}
+
+// lockDelay is the namespace's lock-delay when the record was stored.
+func (d *lockData) lockDelay() int64 {
+	if d.more == nil {
+		return 0
+	}
+	return d.more.lockDelay
 }
 
 func (d *lockData) wake() int64 {
@@ -192,7 +208,7 @@ func (d *lockData) numWaiters() int {
 // it.holders).
 func (it *item) holders(yield func(holder) bool) {
 	d := it.lock
-	if !d.held || !yield(d.first(it.val)) {
+	if !d.held || !yield(d.first(it.val())) {
 		return
 	}
 	if d.more != nil {
@@ -277,7 +293,7 @@ func (r *lockRec) add(h holder, mode command.LockMode, limit int64) {
 // anything was left out.
 func (k *Keyspace) view(it *item, now int64) (v lockRec, dropped []uint64, changed bool) {
 	r := it.lock
-	v = lockRec{mode: r.mode, limit: r.limit(), delay: r.delay(), lockDelay: r.lockDelay, granted: r.granted()}
+	v = lockRec{mode: r.mode, limit: r.limit(), delay: r.delay(), lockDelay: r.lockDelay(), granted: r.granted()}
 	v.holders = make([]holder, 0, r.numHolders()+1)
 	for h := range it.holders {
 		if h.deadline > now {
@@ -286,8 +302,8 @@ func (k *Keyspace) view(it *item, now int64) (v lockRec, dropped []uint64, chang
 		}
 		changed = true
 		v.expired = append(v.expired, h)
-		if r.lockDelay > 0 {
-			v.delay = max(v.delay, addSat(h.deadline, r.lockDelay))
+		if v.lockDelay > 0 {
+			v.delay = max(v.delay, addSat(h.deadline, v.lockDelay))
 		}
 	}
 	v.waiters = make([]waiter, 0, r.numWaiters()+1)
@@ -404,11 +420,11 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	}
 	it := &item{hash: hashKey(name), deadline: deadline, token: token}
 	if len(rec.holders) > 0 {
-		it.key, rec.holders[0].owner = join(name, rec.holders[0].owner)
+		it.kv, it.klen = joinKV(name, rec.holders[0].owner)
 	} else {
-		it.key = string(name)
+		it.kv, it.klen = joinKV(name, "")
 	}
-	it.lock, it.val = packLock(&rec, rec.wakeAt(c.Now))
+	it.lock, _ = packLock(&rec, rec.wakeAt(c.Now))
 	k.putItem(it)
 }
 
@@ -714,13 +730,13 @@ func (k *Keyspace) settleDue(c Ctx) {
 		if it.lock.wake() > c.Now || len(due) >= MaxExpirePerTick {
 			return false
 		}
-		if !k.frozenKey(it.key) { // a frozen slot's locks do not change
+		if !k.frozenKey(it.key()) { // a frozen slot's locks do not change
 			due = append(due, it)
 		}
 		return true
 	})
 	for _, it := range due {
 		rec, dropped, _ := k.view(it, c.Now)
-		k.storeLock([]byte(it.key), it, rec, dropped, c)
+		k.storeLock([]byte(it.key()), it, rec, dropped, c)
 	}
 }

@@ -248,7 +248,7 @@ func (k *Keyspace) applyMigrate(args [][]byte, c Ctx) resp.Value {
 func (k *Keyspace) itemsIn(from, to uint16) []*item {
 	var out []*item
 	k.items.Scan(func(it *item) bool {
-		if s := shard.Slot([]byte(it.key)); s >= from && s <= to {
+		if s := shard.Slot([]byte(it.key())); s >= from && s <= to {
 			out = append(out, it)
 		}
 		return true
@@ -268,13 +268,13 @@ func (k *Keyspace) export(from, to uint16, c Ctx) *Export {
 		if it.deadline != 0 && it.deadline <= c.Now {
 			continue
 		}
-		x := ExportItem{Key: []byte(it.key), Kind: it.kind(), Token: it.token}
+		x := ExportItem{Key: []byte(it.key()), Kind: it.kind(), Token: it.token}
 		if it.deadline != 0 && it.kind() != KindLock {
 			x.TTL = it.deadline - c.Now
 		}
 		switch it.kind() {
 		case KindString:
-			x.Value = []byte(it.val)
+			x.Value = []byte(it.val())
 		case KindHash:
 			for _, f := range *it.fields {
 				x.Fields = append(x.Fields, HashField{Name: f.name, Value: f.val})
@@ -337,10 +337,10 @@ func (k *Keyspace) drop(from, to uint16, c Ctx) int {
 			k.wakes = append(k.wakes, Wake{Waiter: w.id, Moved: true})
 		}
 		for h := range it.holders {
-			k.sessionForget(h.session, it.key)
+			k.sessionForget(h.session, it.key())
 		}
 		for _, w := range it.lock.waiters() {
-			k.sessionForget(w.session, it.key)
+			k.sessionForget(w.session, it.key())
 		}
 	}
 	return len(doomed)
@@ -355,7 +355,7 @@ func (k *Keyspace) thaw(from, to uint16, c Ctx) {
 		if it.kind() != KindLock {
 			continue
 		}
-		name := []byte(it.key)
+		name := []byte(it.key())
 		cur, rec, dropped, changed, errv := k.lockOf(name, c.Now)
 		if errv != nil || cur == nil {
 			continue
@@ -412,7 +412,7 @@ func (k *Keyspace) applyImport(args [][]byte, wall int64) resp.Value {
 		if s := shard.Slot(x.Key); k.gone.contains(s) {
 			k.gone = k.gone.remove(s, s)
 		}
-		if old, ok := k.items.Get(&item{hash: hashKey(x.Key), key: string(x.Key)}); ok {
+		if old, ok := k.items.Get(probe(x.Key)); ok {
 			k.remove(old)
 		}
 		var deadline int64
@@ -427,7 +427,7 @@ func (k *Keyspace) applyImport(args [][]byte, wall int64) resp.Value {
 			for i, f := range x.Fields {
 				fields[i] = field{clone(f.Name), clone(f.Value)}
 			}
-			k.putItem(&item{hash: hashKey(x.Key), key: string(x.Key), fields: &fields, deadline: deadline, token: x.Token})
+			k.putItem(&item{hash: hashKey(x.Key), kv: string(x.Key), klen: uint32(len(x.Key)), fields: &fields, deadline: deadline, token: x.Token})
 		case KindLock:
 			rec := lockRec{mode: x.Lock.Mode, limit: x.Lock.Limit, granted: x.Token}
 			if x.Lock.DelayLeft > 0 {

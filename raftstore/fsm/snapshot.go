@@ -70,8 +70,8 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		buf = buf[:0]
 		kind := it.kind()
 		buf = append(buf, byte(kind))
-		buf = binary.AppendUvarint(buf, uint64(len(it.key)))
-		buf = append(buf, it.key...)
+		buf = binary.AppendUvarint(buf, uint64(len(it.key())))
+		buf = append(buf, it.key()...)
 		switch kind {
 		case KindLock:
 			buf = append(buf, byte(it.lock.mode))
@@ -105,7 +105,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 				buf = binary.AppendVarint(buf, w.deadline)
 			}
 			buf = binary.AppendVarint(buf, it.lock.delay())
-			buf = binary.AppendVarint(buf, it.lock.lockDelay)
+			buf = binary.AppendVarint(buf, it.lock.lockDelay())
 			buf = binary.AppendUvarint(buf, it.lock.granted())
 			buf = binary.AppendVarint(buf, it.lock.wake())
 		case KindHash:
@@ -117,8 +117,8 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 				buf = append(buf, f.val...)
 			}
 		default:
-			buf = binary.AppendUvarint(buf, uint64(len(it.val)))
-			buf = append(buf, it.val...)
+			buf = binary.AppendUvarint(buf, uint64(len(it.val())))
+			buf = append(buf, it.val()...)
 		}
 		buf = binary.AppendVarint(buf, it.deadline)
 		buf = binary.AppendUvarint(buf, it.token)
@@ -384,16 +384,18 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 		if err != nil {
 			return nil, err
 		}
-		it.key, it.val = join(key, val)
+		it.kv, it.klen = joinKV(key, val)
 	case KindLock:
 		rec, wake, err := readLock(br, version)
 		if err != nil {
 			return nil, err
 		}
 		if len(rec.holders) > 0 {
-			it.key, rec.holders[0].owner = join(key, rec.holders[0].owner)
+			it.kv, it.klen = joinKV(key, rec.holders[0].owner)
+		} else {
+			it.kv, it.klen = joinKV(key, "")
 		}
-		it.lock, it.val = packLock(rec, wake)
+		it.lock, _ = packLock(rec, wake)
 	case KindHash:
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -415,11 +417,9 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 			fields = append(fields, field{name, val})
 		}
 		it.fields = &fields
+		it.kv, it.klen = joinKV(key, "")
 	default:
 		return nil, fmt.Errorf("unknown kind %d", kind)
-	}
-	if it.key == "" { // not joined with a value or owner above
-		it.key = string(key)
 	}
 	deadline, err := binary.ReadVarint(br)
 	if err != nil {

@@ -90,7 +90,7 @@ func (k *Keyspace) holdExpired(name []byte, h holder) {
 // wasHeld reports whether token held name until its lease ran out: its record
 // still lists it, expired, or it expired lately.
 func (k *Keyspace) wasHeld(name []byte, token int64) bool {
-	if it, ok := k.items.Get(&item{hash: hashKey(name), key: string(name)}); ok && it.kind() == KindLock {
+	if it, ok := k.items.Get(probe(name)); ok && it.kind() == KindLock {
 		for h := range it.holders {
 			if int64(h.token) == token {
 				return true

@@ -85,9 +85,9 @@ func lockProperties(t *testing.T, seed uint64) {
 			rec, _, _ := h.ks.view(it, h.now)
 			switch n := int64(len(rec.holders)); {
 			case rec.mode == command.LockExclusive && n > 1:
-				t.Fatalf("seed %d: %s has %d exclusive holders", seed, it.key, n)
+				t.Fatalf("seed %d: %s has %d exclusive holders", seed, it.key(), n)
 			case rec.mode == command.LockSemaphore && n > rec.limit:
-				t.Fatalf("seed %d: %s has %d holders, limit %d", seed, it.key, n, rec.limit)
+				t.Fatalf("seed %d: %s has %d holders, limit %d", seed, it.key(), n, rec.limit)
 			}
 			return true
 		})
