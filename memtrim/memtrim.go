@@ -19,7 +19,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultInterval = 5 * time.Second
-	DefaultMinGap   = 30 * time.Second
+	DefaultMinGap   = 15 * time.Second
 	// DefaultSlack is the memory held beyond the live heap that is never worth
 	// a trim (small processes keep their headroom).
 	DefaultSlack = 64 << 20
