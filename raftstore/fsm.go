@@ -43,6 +43,12 @@ type machine struct {
 	// restore changes it (Config.onShardMap); nil: nobody listens.
 	onShardMap func([]byte)
 
+	// durable blocks until the group's own log has the entry at an index on
+	// disk (logstore.Store.WaitDurable; see parallelsync.go): an entry is
+	// applied only then. Set before Raft starts; nil: every entry is on disk
+	// when committed.
+	durable func(index uint64) error
+
 	// wants tells the keyspace which event channels have listeners here
 	// (fsm.Keyspace.SetEventFilter). Set before Raft starts; nil: all.
 	wants func(channel string) bool
@@ -68,6 +74,14 @@ func (m *machine) Apply(l *raft.Log) interface{} {
 // replica must stop rather than diverge from the others.
 func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
+	if n := len(logs); n > 0 && m.durable != nil {
+		if err := m.durable(logs[n-1].Index); err != nil {
+			// The log lost its disk (a failed fsync) or was closed under a
+			// running group: this replica must stop rather than apply what a
+			// majority may not hold.
+			panic(fmt.Sprintf("raftstore: log index %d is not on disk: %v", logs[n-1].Index, err))
+		}
+	}
 	var wakes []fsm.Wake
 	m.mu.Lock()
 	for i, l := range logs {

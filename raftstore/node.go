@@ -124,7 +124,7 @@ func OpenNode(cfg Config) (*Node, error) {
 		// One badger DB for every group's log: concurrent writes of several
 		// groups share one fsync (with a DB each, 8 groups on one disk ran
 		// 4x slower than one group), and one set of memtables.
-		nd.sharedLog, err = logstore.OpenShared(filepath.Join(cfg.DataDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite})
+		nd.sharedLog, err = logstore.OpenShared(filepath.Join(cfg.DataDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite, BeforeWrite: cfg.BeforeLogWrite})
 		if err != nil {
 			peer.Close()
 			return nil, err

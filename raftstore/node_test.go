@@ -18,12 +18,14 @@ type nodeCluster struct {
 	peers []Peer
 	dirs  []string
 	nodes []*Node
+
+	beforeLogWrite []func() error // node i's Config.BeforeLogWrite; nil: none
 }
 
 func newNodeCluster(t *testing.T, n, groups int) *nodeCluster { return newNodeClusterTB(t, n, groups) }
 
-func newNodeClusterTB(t testing.TB, n, groups int) *nodeCluster {
-	c := &nodeCluster{t: t, nodes: make([]*Node, n)}
+func newNodeClusterTB(t testing.TB, n, groups int, hooks ...func() error) *nodeCluster {
+	c := &nodeCluster{t: t, nodes: make([]*Node, n), beforeLogWrite: hooks}
 	for i := range n {
 		c.peers = append(c.peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: freeAddr(t)})
 		c.dirs = append(c.dirs, t.TempDir())
@@ -76,8 +78,12 @@ func (c *nodeCluster) waitSpread() {
 }
 
 func (c *nodeCluster) start(i, groups int) {
+	var hook func() error
+	if c.beforeLogWrite != nil {
+		hook = c.beforeLogWrite[i]
+	}
 	nd, err := OpenNode(Config{NodeID: c.peers[i].ID, DataDir: c.dirs[i], PeerAddr: c.peers[i].Addr, Peers: c.peers,
-		ClientAddr: "127.0.0.1:" + strconv.Itoa(16000+i), ApplyTimeout: 3 * time.Second, Groups: groups})
+		ClientAddr: "127.0.0.1:" + strconv.Itoa(16000+i), ApplyTimeout: 3 * time.Second, Groups: groups, BeforeLogWrite: hook})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", c.peers[i].ID, err)
 	}

@@ -84,6 +84,10 @@ type Config struct {
 	// WrapLogStore wraps the Raft log store (logstore.Faulty: slow or failing
 	// writes).
 	WrapLogStore func(raft.LogStore) raft.LogStore
+	// BeforeLogWrite (fault tests only) is the shared log's
+	// logstore.Options.BeforeWrite: it runs before each batch the node's
+	// log writes, with several groups, and may hold it.
+	BeforeLogWrite func() error
 	// PlantedTakeoverSkew is a planted bug: a new leader continues log time this
 	// much ahead of the log, ending leases early. The suite must catch it.
 	PlantedTakeoverSkew time.Duration
@@ -391,6 +395,13 @@ func Open(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("reading raft state: %w", err)
 	}
 	var logStore raft.LogStore = logs
+	var transport raft.Transport = trans
+	var leader atomic.Pointer[raft.Raft]
+	if cfg.sharedLog != nil { // the leader's fsync runs while the followers write theirs (parallelsync.go)
+		logs.DeferSyncWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader })
+		m.durable = logs.WaitDurable
+		transport = capCommit{NetworkTransport: trans, durable: logs.Durable}
+	}
 	if cfg.WrapLogStore != nil { // fault tests only
 		logStore = cfg.WrapLogStore(logs)
 	}
@@ -402,13 +413,14 @@ func Open(cfg Config) (*Store, error) {
 		logs.Close()
 		return nil, fmt.Errorf("raft log cache: %w", err)
 	}
-	r, err := raft.NewRaft(rc, s.m, logStore, logs, snaps, trans)
+	r, err := raft.NewRaft(rc, s.m, logStore, logs, snaps, transport)
 	if err != nil {
 		closePeer()
 		logs.Close()
 		return nil, fmt.Errorf("starting raft: %w", err)
 	}
 	s.raft = r
+	leader.Store(r)
 	switch {
 	case !has && cfg.Join:
 		lg.Info("waiting to be added to a cluster (RAFT.ADD on a member)", "node_id", cfg.NodeID, "peer_addr", trans.LocalAddr())

@@ -83,6 +83,11 @@ type Options struct {
 	// ObserveWrite, if set, is told how long each StoreLogs took (one synced
 	// write: the fsync latency the log adds to every commit).
 	ObserveWrite func(time.Duration)
+
+	// BeforeWrite (fault tests only; a Shared's) runs on the committer before
+	// it writes each batch and may block; an error fails the batch as a
+	// failed badger commit would.
+	BeforeWrite func() error
 }
 
 // Store is a raft.LogStore and raft.StableStore backed by one badger DB.
@@ -92,7 +97,9 @@ type Options struct {
 // of its own goroutines; all methods are safe for concurrent use. Writes
 // (StoreLog, StoreLogs, DeleteRange, Set, SetUint64) are durable when they
 // return: badger runs with synchronous writes, so they block until the data
-// has been fsynced. Log mutations are serialised among themselves.
+// has been fsynced — except a StoreLogs that DeferSyncWhen lets return early,
+// whose entries are durable once WaitDurable says so. Log mutations are
+// serialised among themselves.
 //
 // Log entries with index 0 are rejected: raft never uses index 0, and the
 // store reports an empty log as first = last = 0.
@@ -127,6 +134,8 @@ type Store struct {
 	batches atomic.Uint64
 
 	observe func(time.Duration) // Options.ObserveWrite
+
+	dur durability // deferred writes (DeferSyncWhen) and what is on disk
 }
 
 // Batches is the number of StoreLogs calls that wrote entries since Open. With
@@ -208,6 +217,7 @@ func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slo
 		last, err = s.seekLog(math.MaxUint64, true)
 		s.first.Store(first)
 		s.last.Store(last)
+		s.dur.durable = last
 	}
 	if err != nil {
 		return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", dir, err)
@@ -233,29 +243,40 @@ type Shared struct {
 	// several groups asked for meanwhile in one transaction: badger syncs its
 	// write-ahead log once per transaction, so this is what makes groups
 	// share an fsync.
-	reqs     chan *setsReq
-	stopped  chan struct{}
-	commits  atomic.Uint64 // transactions the committer committed
-	requests atomic.Uint64 // StoreLogs calls they held
+	reqs      chan *setsReq
+	stopped   chan struct{}
+	closeOnce sync.Once
+	commits   atomic.Uint64 // transactions the committer committed
+	requests  atomic.Uint64 // StoreLogs calls they held
+
 }
 
 // setsReq is one StoreLogs call waiting for the committer.
 type setsReq struct {
 	keys, vals [][]byte
 	committed  func(from, to int) // called, in order, for each committed run
-	done       chan error
+	done       chan error         // gets the outcome, unless onDone is set
+	onDone     func(error)        // called with the outcome (on the committer); a deferred write
 }
 
 // commitSets hands keys and vals to the committer and waits for it;
 // committed is called (from the committer) for each run that committed.
 func (sh *Shared) commitSets(keys, vals [][]byte, committed func(from, to int)) error {
 	r := &setsReq{keys: keys, vals: vals, committed: committed, done: make(chan error, 1)}
+	if err := sh.enqueue(r); err != nil {
+		return err
+	}
+	return <-r.done
+}
+
+// enqueue hands r to the committer without waiting for it to be written.
+func (sh *Shared) enqueue(r *setsReq) error {
 	select {
 	case sh.reqs <- r:
+		return nil
 	case <-sh.stopped:
 		return ErrClosed
 	}
-	return <-r.done
 }
 
 // linger is how long the committer waits for more groups' appends before it
@@ -311,7 +332,19 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 	answer := func(i int, err error) {
 		if !answered[i] {
 			answered[i] = true
-			batch[i].done <- err
+			if batch[i].onDone != nil {
+				batch[i].onDone(err)
+			} else {
+				batch[i].done <- err
+			}
+		}
+	}
+	if sh.opts.BeforeWrite != nil {
+		if err := sh.opts.BeforeWrite(); err != nil {
+			for j := range batch {
+				answer(j, err)
+			}
+			return
 		}
 	}
 	type run struct{ ri, from, to int }
@@ -399,13 +432,16 @@ func (sh *Shared) Group(g int, obs func(time.Duration)) (*Store, error) {
 func (sh *Shared) Commits() (txns, calls uint64) { return sh.commits.Load(), sh.requests.Load() }
 
 // Close stops the committer and closes the DB; close every group's Store
-// first.
+// first. Calls after the first return nil and do nothing.
 func (sh *Shared) Close() error {
-	close(sh.stopped)
-	if err := sh.db.Close(); err != nil {
-		return fmt.Errorf("logstore: close %s: %w", sh.dir, err)
-	}
-	return nil
+	var err error
+	sh.closeOnce.Do(func() {
+		close(sh.stopped)
+		if cerr := sh.db.Close(); cerr != nil {
+			err = fmt.Errorf("logstore: close %s: %w", sh.dir, cerr)
+		}
+	})
+	return err
 }
 
 // prepareDir creates dir if needed and checks that it is a directory, so
@@ -460,6 +496,7 @@ func (s *Store) acquire() error {
 // memtables. Calls after the first return nil and do nothing; every other
 // method returns ErrClosed afterwards.
 func (s *Store) Close() error {
+	_ = s.dur.drain(s.stopped()) // a failed deferred write was reported to WaitDurable
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed.Load() {
@@ -502,6 +539,9 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 		return err
 	}
 	defer s.closeMu.RUnlock()
+	if s.dur.get(index, log) {
+		return nil
+	}
 
 	var buf []byte
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -533,7 +573,9 @@ func (s *Store) StoreLog(log *raft.Log) error {
 }
 
 // StoreLogs stores a batch of entries, replacing any entries with the same
-// indexes, and blocks until they are fsynced. The batch is written in one
+// indexes, and blocks until they are fsynced (unless DeferSyncWhen defers
+// it: then it returns once they are queued, and WaitDurable tells when they
+// are on disk). The batch is written in one
 // badger transaction, i.e. one fsync, unless it exceeds badger's
 // per-transaction size limit (about 2.4 MiB of entries with the settings used
 // here; values over 1 MiB count only as a pointer), in which case it is split
@@ -550,9 +592,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	defer s.closeMu.RUnlock()
 	s.batches.Add(1)
-	if s.observe != nil {
-		defer func(start time.Time) { s.observe(time.Since(start)) }(time.Now())
-	}
+	start := time.Now()
 
 	// Encode the whole batch into two slabs before taking the write lock.
 	keyLen := s.kp.logLen()
@@ -580,6 +620,21 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	if s.sh != nil && s.dur.deferSync != nil && s.dur.deferSync() {
+		if err := s.storeDeferred(logs, keys, vals); err != nil {
+			return fmt.Errorf("logstore: store logs [%d..%d]: %w", logs[0].Index, logs[len(logs)-1].Index, err)
+		}
+		return nil
+	}
+	s.dur.mu.Lock()
+	failed := s.dur.failed
+	s.dur.mu.Unlock()
+	if failed != nil {
+		return fmt.Errorf("logstore: store logs [%d..%d]: %w", logs[0].Index, logs[len(logs)-1].Index, failed)
+	}
+	if s.observe != nil {
+		defer func() { s.observe(time.Since(start)) }()
+	}
 	txns := 0
 	committed := func(from, to int) {
 		txns++
@@ -608,6 +663,11 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		return fmt.Errorf("logstore: store logs [%d..%d]: %w",
 			logs[0].Index, logs[len(logs)-1].Index, err)
 	}
+	hi := logs[0].Index
+	for _, l := range logs[1:] {
+		hi = max(hi, l.Index)
+	}
+	s.dur.advance(hi) // the deferred writes before it were answered first
 	return nil
 }
 
@@ -627,10 +687,16 @@ func (s *Store) DeleteRange(min, max uint64) error {
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	if err := s.dur.drain(s.stopped()); err != nil {
+		return fmt.Errorf("logstore: delete range [%d..%d]: %w", min, max, err)
+	}
 
 	first, last := s.first.Load(), s.last.Load()
 	if last == 0 || max < first || min > last {
 		return nil
+	}
+	if max >= last { // the tail goes: what is stored there again counts once written
+		defer func() { s.dur.lower(s.last.Load()) }()
 	}
 	lo, hi := maxU64(min, first), minU64(max, last)
 	err := s.deleteLogs(lo, hi)

@@ -1,0 +1,218 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// ErrNotDurable wraps the error of a deferred StoreLogs whose write failed:
+// WaitDurable returns it for every index from that write on, and every later
+// write of the Store fails with it. A failed fsync leaves the file's state
+// unknown, so the Store does not try again.
+var ErrNotDurable = errors.New("logstore: deferred write failed")
+
+// durability is what a Store knows of which of its entries are on disk. A
+// deferred StoreLogs (DeferSyncWhen) returns as soon as its entries are
+// queued for the Shared's committer; they are pending until it has written
+// and fsynced them, and GetLog serves them from memory meanwhile.
+type durability struct {
+	mu      sync.Mutex
+	pending []pendingRun  // deferred writes queued, oldest first
+	durable uint64        // every entry stored at or below this index is on disk
+	failed  error         // a deferred write failed (wraps ErrNotDurable)
+	changed chan struct{} // closed and replaced whenever pending, durable or failed change
+
+	deferSync func() bool // DeferSyncWhen's predicate; nil: never
+}
+
+// pendingRun is one deferred StoreLogs call's entries, in index order.
+type pendingRun struct {
+	lo, hi uint64
+	logs   []*raft.Log
+}
+
+// DeferSyncWhen makes StoreLogs return before its entries are fsynced when
+// f reports true at the call: for a Raft group's leader, so that it sends
+// the entries to its followers while its own fsync runs, and the commit
+// waits for whichever finishes last (the leader's own write is counted only
+// through WaitDurable). Only a Store of a Shared defers; the predicate is
+// called on StoreLogs' goroutine. Call it before the Store is used.
+//
+// A deferred write's entries are readable at once (GetLog), and FirstIndex
+// and LastIndex count them. Whoever acts on an entry's commitment must first
+// call WaitDurable for it. DeleteRange, Close and every write that does not
+// defer first wait for the deferred writes before them.
+func (s *Store) DeferSyncWhen(f func() bool) {
+	s.dur.deferSync = f
+}
+
+// Durable returns the highest index at or below which every stored entry is
+// on disk. It does not block.
+func (s *Store) Durable() uint64 {
+	s.dur.mu.Lock()
+	defer s.dur.mu.Unlock()
+	return s.dur.durable
+}
+
+// WaitDurable blocks until the entry at index (and every one below it) is on
+// disk, and returns nil then; or returns the error that keeps it from ever
+// being so (ErrNotDurable), or ErrClosed once the Shared is closed. Entries
+// written without deferring are on disk when StoreLogs returns.
+func (s *Store) WaitDurable(index uint64) error {
+	for {
+		s.dur.mu.Lock()
+		d, failed, ch := s.dur.durable, s.dur.failed, s.dur.wait()
+		s.dur.mu.Unlock()
+		switch {
+		case d >= index:
+			return nil
+		case failed != nil:
+			return failed
+		}
+		select {
+		case <-ch:
+		case <-s.stopped():
+			return ErrClosed
+		}
+	}
+}
+
+// stopped is closed when the Shared that writes s's entries is closed (never
+// for a Store of its own, which never defers).
+func (s *Store) stopped() <-chan struct{} {
+	if s.sh == nil {
+		return nil
+	}
+	return s.sh.stopped
+}
+
+// wait returns the channel closed at the next change; d.mu must be held.
+func (d *durability) wait() chan struct{} {
+	if d.changed == nil {
+		d.changed = make(chan struct{})
+	}
+	return d.changed
+}
+
+// signal wakes the waiters; d.mu must be held.
+func (d *durability) signal() {
+	if d.changed != nil {
+		close(d.changed)
+		d.changed = nil
+	}
+}
+
+// advance records that every entry at or below index is on disk.
+func (d *durability) advance(index uint64) {
+	d.mu.Lock()
+	if index > d.durable {
+		d.durable = index
+		d.signal()
+	}
+	d.mu.Unlock()
+}
+
+// lower records that entries above index are gone (a deleted tail), so that
+// entries stored again there count only once written.
+func (d *durability) lower(index uint64) {
+	d.mu.Lock()
+	d.durable = min(d.durable, index)
+	d.mu.Unlock()
+}
+
+// get copies the pending entry at index into log, reporting whether there
+// was one.
+func (d *durability) get(index uint64, log *raft.Log) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := len(d.pending) - 1; i >= 0; i-- { // the newest write of an index wins
+		r := d.pending[i]
+		if index < r.lo || index > r.hi {
+			continue
+		}
+		for _, l := range r.logs {
+			if l.Index == index {
+				*log = *l
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drain blocks until no deferred write is pending, and returns the error of
+// one that failed, or ErrClosed once stopped is closed.
+func (d *durability) drain(stopped <-chan struct{}) error {
+	for {
+		d.mu.Lock()
+		n, failed, ch := len(d.pending), d.failed, d.wait()
+		d.mu.Unlock()
+		if failed != nil {
+			return failed
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-stopped:
+			return ErrClosed
+		}
+	}
+}
+
+// storeDeferred queues keys and vals (the encoded logs) with the Shared's
+// committer and returns without waiting; s.writeMu must be held. The bounds
+// count the entries at once; durable moves past them once they are on disk.
+func (s *Store) storeDeferred(logs []*raft.Log, keys, vals [][]byte) error {
+	d := &s.dur
+	d.mu.Lock()
+	failed := d.failed
+	d.mu.Unlock()
+	if failed != nil {
+		return failed
+	}
+	lo, hi := logs[0].Index, logs[0].Index
+	for _, l := range logs[1:] {
+		lo, hi = min(lo, l.Index), max(hi, l.Index)
+	}
+	run := pendingRun{lo: lo, hi: hi, logs: logs}
+	d.mu.Lock()
+	d.pending = append(d.pending, run)
+	d.mu.Unlock()
+	start := time.Now()
+	done := func(err error) {
+		if s.observe != nil {
+			s.observe(time.Since(start))
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if len(d.pending) > 0 && d.pending[0].lo == lo && d.pending[0].hi == hi {
+			d.pending = d.pending[1:] // the committer answers in order
+		}
+		if err != nil && d.failed == nil {
+			d.failed = fmt.Errorf("%w: entries [%d..%d]: %w", ErrNotDurable, lo, hi, err)
+		}
+		if err == nil && d.failed == nil && hi > d.durable {
+			d.durable = hi
+		}
+		d.signal()
+	}
+	if err := s.sh.enqueue(&setsReq{keys: keys, vals: vals, committed: func(int, int) {}, onDone: done}); err != nil {
+		d.mu.Lock()
+		d.pending = d.pending[:len(d.pending)-1]
+		d.mu.Unlock()
+		return err
+	}
+	if first := s.first.Load(); first == 0 || lo < first {
+		s.first.Store(lo)
+	}
+	if hi > s.last.Load() {
+		s.last.Store(hi)
+	}
+	return nil
+}

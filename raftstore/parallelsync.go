@@ -1,0 +1,70 @@
+package raftstore
+
+import (
+	"github.com/hashicorp/raft"
+)
+
+// The leader's own fsync runs while its followers write theirs.
+//
+// hashicorp/raft's leader writes a batch to its own log, waits for that
+// write, and only then sends the batch to its followers: every commit pays
+// two fsyncs in sequence (the leader's, then a follower's). In a group whose
+// log is a logstore.Shared, the leader's StoreLogs instead returns as soon
+// as the batch is queued (logstore.Store.DeferSyncWhen), so the batch goes
+// out while the leader's fsync runs, and a commit costs the slower of the
+// two. hashicorp/raft then counts the leader's entry as stored before it is
+// on disk; two things keep that from ever showing:
+//
+//   - The leader applies an entry only once its own copy is on disk
+//     (machine.durable, in ApplyBatch). hashicorp/raft commits an entry once
+//     a majority counting the leader has it, every follower among them on
+//     disk; with the leader's copy on disk too, a majority holds it durably
+//     before any client hears of it, as when the leader's write came first.
+//   - Followers learn of commitment only up to what is on the leader's disk
+//     (capCommit rewrites LeaderCommitIndex in the AppendEntries the leader
+//     sends), so a follower never applies, and never wakes a waiter for, an
+//     entry that a crash of the leader could still take from the majority.
+//
+// A leader that crashes before its fsync loses the entries that were not on
+// disk, exactly as if it had crashed before writing them: none was applied
+// anywhere, so none was acknowledged.
+
+// capCommit is the group's Raft transport with every AppendEntries'
+// LeaderCommitIndex capped at what the leader's log has on disk. It embeds
+// the NetworkTransport, so hashicorp/raft sees every optional interface of it
+// (pre-vote, Close).
+type capCommit struct {
+	*raft.NetworkTransport
+	durable func() uint64 // logstore.Store.Durable of the group's log
+}
+
+func (t capCommit) cap(args *raft.AppendEntriesRequest) {
+	if d := t.durable(); args.LeaderCommitIndex > d {
+		args.LeaderCommitIndex = d
+	}
+}
+
+// AppendEntries sends one AppendEntries (or heartbeat), its commit capped.
+func (t capCommit) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	t.cap(args)
+	return t.NetworkTransport.AppendEntries(id, target, args, resp)
+}
+
+// AppendEntriesPipeline opens a pipeline whose requests' commits are capped.
+func (t capCommit) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := t.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	return capPipeline{p, t}, nil
+}
+
+type capPipeline struct {
+	raft.AppendPipeline
+	t capCommit
+}
+
+func (p capPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	p.t.cap(args)
+	return p.AppendPipeline.AppendEntries(args, resp)
+}

@@ -1,0 +1,123 @@
+package raftstore
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/resp"
+)
+
+// heldLog is a node's shared-log hook that, once armed, holds every batch
+// until released: the node's fsyncs stall while its Raft keeps running.
+type heldLog struct {
+	armed   atomic.Bool
+	release chan struct{}
+}
+
+func (h *heldLog) hook() error {
+	if h.armed.Load() {
+		<-h.release
+	}
+	return nil
+}
+
+// TestLeaderFsyncRunsWithReplication: with the group leader's own log write
+// held, a write still reaches both followers' logs (the leader sent it
+// without waiting for its fsync), yet no replica applies it and the client
+// is not answered; once the leader's write is on disk, the client gets its
+// reply and the followers apply it.
+func TestLeaderFsyncRunsWithReplication(t *testing.T) {
+	holds := []*heldLog{{release: make(chan struct{})}, {release: make(chan struct{})}, {release: make(chan struct{})}}
+	c := newNodeClusterTB(t, 3, 2, holds[0].hook, holds[1].hook, holds[2].hook)
+	const g = 0
+	key := keyIn(c.nodes[0].ShardMap(), g, "k")
+	if v := ndo(c.nodes[0], "SET", key, "before"); v.String() != "OK" {
+		t.Fatalf("SET before: %v", v)
+	}
+	li := -1
+	for i, nd := range c.nodes {
+		if nd.Group(g).IsLeader() {
+			li = i
+		}
+	}
+	if li < 0 {
+		t.Fatal("group 0 has no leader")
+	}
+	leader := c.nodes[li].Group(g)
+	var followers []*Store
+	for i, nd := range c.nodes {
+		if i != li {
+			followers = append(followers, nd.Group(g))
+		}
+	}
+	applied := func(s *Store) uint64 {
+		s.m.wmu.Lock()
+		defer s.m.wmu.Unlock()
+		return s.m.applied
+	}
+
+	before := leader.raft.LastIndex()
+	h := holds[li]
+	h.armed.Store(true)
+	released := false
+	defer func() {
+		if !released {
+			close(h.release)
+		}
+	}()
+	reply := make(chan resp.Value, 1)
+	go func() { reply <- ndo(c.nodes[li], "SET", key, "after") }()
+
+	// The followers store the entry while the leader's own write is held.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := 0
+		for _, f := range followers {
+			if f.raft.LastIndex() > before {
+				n++
+			}
+		}
+		if n == len(followers) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the followers did not receive the write while the leader's fsync was held")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	entry := followers[0].raft.LastIndex()
+	// Several commit timeouts pass (each sends the followers the commit
+	// index): nobody applies the entry and the client waits.
+	for end := time.Now().Add(6 * commitTimeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		select {
+		case v := <-reply:
+			t.Fatalf("the client was answered %v before the leader's copy was on disk", v)
+		default:
+		}
+		for _, s := range append([]*Store{leader}, followers...) {
+			if a := applied(s); a >= entry {
+				t.Fatalf("a replica applied index %d (entry %d) before the leader's copy was on disk", a, entry)
+			}
+		}
+	}
+
+	h.armed.Store(false)
+	close(h.release)
+	released = true
+	select {
+	case v := <-reply:
+		if v.String() != "OK" {
+			t.Fatalf("SET after the release: %v", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client was not answered after the leader's write was released")
+	}
+	for _, f := range followers {
+		select {
+		case <-f.m.appliedCh(entry):
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a follower did not apply index %d after the release", entry)
+		}
+	}
+}
