@@ -191,6 +191,7 @@ for system in "${SYSTEMS[@]}"; do
 	SYS_ADDRS[$system]=$ADDRS
 	case $system in
 	etcd-3) ROWS_OF+=(etcd-txn etcd-mutex) ;;
+	lockd-3) ROWS_OF+=(lockd-3 lockd-3-lock lockd-3d lockd-3d-lock) ;;
 	lockd-*) ROWS_OF+=("$system" "$system-lock") ;;
 	*) ROWS_OF+=("$system") ;;
 	esac
@@ -205,11 +206,14 @@ for w in "${WORKLOADS[@]}"; do
 				lb etcd-mutex "$w" "$c" -etcd mutex
 				;;
 			lockd-*)
+				wait=()
+				[[ $w == hot-key ]] && wait=(-wait 4s)
 				lb "$system" "$w" "$c"
-				if [[ $w == hot-key ]]; then
-					lb "$system-lock" "$w" "$c" -lock -wait 4s
-				else
-					lb "$system-lock" "$w" "$c" -lock
+				lb "$system-lock" "$w" "$c" -lock "${wait[@]}"
+				if [[ $system == lockd-3 ]]; then
+					# A cluster-aware client: every command straight to its group's leader.
+					lb lockd-3d "$w" "$c" -direct
+					lb lockd-3d-lock "$w" "$c" -lock "${wait[@]}" -direct
 				fi
 				;;
 			*) lb "$system" "$w" "$c" ;;
@@ -247,7 +251,7 @@ echo "redis-server: appendonly yes, appendfsync always; etcd $(etcd --version 2>
 echo "machine: $(nproc) CPUs; load average (1, 5, 15 min) $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?") at the end."
 echo "cycles/s = grants per second (one acquire→release cycle each; on hot-key: hand-overs per second)."
 echo "/X (lockd rows) = lockd's cycles/s over X's, same workload and clients (above 1: lockd does more)."
-printf '%-11s %7s  %-12s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' \
+printf '%-11s %7s  %-13s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' \
 	workload clients server cycles/s ops/s acq_p50 acq_p99 acq_p99.9 rel_p50 rel_p99 errors /redis /etcd-txn /etcd-mutex
 for w in "${WORKLOADS[@]}"; do
 	for c in "${CLIENTS[@]}"; do
@@ -261,7 +265,7 @@ for w in "${WORKLOADS[@]}"; do
 				rt=$(ratio "$cy" "$(cycles etcd-txn "$w" "$c")")
 				rm=$(ratio "$cy" "$(cycles etcd-mutex "$w" "$c")")
 			fi
-			printf '%-11s %7s  %-12s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' "$w" "$c" "$row" "$cy" \
+			printf '%-11s %7s  %-13s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' "$w" "$c" "$row" "$cy" \
 				"$(value "$row" "$w" "$c" workload "$wl" ops/s)" \
 				"$(value "$row" "$w" "$c" op acquire p50_ms)" "$(value "$row" "$w" "$c" op acquire p99_ms)" \
 				"$(value "$row" "$w" "$c" op acquire p99.9_ms)" \
@@ -280,22 +284,24 @@ echo
 echo "issue 9 targets (latencies in ms):"
 top=${CLIENTS[-1]}
 if has lockd-3 && has etcd-3; then
-	for row in lockd-3 lockd-3-lock; do
+	for row in lockd-3 lockd-3-lock lockd-3d lockd-3d-lock; do
 		l=$(cycles "$row" uncontended "$top") e=$(cycles etcd-txn uncontended "$top") p=$(value "$row" uncontended "$top" op acquire p99_ms)
 		r=$(ratio "$l" "$e") v=-
 		num "$r" && num "$p" && v=$(verdict "$r >= 5 && $p < 10")
 		printf '  %-76s %s\n' "$row, uncontended, $top clients: >= 5x etcd-txn, acquire p99 < 10" "${r}x ($l vs $e cycles/s), p99 $p: $v"
 	done
-	for row in lockd-3 lockd-3-lock; do
+	for row in lockd-3 lockd-3-lock lockd-3d lockd-3d-lock; do
 		l=$(value "$row" uncontended "${CLIENTS[0]}" op acquire p50_ms) e=$(value etcd-txn uncontended "${CLIENTS[0]}" op acquire p50_ms) v=-
 		num "$l" && num "$e" && v=$(verdict "$l <= $e")
 		printf '  %-76s %s\n' "$row, ${CLIENTS[0]} client(s): acquire p50 <= etcd-txn's" "$l vs $e: $v"
 	done
-	l=$(cycles lockd-3-lock hot-key 16) e=$(cycles etcd-mutex hot-key 16) r=$(ratio "$l" "$e") v=-
-	o=$(value lockd-3-lock hot-key 16 workload contended ops/s) per=$(ratio "$o" "$l")
-	num "$r" && num "$per" && v=$(verdict "$r >= 10 && $per <= 2.05")
-	printf '  %-76s %s\n' "lockd-3-lock hot name, 16 waiters: >= 10x etcd-mutex hand-overs/s," "${r}x ($l vs $e/s),"
-	printf '  %-76s %s\n' "  <= 2 commands (one LOCK.ACQUIRE ... WAIT, one LOCK.RELEASE) per hand-over" "$per: $v"
+	for row in lockd-3-lock lockd-3d-lock; do
+		l=$(cycles $row hot-key 16) e=$(cycles etcd-mutex hot-key 16) r=$(ratio "$l" "$e") v=-
+		o=$(value $row hot-key 16 workload contended ops/s) per=$(ratio "$o" "$l")
+		num "$r" && num "$per" && v=$(verdict "$r >= 10 && $per <= 2.05")
+		printf '  %-76s %s\n' "$row hot name, 16 waiters: >= 10x etcd-mutex hand-overs/s," "${r}x ($l vs $e/s),"
+		printf '  %-76s %s\n' "  <= 2 commands (one LOCK.ACQUIRE ... WAIT, one LOCK.RELEASE) per hand-over" "$per: $v"
+	done
 fi
 if has lockd-1 && has redis; then
 	for row in lockd-1 lockd-1-lock; do

@@ -212,6 +212,7 @@ type worker struct {
 	id  int
 	s   *shared
 	c   *redis.Client
+	tag string // -direct: the hash tag in its uncontended names ("" otherwise)
 	rng *rand.Rand
 	mix *mixer
 	seq uint64
@@ -337,7 +338,7 @@ func (w *worker) runPairs(ctx context.Context) {
 			if cfg.workload == "contended" {
 				name = w.s.contendedName(w.rng.IntN(cfg.names))
 			} else {
-				name = fmt.Sprintf("%s:u:%d:%d", w.s.keyPrefix, w.id, w.seq+1)
+				name = fmt.Sprintf("%s:u:%s%d:%d", w.s.keyPrefix, w.tag, w.id, w.seq+1)
 			}
 			ops[i] = w.newOp(ctx, kAcquire, heldLock{name: name, owner: w.owner()}, -1)
 		}
@@ -577,11 +578,22 @@ func bench(ctx context.Context, cfg *config, progress io.Writer) (*result, error
 		if err := prepare(setupCtx, cfg, s); err != nil {
 			return nil, err
 		}
+		routes := make([]route, len(clients))
+		for i := range routes {
+			routes[i].addr = cfg.addrs[i%len(cfg.addrs)]
+		}
+		if cfg.direct {
+			var err error
+			if routes, err = planDirect(setupCtx, cfg, s); err != nil {
+				return nil, err
+			}
+		}
 		for i := range clients {
 			clients[i] = &worker{
 				id:  i,
 				s:   s,
-				c:   redis.NewClient(cfg.options(cfg.addrs[i%len(cfg.addrs)])),
+				tag: routes[i].tag,
+				c:   redis.NewClient(cfg.options(routes[i].addr)),
 				rng: rand.New(rand.NewPCG(uint64(i)+1, uint64(idb[0])<<8|uint64(idb[1]))),
 				mix: newMixer(seedMix, i*7),
 			}

@@ -79,6 +79,7 @@ type config struct {
 	etcd     string        // "": RESP; etcdTxn or etcdMutex: the etcd v3 API
 	lock     bool          // LOCK.ACQUIRE / LOCK.RELEASE instead of SET NX / script
 	wait     time.Duration // -lock: LOCK.ACQUIRE … WAIT
+	direct   bool          // route each client to its names' group leader (CLUSTER SLOTS)
 }
 
 var workloads = []string{"uncontended", "contended", "mixed"}
@@ -125,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.retries, "retries", 0, "retries of a failed command by go-redis (it retries TRYAGAIN, not UNKNOWNOUTCOME); 0 shows every error")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "read and write timeout of one command")
 	fs.StringVar(&cfg.prefix, "prefix", "lockbench", "key prefix; a random run ID follows it")
+	fs.BoolVar(&cfg.direct, "direct", false, "lockd clusters: send every command straight to its name's group leader, as a cluster-aware client does: CLUSTER SLOTS on the first -addr gives each client a leader to connect to and, uncontended, names (with a hash tag) in slots that leader leads; contended with -names 1: every client on that name's leader")
 	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines")
 	fs.BoolVar(&cfg.lock, "lock", false, "lockd's lock records: acquire with LOCK.ACQUIRE name owner PX ttl [WAIT ms], release with LOCK.RELEASE name token (uncontended and contended only)")
@@ -180,6 +182,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("%w: -etcd has no pipelining: -pipeline must be 1", errUsage)
 	case cfg.lock && (cfg.etcd != "" || cfg.workload == "mixed"):
 		return nil, fmt.Errorf("%w: -lock runs the uncontended and contended workloads over RESP, not mixed or -etcd", errUsage)
+	case cfg.direct && (cfg.etcd != "" || cfg.workload == "mixed" || (cfg.workload == "contended" && cfg.names != 1)):
+		return nil, fmt.Errorf("%w: -direct runs the uncontended workload, and the contended one with -names 1, over RESP", errUsage)
 	case cfg.wait != 0 && !cfg.lock:
 		return nil, fmt.Errorf("%w: -wait needs -lock", errUsage)
 	case cfg.wait < 0 || cfg.wait%time.Millisecond != 0 || cfg.wait >= cfg.timeout:
