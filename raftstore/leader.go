@@ -15,6 +15,17 @@ const tickPacing = 5 * time.Millisecond
 // expiryLoop is the leader's active expiry: when the earliest TTL deadline is
 // reached in log time it proposes a tick entry, which removes every expired key
 // on every replica at the same log position.
+// expiryWait is how long the expiry loop sleeps when the next deadline d (log
+// time, ms) is still ahead of now: until d, but never longer than max. It is
+// pure; d may be as far ahead as a PXAT allows, whose distance in
+// nanoseconds would overflow a time.Duration.
+func expiryWait(d, now int64, max time.Duration) time.Duration {
+	if ms := d - now; ms < max.Milliseconds() {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return max
+}
+
 func (s *Store) expiryLoop() {
 	defer s.wg.Done()
 	timer := time.NewTimer(time.Hour)
@@ -39,8 +50,8 @@ func (s *Store) expiryLoop() {
 						// per millisecond.
 						wait = tickPacing
 					}
-				} else if w := time.Duration(d-now) * time.Millisecond; w < wait {
-					wait = w
+				} else {
+					wait = expiryWait(d, now, wait)
 				}
 			}
 		}

@@ -213,6 +213,7 @@ type worker struct {
 	s   *shared
 	c   *redis.Client
 	tag string // -direct: the hash tag in its uncontended names ("" otherwise)
+	sid int64  // -sessions: the client's session
 	rng *rand.Rand
 	mix *mixer
 	seq uint64
@@ -226,6 +227,9 @@ func (w *worker) owner() string {
 }
 
 func (w *worker) acquire(ctx context.Context, name, owner string) *redis.Cmd {
+	if w.s.cfg.sessions {
+		return redis.NewCmd(ctx, "lock.acquire", name, owner, "session", w.sid)
+	}
 	if w.s.cfg.lock {
 		args := []any{"lock.acquire", name, owner, "px", w.s.ttlMS}
 		if w.s.cfg.wait > 0 {
@@ -250,12 +254,16 @@ func (w *worker) newOp(ctx context.Context, k kind, l heldLock, slot int) op {
 		o.lock.owner = w.owner()
 		o.cmd = w.acquire(ctx, l.name, o.lock.owner)
 	case kRelease:
-		if w.s.cfg.lock {
+		if w.s.cfg.lock || w.s.cfg.sessions {
 			o.cmd = redis.NewCmd(ctx, "lock.release", l.name, l.token)
 		} else {
 			o.cmd = redis.NewCmd(ctx, "evalsha", w.s.releaseSHA, 1, l.name, l.owner)
 		}
 	case kKeepalive:
+		if w.s.cfg.sessions {
+			o.cmd = redis.NewCmd(ctx, "session.keepalive", w.sid)
+			break
+		}
 		o.cmd = redis.NewCmd(ctx, "evalsha", w.s.keepaliveSHA, 1, l.name, l.owner, w.s.ttlMS)
 	case kRead:
 		o.cmd = redis.NewCmd(ctx, "pttl", l.name)
@@ -301,8 +309,8 @@ func (w *worker) settle(o *op, lat time.Duration) outcome {
 		}
 		return outGranted
 	case kRelease, kKeepalive:
-		if v, _ := o.cmd.Val().(int64); v == 1 {
-			return outDone
+		if v, _ := o.cmd.Val().(int64); v == 1 || (o.kind == kKeepalive && w.s.cfg.sessions && v > 0) {
+			return outDone // a session keepalive answers the remaining TTL
 		}
 	case kRead:
 		if v, _ := o.cmd.Val().(int64); v != -2 {
@@ -420,6 +428,13 @@ func (w *worker) runMixed(ctx context.Context) {
 
 // cleanup releases, unmeasured, what the client still holds.
 func (w *worker) cleanup() {
+	if w.sid != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*w.s.cfg.timeout)
+		defer cancel()
+		_ = w.c.Do(ctx, "session.close", w.sid).Err() // releases every lock on it
+		w.held, w.sid = nil, 0
+		return
+	}
 	if len(w.held) == 0 {
 		return
 	}
@@ -489,12 +504,12 @@ func prepareAddr(ctx context.Context, cfg *config, s *shared, addr string) error
 	if err := c.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
-	if cfg.lock {
+	if cfg.lock || cfg.sessions {
 		// LOCK.INFO of a free name answers nil on lockd, an error elsewhere.
 		if err := c.Do(ctx, "lock.info", s.keyPrefix+":probe").Err(); err != nil && !errors.Is(err, redis.Nil) {
 			var rerr redis.Error
 			if errors.As(err, &rerr) {
-				return fmt.Errorf("%w: %s answered LOCK.INFO with %q, so it is not lockd; run without -lock", errNoLock, addr, err.Error())
+				return fmt.Errorf("%w: %s answered LOCK.INFO with %q, so it is not lockd; run without -lock or -sessions", errNoLock, addr, err.Error())
 			}
 			return fmt.Errorf("%s: probing LOCK.INFO: %w", addr, err)
 		}
@@ -664,15 +679,49 @@ func (w *worker) setup(ctx context.Context) error {
 	if w.s.cfg.workload != "mixed" {
 		return nil
 	}
+	if w.s.cfg.sessions {
+		sid, err := openSession(ctx, w.c, w.s.ttlMS, fmt.Sprintf("%s-%d", w.s.runID, w.id))
+		if err != nil {
+			return fmt.Errorf("client %d: %w", w.id, err)
+		}
+		w.sid = sid
+	}
 	for i := 0; i < mixedPool(w.s.cfg.pipeline); i++ {
 		l := heldLock{name: fmt.Sprintf("%s:m:%d:%d", w.s.keyPrefix, w.id, w.seq+1), owner: w.owner()}
 		cmd := w.acquire(ctx, l.name, l.owner)
 		if err := w.c.Process(ctx, cmd); err != nil {
 			return fmt.Errorf("client %d: initial lock: %w", w.id, err)
 		}
+		l.token, _ = cmd.Val().(int64)
 		w.held = append(w.held, l)
 	}
 	return nil
+}
+
+// openSession opens a lockd session (SESSION.OPEN TTL ttlMS NAME name) and
+// returns its id.
+func openSession(ctx context.Context, c *redis.Client, ttlMS int64, name string) (int64, error) {
+	v, err := c.Do(ctx, "session.open", "ttl", ttlMS, "name", name).Result()
+	if err != nil {
+		return 0, fmt.Errorf("SESSION.OPEN: %w", err)
+	}
+	var kv []any // RESP2: a flat array of pairs; RESP3: a map
+	switch m := v.(type) {
+	case []any:
+		kv = m
+	case map[any]any:
+		for k, x := range m {
+			kv = append(kv, k, x)
+		}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if k, _ := kv[i].(string); k == "session_id" {
+			if id, ok := kv[i+1].(int64); ok && id > 0 {
+				return id, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("SESSION.OPEN answered %v: no session_id", v)
 }
 
 // reportProgress prints a line a second until done.

@@ -34,6 +34,8 @@ func TestEndToEnd(t *testing.T) {
 		{"contended", "contended", []string{"-fence", "-names", "4"}},
 		{"uncontended", "uncontended", []string{"-fence", "-pipeline", "4"}},
 		{"mixed", "mixed", nil},
+		// The seed mix on lockd's sessions: keepalives renew a session.
+		{"sessions", "mixed", []string{"-sessions", "-pipeline", "2"}},
 		// lockd's lock records: one name, waiting in its queue instead of polling.
 		{"lock-wait", "contended", []string{"-lock", "-wait", "4s", "-fence", "-names", "1"}},
 		{"lock", "uncontended", []string{"-lock", "-fence", "-pipeline", "4"}},
@@ -69,6 +71,14 @@ func TestEndToEnd(t *testing.T) {
 			case "uncontended", "lock":
 				if r.Taken != 0 || r.Lost != 0 {
 					t.Errorf("%d acquires of a client's own fresh names found them taken, %d releases found them gone", r.Taken, r.Lost)
+				}
+			case "sessions":
+				if !r.Sessions || r.Note != sessionKeepaliveNote || r.Errors.Total != 0 || r.Lost != 0 {
+					t.Errorf("sessions %v, note %q: %d errors (%v), %d keepalives, releases or reads that found a lock gone",
+						r.Sessions, r.Note, r.Errors.Total, r.ErrorSamples, r.Lost)
+				}
+				if share := r.Mix["keepalive"]; share < 0.07 || share > 0.09 {
+					t.Errorf("keepalives are %.3f of the mix, want 0.08", share)
 				}
 			case "mixed":
 				if r.Note == "" || (r.Errors.Total == 0 && (r.MixFallbacks != 0 || r.Lost != 0)) {
@@ -128,6 +138,8 @@ func TestParseFlags(t *testing.T) {
 		{"-resp", "4"}, {"-names", "0"}, {"extra"}, {"-etcd", "lease"}, {"-etcd", "txn", "-workload", "mixed"},
 		{"-etcd", "mutex", "-pipeline", "2"}, {"-wait", "1s"}, {"-lock", "-workload", "mixed"},
 		{"-lock", "-etcd", "txn"}, {"-lock", "-wait", "5s"}, {"-lock", "-wait", "1500us"},
+		{"-sessions"}, {"-sessions", "-workload", "mixed", "-lock"}, {"-sessions", "-workload", "mixed", "-etcd", "txn"},
+		{"-direct", "-workload", "mixed"}, {"-direct", "-workload", "contended", "-names", "2"}, {"-direct", "-etcd", "txn"},
 	} {
 		if _, err := parseFlags(bad, &sink); !errors.Is(err, errUsage) {
 			t.Errorf("%q: err %v, want a usage error", bad, err)

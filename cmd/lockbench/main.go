@@ -18,8 +18,10 @@
 //	             for one name must strictly increase (violations are reported)
 //	mixed        the seed profile: 40% acquires, 40% releases, 8% keepalives,
 //	             6% lock-status reads (PTTL), 6% try-locks that find the lock
-//	             taken. A keepalive is a compare-and-pexpire of one held lock,
-//	             since lockd has no sessions yet.
+//	             taken. A keepalive is a compare-and-pexpire of one held lock
+//	             (a replicated write); with -sessions, the locks are lockd
+//	             lock records on one session per client and a keepalive is
+//	             SESSION.KEEPALIVE, which renews them all and writes nothing.
 //
 // With -etcd, the same closed loop drives etcd through its v3 client
 // (go.etcd.io/etcd/client/v3), so that the peer is measured by the same tool.
@@ -80,6 +82,7 @@ type config struct {
 	lock     bool          // LOCK.ACQUIRE / LOCK.RELEASE instead of SET NX / script
 	wait     time.Duration // -lock: LOCK.ACQUIRE … WAIT
 	direct   bool          // route each client to its names' group leader (CLUSTER SLOTS)
+	sessions bool          // mixed on lockd sessions: locks attached to a session per client, keepalive = SESSION.KEEPALIVE
 }
 
 var workloads = []string{"uncontended", "contended", "mixed"}
@@ -127,6 +130,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "read and write timeout of one command")
 	fs.StringVar(&cfg.prefix, "prefix", "lockbench", "key prefix; a random run ID follows it")
 	fs.BoolVar(&cfg.direct, "direct", false, "lockd clusters: send every command straight to its name's group leader, as a cluster-aware client does: CLUSTER SLOTS on the first -addr gives each client a leader to connect to and, uncontended, names (with a hash tag) in slots that leader leads; contended with -names 1: every client on that name's leader")
+	fs.BoolVar(&cfg.sessions, "sessions", false, "mixed on lockd's sessions: each client opens a session (SESSION.OPEN TTL -ttl) and holds its locks on it (LOCK.ACQUIRE name owner SESSION id, LOCK.RELEASE name token); a keepalive is SESSION.KEEPALIVE, which renews every lock the client holds and writes nothing to the log")
 	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines")
 	fs.BoolVar(&cfg.lock, "lock", false, "lockd's lock records: acquire with LOCK.ACQUIRE name owner PX ttl [WAIT ms], release with LOCK.RELEASE name token (uncontended and contended only)")
@@ -184,6 +188,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("%w: -lock runs the uncontended and contended workloads over RESP, not mixed or -etcd", errUsage)
 	case cfg.direct && (cfg.etcd != "" || cfg.workload == "mixed" || (cfg.workload == "contended" && cfg.names != 1)):
 		return nil, fmt.Errorf("%w: -direct runs the uncontended workload, and the contended one with -names 1, over RESP", errUsage)
+	case cfg.sessions && (cfg.workload != "mixed" || cfg.etcd != "" || cfg.lock || cfg.fence):
+		return nil, fmt.Errorf("%w: -sessions runs the mixed workload on lockd, without -lock, -fence or -etcd", errUsage)
 	case cfg.wait != 0 && !cfg.lock:
 		return nil, fmt.Errorf("%w: -wait needs -lock", errUsage)
 	case cfg.wait < 0 || cfg.wait%time.Millisecond != 0 || cfg.wait >= cfg.timeout:

@@ -10,13 +10,17 @@ import (
 )
 
 // keepaliveNote says what a keepalive is here, in every mixed report.
-const keepaliveNote = "keepalive = PEXPIRE of one held lock through a compare-and-pexpire script (EVALSHA): lockd has no sessions yet, so each keepalive is a replicated write, not a session renewal"
+const (
+	keepaliveNote        = "keepalive = PEXPIRE of one held lock through a compare-and-pexpire script (EVALSHA): a replicated write per lock (-sessions: lockd's session keepalive instead)"
+	sessionKeepaliveNote = "locks on one lockd session per client (LOCK.ACQUIRE … SESSION id); keepalive = SESSION.KEEPALIVE, which renews every lock the client holds and writes nothing to the log"
+)
 
 // result is the report of one run (and the -json output).
 type result struct {
 	Workload    string   `json:"workload"`
-	Etcd        string   `json:"etcd,omitempty"` // the -etcd recipe; empty: RESP
-	Lock        bool     `json:"lock,omitempty"` // LOCK.ACQUIRE / LOCK.RELEASE
+	Etcd        string   `json:"etcd,omitempty"`     // the -etcd recipe; empty: RESP
+	Lock        bool     `json:"lock,omitempty"`     // LOCK.ACQUIRE / LOCK.RELEASE
+	Sessions    bool     `json:"sessions,omitempty"` // mixed on lockd sessions
 	WaitMS      int64    `json:"wait_ms,omitempty"`
 	Addrs       []string `json:"addrs"`
 	Clients     int      `json:"clients"`
@@ -87,7 +91,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // summarize merges the workers' counters into the report.
 func summarize(cfg *config, s *shared, workers []*stats, elapsed time.Duration, interrupted bool) *result {
 	r := &result{
-		Workload: cfg.workload, Etcd: cfg.etcd, Lock: cfg.lock, WaitMS: cfg.wait.Milliseconds(), Addrs: cfg.addrs, Clients: cfg.clients, Pipeline: cfg.pipeline,
+		Workload: cfg.workload, Etcd: cfg.etcd, Lock: cfg.lock, Sessions: cfg.sessions, WaitMS: cfg.wait.Milliseconds(), Addrs: cfg.addrs, Clients: cfg.clients, Pipeline: cfg.pipeline,
 		TTLMS: cfg.ttl.Milliseconds(), Fence: cfg.fence, Interrupted: interrupted,
 		Seconds: elapsed.Seconds(),
 	}
@@ -131,6 +135,9 @@ func summarize(cfg *config, s *shared, workers []*stats, elapsed time.Duration, 
 	}
 	if cfg.workload == "mixed" {
 		r.Note = keepaliveNote
+		if cfg.sessions {
+			r.Note = sessionKeepaliveNote
+		}
 		r.Mix = mixShare{}
 		for _, kr := range r.Kinds {
 			if sent > 0 {
@@ -170,6 +177,8 @@ func writeTable(out io.Writer, r *result) error {
 		fmt.Fprintf(&b, ", LOCK.ACQUIRE … WAIT %d", r.WaitMS)
 	case r.Lock:
 		b.WriteString(", LOCK.ACQUIRE")
+	case r.Sessions:
+		b.WriteString(", sessions")
 	}
 	switch {
 	case r.Fence && r.Etcd != "":

@@ -393,7 +393,7 @@ func (k *Keyspace) ttl(op command.TTL, c Ctx) resp.Value {
 	if it == nil {
 		return resp.Int(-2)
 	}
-	if it.deadline == 0 {
+	if it.deadline == 0 || it.deadline == sessionBound { // a session-held lock lives as long as its session
 		return resp.Int(-1)
 	}
 	v := it.deadline - c.Now

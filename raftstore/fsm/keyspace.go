@@ -169,8 +169,8 @@ func (k *Keyspace) Index() uint64 { return k.index }
 // of frozen slots have none: a tick leaves them alone.
 func (k *Keyspace) NextDeadline() (int64, bool) {
 	d, ok := int64(0), false
-	if it, found := k.firstUnfrozen(k.deadlines); found {
-		d, ok = it.deadline, true
+	if it, found := k.firstUnfrozen(k.deadlines); found && it.deadline != sessionBound {
+		d, ok = it.deadline, true // session-held locks (sessionBound) never expire by time
 	}
 	if it, found := k.firstUnfrozen(k.lockTimers); found && (!ok || it.lock.wake() < d) {
 		d, ok = it.lock.wake(), true

@@ -659,3 +659,26 @@ func TestLocks(t *testing.T) {
 		t.Fatalf("LOCK.INFO after restore = %q", got)
 	}
 }
+
+// A lock held by a session has no TTL of its own: PTTL and PEXPIRETIME answer
+// -1 as for any key without one, and it gives the expiry loop no deadline; a
+// lease beside it does.
+func TestSessionLockHasNoDeadline(t *testing.T) {
+	h := newHarness(t)
+	h.do("SESSION.OPEN TTL 10000") // session id: this entry's index, 1
+	if got := h.do("LOCK.ACQUIRE s owner SESSION 1"); !strings.HasPrefix(got, ":") {
+		t.Fatalf("LOCK.ACQUIRE on the session: %q", got)
+	}
+	for _, c := range []string{"PTTL s", "PEXPIRETIME s", "TTL s"} {
+		if got := h.read(c); got != ":-1\r\n" {
+			t.Errorf("%s of a session-held lock = %q, want :-1", c, got)
+		}
+	}
+	if d, ok := h.ks.NextDeadline(); ok {
+		t.Errorf("NextDeadline with only a session-held lock = %d, want none", d)
+	}
+	h.do("LOCK.ACQUIRE l owner PX 5000")
+	if d, ok := h.ks.NextDeadline(); !ok || d != h.now+5000 {
+		t.Errorf("NextDeadline with a lease beside it = %d %v, want %d", d, ok, h.now+5000)
+	}
+}
