@@ -248,7 +248,6 @@ type Shared struct {
 	closeOnce sync.Once
 	commits   atomic.Uint64 // transactions the committer committed
 	requests  atomic.Uint64 // StoreLogs calls they held
-
 }
 
 // setsReq is one StoreLogs call waiting for the committer.
