@@ -682,3 +682,35 @@ func TestSessionLockHasNoDeadline(t *testing.T) {
 		t.Errorf("NextDeadline with a lease beside it = %d %v, want %d", d, ok, h.now+5000)
 	}
 }
+
+// A session that takes and frees many names keeps a short list: about twice
+// the names it holds, not every name it ever took; closing it still frees
+// every lock it holds, the oldest included.
+func TestSessionListStaysShort(t *testing.T) {
+	h := newHarness(t)
+	h.do("SESSION.OPEN TTL 60000") // session 1
+	if got := h.do("LOCK.ACQUIRE keep owner SESSION 1"); !strings.HasPrefix(got, ":") {
+		t.Fatalf("LOCK.ACQUIRE keep: %q", got)
+	}
+	for i := range 50 {
+		h.do(fmt.Sprintf("LOCK.ACQUIRE held:%d owner SESSION 1", i))
+	}
+	for i := range 5000 {
+		got := h.do(fmt.Sprintf("LOCK.ACQUIRE churn:%d owner SESSION 1", i))
+		token := strings.TrimSuffix(strings.TrimPrefix(got, ":"), "\r\n")
+		if got := h.do(fmt.Sprintf("LOCK.RELEASE churn:%d %s", i, token)); got != ":1\r\n" {
+			t.Fatalf("LOCK.RELEASE churn:%d: %q", i, got)
+		}
+	}
+	if n := len(h.ks.sessions[1].locks); n > 2*51+4 {
+		t.Errorf("the session's list holds %d names after 5000 taken and freed, 51 held", n)
+	}
+	if got := h.do("SESSION.CLOSE 1"); got != ":51\r\n" {
+		t.Errorf("SESSION.CLOSE = %q, want :51 (every held lock)", got)
+	}
+	for _, name := range []string{"keep", "held:0", "held:49"} {
+		if got := h.read("EXISTS " + name); got != ":0\r\n" {
+			t.Errorf("%s after SESSION.CLOSE: EXISTS = %q", name, got)
+		}
+	}
+}

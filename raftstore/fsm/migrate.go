@@ -458,6 +458,7 @@ func (k *Keyspace) sessionForget(id uint64, name string) {
 	for i, n := range s.locks {
 		if n == name {
 			s.locks = append(s.locks[:i:i], s.locks[i+1:]...)
+			delete(s.index, name)
 			return
 		}
 	}

@@ -161,7 +161,7 @@ func (k *Keyspace) Clone() *Keyspace {
 	sessions := make(map[uint64]*session, len(k.sessions))
 	for id, s := range k.sessions {
 		cp := *s
-		cp.locks = append([]string(nil), s.locks...)
+		cp.locks, cp.index = append([]string(nil), s.locks...), nil
 		sessions[id] = &cp
 	}
 	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), lockTimers: k.lockTimers.Copy(),

@@ -14,7 +14,22 @@ import (
 type session struct {
 	ttl   int64
 	name  []byte
-	locks []string // names of locks it may hold, in grant order
+	locks []string // names of locks it may hold or wait for (replicated: snapshots carry it)
+	// index is locks as a set, derived from it (nil until first needed; never
+	// in a snapshot or shared with a Clone).
+	index map[string]struct{}
+}
+
+// has reports whether name is on s's list.
+func (s *session) has(name string) bool {
+	if s.index == nil {
+		s.index = make(map[string]struct{}, len(s.locks))
+		for _, n := range s.locks {
+			s.index[n] = struct{}{}
+		}
+	}
+	_, ok := s.index[name]
+	return ok
 }
 
 // SessionInfo is what the leader needs to time a session.
@@ -124,17 +139,50 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 }
 
 // sessionHold notes that session id may hold (or wait for) the lock name.
+//
+// Names stay on the list after the session lets go of them (a release, an
+// expiry, a deleted key), so each call first looks at the two oldest names:
+// one the session no longer holds or waits for is dropped, one it still uses
+// goes to the back. A session that takes and frees many names therefore keeps
+// a list of about twice what it uses, not every name it ever took. This
+// depends only on the list and the keyspace, so every replica's list stays
+// the same (the order decides the order in which endSession frees them).
 func (k *Keyspace) sessionHold(id uint64, name []byte) {
 	s := k.sessions[id]
-	if s == nil {
+	if s == nil || s.has(string(name)) {
 		return
 	}
-	for _, n := range s.locks {
-		if n == string(name) {
-			return
+	for range min(2, len(s.locks)) {
+		old := s.locks[0]
+		s.locks = s.locks[1:]
+		if k.sessionUses(id, old) {
+			s.locks = append(s.locks, old)
+		} else {
+			delete(s.index, old)
 		}
 	}
 	s.locks = append(s.locks, string(name))
+	s.index[string(name)] = struct{}{}
+}
+
+// sessionUses reports whether the lock record at name has a holder or a
+// waiter of session id, expired ones included (those are view's to decide).
+func (k *Keyspace) sessionUses(id uint64, name string) bool {
+	it, ok := k.items.Get(probe([]byte(name)))
+	if !ok || it.kind() != KindLock {
+		return false
+	}
+	for h := range it.holders {
+		if h.session == id {
+			return true
+		}
+	}
+	for _, w := range it.lock.waiters() {
+		if w.session == id {
+			return true
+		}
+	}
+	return false
 }
 
 // sessionBound is the lease deadline of a holder that a session keeps alive.
