@@ -45,16 +45,7 @@ func BenchmarkSharedStoreLogs(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			const batch = 64
-			sh, err := OpenShared(b.TempDir(), Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer sh.Close()
-			s, err := sh.Group(0, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			_, s := openGroup(b, b.TempDir(), Options{})
 			s.DeferSyncWhen(func() bool { return deferred })
 			data := make([]byte, 100)
 			logs := make([]*raft.Log, batch)

@@ -114,16 +114,7 @@ func TestDeferredStoreLogs(t *testing.T) {
 	if err := sh.Close(); err != nil {
 		t.Fatal(err)
 	}
-	sh2, err := OpenShared(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sh2.Close()
-	st2, err := sh2.Group(0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
+	_, st2 := openGroup(t, dir, Options{})
 	assertBounds(t, st2, 2, 6)
 	assertHasLogs(t, st2, 2, 6, func(uint64) bool { return true })
 	if d := st2.Durable(); d != 6 {

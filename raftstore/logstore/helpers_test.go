@@ -155,3 +155,23 @@ func recordAttr(r slog.Record, key string) (slog.Value, bool) {
 	})
 	return v, found
 }
+
+// openGroup opens a Shared in dir and its group 0; both are closed when tb
+// ends (closing either earlier is fine: Close is idempotent).
+func openGroup(tb testing.TB, dir string, opts Options) (*Shared, *Store) {
+	tb.Helper()
+	sh, err := OpenShared(dir, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := sh.Group(0, nil)
+	if err != nil {
+		sh.Close()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		st.Close()
+		sh.Close()
+	})
+	return sh, st
+}
