@@ -162,6 +162,11 @@ func run(args []string, stderr io.Writer) int {
 	}
 	cfg.RaftLogs = *raftLogs
 	lg.Info("starting lockd", "version", server.Version, "data_dir", abs)
+	// Catch the signals before anything serves: a SIGTERM that arrives while
+	// the server starts (a supervisor that saw /readyz and stops the unit at
+	// once) is then a clean stop, not the default death.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	srv, err := server.New(cfg)
 	if err != nil {
 		lg.Error("lockd cannot start", "err", err)
@@ -173,8 +178,6 @@ func run(args []string, stderr io.Writer) int {
 	go memtrim.Run(trimCtx, memtrim.Config{OnTrim: func(before, after uint64) {
 		lg.Debug("returned free heap to the OS", "held_mib", before>>20, "now_mib", after>>20)
 	}})
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	code := 0
 wait:
 	for {
