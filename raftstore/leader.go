@@ -12,9 +12,6 @@ import (
 // tickPacing is the least time between two expiry ticks.
 const tickPacing = 5 * time.Millisecond
 
-// expiryLoop is the leader's active expiry: when the earliest TTL deadline is
-// reached in log time it proposes a tick entry, which removes every expired key
-// on every replica at the same log position.
 // expiryWait is how long the expiry loop sleeps when the next deadline d (log
 // time, ms) is still ahead of now: until d, but never longer than max. It is
 // pure; d may be as far ahead as a PXAT allows, whose distance in
@@ -26,6 +23,9 @@ func expiryWait(d, now int64, max time.Duration) time.Duration {
 	return max
 }
 
+// expiryLoop is the leader's active expiry: when the earliest TTL deadline is
+// reached in log time it proposes a tick entry, which removes every expired key
+// on every replica at the same log position.
 func (s *Store) expiryLoop() {
 	defer s.wg.Done()
 	timer := time.NewTimer(time.Hour)
