@@ -63,22 +63,7 @@ func (s *Store) Durable() uint64 {
 // being so (ErrNotDurable), or ErrClosed once the Shared is closed. Entries
 // written without deferring are on disk when StoreLogs returns.
 func (s *Store) WaitDurable(index uint64) error {
-	for {
-		s.dur.mu.Lock()
-		d, failed, ch := s.dur.durable, s.dur.failed, s.dur.wait()
-		s.dur.mu.Unlock()
-		switch {
-		case d >= index:
-			return nil
-		case failed != nil:
-			return failed
-		}
-		select {
-		case <-ch:
-		case <-s.stopped():
-			return ErrClosed
-		}
-	}
+	return s.dur.await(s.stopped(), func() bool { return s.dur.durable >= index })
 }
 
 // stopped is closed when the Shared that writes s's entries is closed (never
@@ -90,12 +75,37 @@ func (s *Store) stopped() <-chan struct{} {
 	return s.sh.stopped
 }
 
-// wait returns the channel closed at the next change; d.mu must be held.
-func (d *durability) wait() chan struct{} {
-	if d.changed == nil {
-		d.changed = make(chan struct{})
+// await blocks until ready (called with d.mu held) reports true and returns
+// nil; or returns d.failed once a deferred write has failed and ready does
+// not hold, or ErrClosed once stopped is closed.
+func (d *durability) await(stopped <-chan struct{}, ready func() bool) error {
+	for {
+		d.mu.Lock()
+		ok, failed := ready(), d.failed
+		if d.changed == nil {
+			d.changed = make(chan struct{})
+		}
+		ch := d.changed
+		d.mu.Unlock()
+		switch {
+		case ok:
+			return nil
+		case failed != nil:
+			return failed
+		}
+		select {
+		case <-ch:
+		case <-stopped:
+			return ErrClosed
+		}
 	}
-	return d.changed
+}
+
+// err is the failure of a deferred write, if one failed.
+func (d *durability) err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failed
 }
 
 // signal wakes the waiters; d.mu must be held.
@@ -147,42 +157,17 @@ func (d *durability) get(index uint64, log *raft.Log) bool {
 // drain blocks until no deferred write is pending, and returns the error of
 // one that failed, or ErrClosed once stopped is closed.
 func (d *durability) drain(stopped <-chan struct{}) error {
-	for {
-		d.mu.Lock()
-		n, failed, ch := len(d.pending), d.failed, d.wait()
-		d.mu.Unlock()
-		if failed != nil {
-			return failed
-		}
-		if n == 0 {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-stopped:
-			return ErrClosed
-		}
-	}
+	return d.await(stopped, func() bool { return len(d.pending) == 0 && d.failed == nil })
 }
 
-// storeDeferred queues keys and vals (the encoded logs) with the Shared's
-// committer and returns without waiting; s.writeMu must be held. The bounds
-// count the entries at once; durable moves past them once they are on disk.
-func (s *Store) storeDeferred(logs []*raft.Log, keys, vals [][]byte) error {
+// storeDeferred queues keys and vals (the encoded logs, indexes lo to hi)
+// with the Shared's committer and returns without waiting; s.writeMu must be
+// held. The bounds count the entries at once; durable moves past them once
+// they are on disk.
+func (s *Store) storeDeferred(logs []*raft.Log, lo, hi uint64, keys, vals [][]byte) error {
 	d := &s.dur
 	d.mu.Lock()
-	failed := d.failed
-	d.mu.Unlock()
-	if failed != nil {
-		return failed
-	}
-	lo, hi := logs[0].Index, logs[0].Index
-	for _, l := range logs[1:] {
-		lo, hi = min(lo, l.Index), max(hi, l.Index)
-	}
-	run := pendingRun{lo: lo, hi: hi, logs: logs}
-	d.mu.Lock()
-	d.pending = append(d.pending, run)
+	d.pending = append(d.pending, pendingRun{lo: lo, hi: hi, logs: logs})
 	d.mu.Unlock()
 	start := time.Now()
 	done := func(err error) {
@@ -191,9 +176,7 @@ func (s *Store) storeDeferred(logs []*raft.Log, keys, vals [][]byte) error {
 		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if len(d.pending) > 0 && d.pending[0].lo == lo && d.pending[0].hi == hi {
-			d.pending = d.pending[1:] // the committer answers in order
-		}
+		d.pending = d.pending[1:] // the committer answers one Store's writes in order
 		if err != nil && d.failed == nil {
 			d.failed = fmt.Errorf("%w: entries [%d..%d]: %w", ErrNotDurable, lo, hi, err)
 		}
@@ -208,11 +191,6 @@ func (s *Store) storeDeferred(logs []*raft.Log, keys, vals [][]byte) error {
 		d.mu.Unlock()
 		return err
 	}
-	if first := s.first.Load(); first == 0 || lo < first {
-		s.first.Store(lo)
-	}
-	if hi > s.last.Load() {
-		s.last.Store(hi)
-	}
+	s.extendBounds(lo, hi)
 	return nil
 }

@@ -619,17 +619,15 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if s.sh != nil && s.dur.deferSync != nil && s.dur.deferSync() {
-		if err := s.storeDeferred(logs, keys, vals); err != nil {
-			return fmt.Errorf("logstore: store logs [%d..%d]: %w", logs[0].Index, logs[len(logs)-1].Index, err)
+	lo, hi := logBounds(logs)
+	err := s.dur.err() // a failed deferred write fails every later one
+	if err == nil && s.sh != nil && s.dur.deferSync != nil && s.dur.deferSync() {
+		if err = s.storeDeferred(logs, lo, hi, keys, vals); err == nil {
+			return nil
 		}
-		return nil
 	}
-	s.dur.mu.Lock()
-	failed := s.dur.failed
-	s.dur.mu.Unlock()
-	if failed != nil {
-		return fmt.Errorf("logstore: store logs [%d..%d]: %w", logs[0].Index, logs[len(logs)-1].Index, failed)
+	if err != nil {
+		return fmt.Errorf("logstore: store logs [%d..%d]: %w", logs[0].Index, logs[len(logs)-1].Index, err)
 	}
 	if s.observe != nil {
 		defer func() { s.observe(time.Since(start)) }()
@@ -637,18 +635,8 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	txns := 0
 	committed := func(from, to int) {
 		txns++
-		lo, hi := logs[from].Index, logs[from].Index
-		for _, l := range logs[from+1 : to] {
-			lo, hi = min(lo, l.Index), max(hi, l.Index)
-		}
-		if first := s.first.Load(); first == 0 || lo < first {
-			s.first.Store(lo)
-		}
-		if hi > s.last.Load() {
-			s.last.Store(hi)
-		}
+		s.extendBounds(logBounds(logs[from:to]))
 	}
-	var err error
 	if s.sh != nil {
 		err = s.sh.commitSets(keys, vals, committed)
 	} else {
@@ -662,12 +650,28 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		return fmt.Errorf("logstore: store logs [%d..%d]: %w",
 			logs[0].Index, logs[len(logs)-1].Index, err)
 	}
-	hi := logs[0].Index
-	for _, l := range logs[1:] {
-		hi = max(hi, l.Index)
-	}
 	s.dur.advance(hi) // the deferred writes before it were answered first
 	return nil
+}
+
+// logBounds returns the lowest and highest index of logs (not empty).
+func logBounds(logs []*raft.Log) (lo, hi uint64) {
+	lo, hi = logs[0].Index, logs[0].Index
+	for _, l := range logs[1:] {
+		lo, hi = min(lo, l.Index), max(hi, l.Index)
+	}
+	return lo, hi
+}
+
+// extendBounds widens the cached first and last index to cover [lo, hi];
+// s.writeMu must be held.
+func (s *Store) extendBounds(lo, hi uint64) {
+	if first := s.first.Load(); first == 0 || lo < first {
+		s.first.Store(lo)
+	}
+	if hi > s.last.Load() {
+		s.last.Store(hi)
+	}
 }
 
 // DeleteRange deletes the entries with indexes in [min, max], inclusive, and
