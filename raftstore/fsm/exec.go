@@ -149,7 +149,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.expire(op, c)
 	case command.Persist:
 		it := k.lookup(op.Key, c.Now)
-		if it == nil || it.deadline == 0 {
+		if it == nil || !it.expires() { // no TTL of its own (PTTL -1)
 			return resp.Zero
 		}
 		k.setDeadline(it, 0)
@@ -393,7 +393,7 @@ func (k *Keyspace) ttl(op command.TTL, c Ctx) resp.Value {
 	if it == nil {
 		return resp.Int(-2)
 	}
-	if it.deadline == 0 || it.deadline == sessionBound { // a session-held lock lives as long as its session
+	if !it.expires() {
 		return resp.Int(-1)
 	}
 	v := it.deadline - c.Now

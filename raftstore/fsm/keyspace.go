@@ -67,6 +67,11 @@ func probe(key []byte) *item {
 	return &item{hash: hashKey(key), kv: string(key), klen: uint32(len(key))}
 }
 
+// expires reports whether it has a TTL of its own: a deadline, and not a
+// session's lock (sessionBound), which lives as long as its session. Only
+// such items are in the deadlines tree.
+func (it *item) expires() bool { return it.deadline != 0 && it.deadline != sessionBound }
+
 // kind is the kind of value it holds.
 func (it *item) kind() Kind {
 	switch {
@@ -169,8 +174,8 @@ func (k *Keyspace) Index() uint64 { return k.index }
 // of frozen slots have none: a tick leaves them alone.
 func (k *Keyspace) NextDeadline() (int64, bool) {
 	d, ok := int64(0), false
-	if it, found := k.firstUnfrozen(k.deadlines); found && it.deadline != sessionBound {
-		d, ok = it.deadline, true // session-held locks (sessionBound) never expire by time
+	if it, found := k.firstUnfrozen(k.deadlines); found {
+		d, ok = it.deadline, true
 	}
 	if it, found := k.firstUnfrozen(k.lockTimers); found && (!ok || it.lock.wake() < d) {
 		d, ok = it.lock.wake(), true
@@ -382,7 +387,7 @@ func (it *item) waits() bool { return it.kind() == KindLock && it.lock.numWaiter
 // it from them.
 func (k *Keyspace) indexItem(it *item) {
 	k.account(it, 1)
-	if it.deadline != 0 {
+	if it.expires() {
 		k.deadlines.Set(it)
 	}
 	if it.waits() {
@@ -392,7 +397,7 @@ func (k *Keyspace) indexItem(it *item) {
 
 func (k *Keyspace) unindexItem(it *item) {
 	k.account(it, -1)
-	if it.deadline != 0 {
+	if it.expires() {
 		k.deadlines.Delete(it)
 	}
 	if it.waits() {

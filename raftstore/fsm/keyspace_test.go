@@ -661,8 +661,8 @@ func TestLocks(t *testing.T) {
 }
 
 // A lock held by a session has no TTL of its own: PTTL and PEXPIRETIME answer
-// -1 as for any key without one, and it gives the expiry loop no deadline; a
-// lease beside it does.
+// -1 and PERSIST 0, as for any key without one, and it gives the expiry loop
+// no deadline; a lease beside it does.
 func TestSessionLockHasNoDeadline(t *testing.T) {
 	h := newHarness(t)
 	h.do("SESSION.OPEN TTL 10000") // session id: this entry's index, 1
@@ -676,6 +676,9 @@ func TestSessionLockHasNoDeadline(t *testing.T) {
 	}
 	if d, ok := h.ks.NextDeadline(); ok {
 		t.Errorf("NextDeadline with only a session-held lock = %d, want none", d)
+	}
+	if got := h.do("PERSIST s"); got != ":0\r\n" {
+		t.Errorf("PERSIST of a session-held lock = %q, want :0 (it has no TTL to remove)", got)
 	}
 	h.do("LOCK.ACQUIRE l owner PX 5000")
 	if d, ok := h.ks.NextDeadline(); !ok || d != h.now+5000 {
