@@ -107,7 +107,9 @@ func (k *Keyspace) hashWrite(op command.HashOp, c Ctx) resp.Value {
 			}
 			return reply
 		}
-		k.putItem(&item{hash: hashKey(key), kv: string(key), klen: uint32(len(key)), fields: &fields, deadline: deadline, token: c.Index})
+		it := newItem(key, "")
+		it.fields, it.deadline, it.token = &fields, deadline, c.Index
+		k.putItem(it)
 		return reply
 	}
 	switch op := op.(type) {

@@ -62,10 +62,25 @@ func (it *item) key() string { return it.kv[:it.klen] }
 // hash.
 func (it *item) val() string { return it.kv[it.klen:] }
 
-// probe is an item to look key up by in the items tree.
-func probe(key []byte) *item {
-	return &item{hash: hashKey(key), kv: string(key), klen: uint32(len(key))}
+// newItem returns an item for key whose val is val (a string's value, a
+// lock's first owner; "" for a hash or a lookup probe): key and val in one
+// new string. val is a []byte from a command or a string already held; the
+// conversions inside the concatenation copy nothing extra.
+func newItem[V string | []byte](key []byte, val V) *item {
+	return &item{hash: hashKey(key), kv: string(key) + string(val), klen: uint32(len(key))}
 }
+
+// newLockItem returns an item for key holding rec packed (packLock), with
+// the wake time wake.
+func newLockItem(key []byte, rec *lockRec, wake int64) *item {
+	d, owner := packLock(rec, wake)
+	it := newItem(key, owner)
+	it.lock = d
+	return it
+}
+
+// probe is an item to look key up by in the items tree.
+func probe(key []byte) *item { return newItem(key, "") }
 
 // expires reports whether it has a TTL of its own: a deadline, and not a
 // session's lock (sessionBound), which lives as long as its session. Only
@@ -421,22 +436,14 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 
 // put stores a string value under key, replacing any earlier item (live or not).
 func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
-	it := &item{hash: hashKey(key), token: token, mod: k.logical(), deadline: deadline}
-	it.kv, it.klen = joinKV(key, val)
+	it := newItem(key, val)
+	it.token, it.mod, it.deadline = token, k.logical(), deadline
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
 		k.dropWaiters(old)
 	}
 	k.indexItem(it)
 	return it
-}
-
-// joinKV returns key and val concatenated in one new string, and the key's
-// length: an item's kv and klen. val is a []byte from a command or a string
-// already held (a lock record's first owner); the conversions inside the
-// concatenation copy nothing extra.
-func joinKV[K, V string | []byte](key K, val V) (string, uint32) {
-	return string(key) + string(val), uint32(len(key))
 }
 
 // putItem stores it (a new item, never one already in the trees), replacing any

@@ -418,13 +418,8 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	if old != nil {
 		token = max(token, old.token)
 	}
-	it := &item{hash: hashKey(name), deadline: deadline, token: token}
-	if len(rec.holders) > 0 {
-		it.kv, it.klen = joinKV(name, rec.holders[0].owner)
-	} else {
-		it.kv, it.klen = joinKV(name, "")
-	}
-	it.lock, _ = packLock(&rec, rec.wakeAt(c.Now))
+	it := newLockItem(name, &rec, rec.wakeAt(c.Now))
+	it.deadline, it.token = deadline, token
 	k.putItem(it)
 }
 

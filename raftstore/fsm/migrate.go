@@ -427,7 +427,9 @@ func (k *Keyspace) applyImport(args [][]byte, wall int64) resp.Value {
 			for i, f := range x.Fields {
 				fields[i] = field{clone(f.Name), clone(f.Value)}
 			}
-			k.putItem(&item{hash: hashKey(x.Key), kv: string(x.Key), klen: uint32(len(x.Key)), fields: &fields, deadline: deadline, token: x.Token})
+			it := newItem(x.Key, "")
+			it.fields, it.deadline, it.token = &fields, deadline, x.Token
+			k.putItem(it)
 		case KindLock:
 			rec := lockRec{mode: x.Lock.Mode, limit: x.Lock.Limit, granted: x.Token}
 			if x.Lock.DelayLeft > 0 {

@@ -377,25 +377,20 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 	if err != nil {
 		return nil, err
 	}
-	it := &item{hash: hashKey(key)}
+	var it *item
 	switch Kind(kind) {
 	case KindString:
 		val, err := readBytes(br)
 		if err != nil {
 			return nil, err
 		}
-		it.kv, it.klen = joinKV(key, val)
+		it = newItem(key, val)
 	case KindLock:
 		rec, wake, err := readLock(br, version)
 		if err != nil {
 			return nil, err
 		}
-		if len(rec.holders) > 0 {
-			it.kv, it.klen = joinKV(key, rec.holders[0].owner)
-		} else {
-			it.kv, it.klen = joinKV(key, "")
-		}
-		it.lock, _ = packLock(rec, wake)
+		it = newLockItem(key, rec, wake)
 	case KindHash:
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -416,8 +411,8 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 			}
 			fields = append(fields, field{name, val})
 		}
+		it = newItem(key, "")
 		it.fields = &fields
-		it.kv, it.klen = joinKV(key, "")
 	default:
 		return nil, fmt.Errorf("unknown kind %d", kind)
 	}
