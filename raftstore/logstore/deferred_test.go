@@ -87,14 +87,15 @@ func TestDeferredStoreLogs(t *testing.T) {
 	if ok {
 		t.Fatal("DeleteRange ran before the deferred writes were on disk")
 	}
-	// The committer takes whatever is queued as one batch: two or three.
+	// The committer takes whatever is queued as one batch: two or three,
+	// then the deletion's.
 	for released := 0; ; released++ {
 		select {
 		case release <- nil:
 			continue
-		case <-synced:
+		case <-deleted:
 		case <-time.After(5 * time.Second):
-			t.Fatalf("the synced StoreLogs still waits after %d batches were written", released)
+			t.Fatalf("DeleteRange still waits after %d batches were written", released)
 		}
 		break
 	}

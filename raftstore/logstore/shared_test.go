@@ -1,8 +1,11 @@
 package logstore
 
 import (
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -141,4 +144,94 @@ func TestSharedConcurrentAppends(t *testing.T) {
 		t.Fatalf("%d calls took %d transactions: none shared", calls, txns)
 	}
 	t.Logf("%d calls in %d transactions", calls, txns)
+}
+
+// Deleting the head of a shared group's log (Raft's compaction) goes through
+// the committer a chunk at a time: the log stays contiguous after each chunk,
+// and another group's append queued meanwhile is written before the deletion
+// ends instead of waiting behind all of it.
+func TestSharedHeadDeletionInChunks(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	sh, err := OpenShared(t.TempDir(), Options{BeforeWrite: func() error {
+		calls.Add(1)
+		<-release
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Close() })
+	a, err := sh.Group(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sh.Group(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	const n = 3*deleteChunk + 5
+	logs := make([]*raft.Log, n)
+	for i := range logs {
+		logs[i] = &raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: []byte("entry")}
+	}
+	stored := make(chan error, 1)
+	go func() { stored <- b.StoreLogs(logs) }()
+	waitFor("the fill reached the committer", func() bool { return calls.Load() == 1 })
+	release <- struct{}{}
+	if err := <-stored; err != nil {
+		t.Fatal(err)
+	}
+
+	deleted := make(chan error, 1)
+	go func() { deleted <- b.DeleteRange(1, 3*deleteChunk) }()
+	waitFor("the first chunk reached the committer", func() bool { return calls.Load() == 2 })
+	release <- struct{}{}
+	waitFor("the second chunk reached the committer", func() bool { return calls.Load() == 3 })
+	if first, _ := b.FirstIndex(); first != deleteChunk+1 {
+		t.Fatalf("after one chunk FirstIndex = %d, want %d", first, deleteChunk+1)
+	}
+	var l raft.Log
+	if err := b.GetLog(deleteChunk, &l); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("GetLog(%d) after the first chunk: %v, want ErrLogNotFound", deleteChunk, err)
+	}
+	if err := b.GetLog(deleteChunk+1, &l); err != nil {
+		t.Fatalf("GetLog(%d), the new head, after the first chunk: %v", deleteChunk+1, err)
+	}
+
+	appended := make(chan error, 1)
+	go func() {
+		appended <- a.StoreLogs([]*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("other group")}})
+	}()
+	waitFor("the other group's append is queued", func() bool { return len(sh.reqs) == 1 })
+	close(release)
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := a.LastIndex(); last != 1 {
+		t.Fatalf("when the deletion returned, the other group's append queued before its last chunk was not written (LastIndex %d)", last)
+	}
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	first, _ := b.FirstIndex()
+	last, _ := b.LastIndex()
+	if first != 3*deleteChunk+1 || last != n {
+		t.Fatalf("after the deletion the log is [%d..%d], want [%d..%d]", first, last, 3*deleteChunk+1, n)
+	}
+	for i := uint64(3*deleteChunk + 1); i <= n; i++ {
+		if err := b.GetLog(i, &l); err != nil {
+			t.Fatalf("GetLog(%d) after the deletion: %v", i, err)
+		}
+	}
 }
