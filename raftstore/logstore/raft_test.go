@@ -74,6 +74,7 @@ type raftNode struct {
 	raft  *raft.Raft
 	fsm   *countingFSM
 	store *Store
+	sh    *Shared // the store's Shared, when startSharedNode opened one
 	trans *raft.InmemTransport
 }
 
@@ -85,6 +86,21 @@ func startNode(t *testing.T, dir string) *raftNode {
 	t.Helper()
 	store, err := Open(filepath.Join(dir, "raft-log"), Options{})
 	requireNoErr(t, err, "Open")
+	return startNodeOn(t, dir, store, nil)
+}
+
+// startSharedNode is startNode with the log in group 3 of a Shared.
+func startSharedNode(t *testing.T, dir string) *raftNode {
+	t.Helper()
+	sh, err := OpenShared(filepath.Join(dir, "raft-log"), Options{})
+	requireNoErr(t, err, "OpenShared")
+	store, err := sh.Group(3, nil)
+	requireNoErr(t, err, "Group")
+	return startNodeOn(t, dir, store, sh)
+}
+
+func startNodeOn(t *testing.T, dir string, store *Store, sh *Shared) *raftNode {
+	t.Helper()
 	snaps, err := raft.NewFileSnapshotStore(filepath.Join(dir, "snapshots"), 2, io.Discard)
 	requireNoErr(t, err, "NewFileSnapshotStore")
 
@@ -110,7 +126,7 @@ func startNode(t *testing.T, dir string) *raftNode {
 	fsm := &countingFSM{}
 	r, err := raft.NewRaft(conf, fsm, store, store, snaps, trans)
 	requireNoErr(t, err, "NewRaft")
-	n := &raftNode{raft: r, fsm: fsm, store: store, trans: trans}
+	n := &raftNode{raft: r, fsm: fsm, store: store, sh: sh, trans: trans}
 	t.Cleanup(n.stop) // no-op if the test already stopped it
 
 	deadline := time.Now().Add(raftTimeout)
@@ -130,6 +146,9 @@ func (n *raftNode) stop() {
 	_ = n.raft.Shutdown().Error()
 	_ = n.trans.Close()
 	_ = n.store.Close()
+	if n.sh != nil {
+		_ = n.sh.Close()
+	}
 	n.raft = nil
 }
 
@@ -215,4 +234,46 @@ func TestRaftSnapshotCompactionRestart(t *testing.T) {
 		t.Fatalf("FirstIndex after restart = %d, want %d", got, first)
 	}
 	n.stop()
+}
+
+// A snapshot that cuts several deleteChunks of log, alone in its DB and in a
+// Shared: the cut leaves exactly the trailing entries, and a restart rebuilds
+// the FSM from the snapshot and that log.
+func TestRaftCompactionInChunksRestart(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := "alone"
+		start := startNode
+		if shared {
+			name, start = "shared", startSharedNode
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			n := start(t, dir)
+			const applied = 3*deleteChunk + 100
+			n.apply(t, 0, applied)
+			requireNoErr(t, n.raft.Snapshot().Error(), "Snapshot")
+			first, _ := n.store.FirstIndex()
+			last, _ := n.store.LastIndex()
+			if first < 3*deleteChunk || last-first+1 < 10 {
+				t.Fatalf("after the snapshot the log is [%d..%d]; want it cut to its trailing entries", first, last)
+			}
+			var l raft.Log
+			if err := n.store.GetLog(first-1, &l); !errors.Is(err, raft.ErrLogNotFound) {
+				t.Fatalf("GetLog(%d) below FirstIndex = %v", first-1, err)
+			}
+			for i := first; i <= last; i++ {
+				requireNoErr(t, n.store.GetLog(i, &l), "GetLog of a kept entry")
+			}
+			n.apply(t, applied, applied+50)
+			n.stop()
+
+			n = start(t, dir)
+			requireNoErr(t, n.raft.Barrier(raftTimeout).Error(), "Barrier")
+			expectFSM(t, n.fsm, applied+50)
+			if got, _ := n.store.FirstIndex(); got != first {
+				t.Fatalf("FirstIndex after restart = %d, want %d", got, first)
+			}
+			n.stop()
+		})
+	}
 }
