@@ -4,7 +4,7 @@ BIN     := bin
 DATA    ?= lockd-data
 PKGS    := ./...
 
-.PHONY: all build run test deps lint unit compat e2e bench bench-groups bench-memory chaos cluster cluster-stop clean fuzz
+.PHONY: all build run test deps lint unit compat e2e bench bench-ab bench-groups bench-memory chaos cluster cluster-stop clean fuzz
 
 all: build
 
@@ -82,6 +82,12 @@ lint:
 ## scripts/lockbench.sh (mixed profile, FENCE check) run on their own.
 bench: build deps
 	./scripts/compare.sh
+
+## bench-ab: a change before and after: fresh 3-node clusters from two lockd
+## binaries, alternating, under the same loads (scripts/ab.sh; A=, B=, AB_ROUNDS,
+## BENCH_DURATION).
+bench-ab: deps
+	./scripts/ab.sh
 
 ## bench-groups: the same 3-node cluster with 1 and with 8 Raft groups under the
 ## same uncontended lock load (scripts/groups.sh; BENCH_DURATION, BENCH_CLIENTS).

@@ -34,23 +34,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-groups.XXXXXX")
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# spread PORT GROUPS: wait until every node of the cluster (RAFT GROUPS on
-# PORT) leads GROUPS/3 groups or more, rounded down.
-spread() {
-	local port=$1 groups=$2 deadline=$((SECONDS + START_TIMEOUT)) leaders want
-	want=$((groups / 3))
-	while ((SECONDS < deadline)); do
-		leaders=$(timeout 2 redis-cli -p "$port" RAFT GROUPS 2>/dev/null | awk 'prev == "leader" {print} {prev = $0}' | sort | uniq -c | awk '{print $1}') || leaders=""
-		if [[ -n $leaders ]] && (($(wc -l <<<"$leaders") >= (groups >= 3 ? 3 : 1))); then
-			if ((want == 0)) || (($(sort -n <<<"$leaders" | head -1) >= want)); then
-				return 0
-			fi
-		fi
-		sleep 0.5
-	done
-	return 1
-}
-
 declare -A CYCLES P50 P99 ERRS
 for g in "${GROUPS_LIST[@]}"; do
 	for c in "${CLIENTS[@]}"; do

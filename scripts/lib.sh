@@ -1,6 +1,7 @@
 # Shared by the benchmark scripts (sourced, not run): process bookkeeping that
-# stops only what the script started, free loopback ports, PING polling and
-# reading lockbench's report tables.
+# stops only what the script started, free loopback ports, PING polling,
+# starting a lockd cluster and waiting for its leaders to spread, and reading
+# lockbench's report tables.
 # The sourcing script sets $work (a temp dir removed on exit), START_TIMEOUT,
 # LOCKD_BIN and a die function before sourcing.
 
@@ -210,4 +211,21 @@ start_lockd_cluster() {
 		tail -n 5 "$dir"/n*.log >&2
 	done
 	die "the lockd cluster did not start"
+}
+
+# spread PORT GROUPS: wait until every node of the cluster (RAFT GROUPS on
+# PORT) leads GROUPS/3 groups or more, rounded down.
+spread() {
+	local port=$1 groups=$2 deadline=$((SECONDS + START_TIMEOUT)) leaders want
+	want=$((groups / 3))
+	while ((SECONDS < deadline)); do
+		leaders=$(timeout 2 redis-cli -p "$port" RAFT GROUPS 2>/dev/null | awk 'prev == "leader" {print} {prev = $0}' | sort | uniq -c | awk '{print $1}') || leaders=""
+		if [[ -n $leaders ]] && (($(wc -l <<<"$leaders") >= (groups >= 3 ? 3 : 1))); then
+			if ((want == 0)) || (($(sort -n <<<"$leaders" | head -1) >= want)); then
+				return 0
+			fi
+		fi
+		sleep 0.5
+	done
+	return 1
 }
