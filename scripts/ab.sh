@@ -55,9 +55,7 @@ printf '%-4s %-5s %12s %9s %14s %12s\n' run bin cycles/s acq_p99 hand-overs/s 1-
 for ((r = 1; r <= ROUNDS; r++)); do
 	for side in A B; do
 		LOCKD_BIN=${!side}
-		start_lockd_cluster
-		IFS=, read -r -a addrs <<<"$ADDRS"
-		spread "${addrs[0]##*:}" 8 || die "the group leaders did not spread within ${START_TIMEOUT}s"
+		start_lockd_cluster 8
 		u=$(load "u-$side-$r" -clients 64)
 		h=$(load "h-$side-$r" -clients 16 -workload contended -names 1 -wait 4s)
 		o=$(load "o-$side-$r" -clients 1)

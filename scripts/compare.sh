@@ -97,7 +97,7 @@ start_system() {
 		SYSTEM_PIDS=("$SERVER_PID")
 		ADDRS=127.0.0.1:$PORT
 		;;
-	lockd-3) start_lockd_cluster ;;
+	lockd-3) start_lockd_cluster "${LOCKD_GROUPS:-8}" ;;
 	etcd-3) start_etcd_cluster ;;
 	esac
 	echo "compare.sh: $1 on $ADDRS" >&2

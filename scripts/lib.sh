@@ -182,11 +182,14 @@ leader_first() {
 	echo "$list"
 }
 
-# start_lockd_cluster: three lockd nodes with a fresh -peers configuration
-# (and the flags in the LOCKD_EXTRA array, if set); sets ADDRS (leader of
-# group 0 first) and SYSTEM_PIDS. Retried when a port was taken meanwhile.
+# start_lockd_cluster [GROUPS]: three lockd nodes with a fresh -peers
+# configuration (and the flags in the LOCKD_EXTRA array, if set); sets ADDRS
+# (leader of group 0 first) and SYSTEM_PIDS. With GROUPS (the cluster's group
+# count) it returns only once the group leaders have spread over the nodes
+# (spread), so that a load measured at once is not measured on one leader.
+# Retried when a port was taken meanwhile.
 start_lockd_cluster() {
-	local attempt i dir peers idx ports rp pp
+	local attempt i dir peers idx ports rp pp groups=${1:-}
 	for attempt in 1 2 3; do
 		mapfile -t ports < <(free_ports 6)
 		rp=("${ports[@]:0:3}") pp=("${ports[@]:3:3}")
@@ -204,6 +207,8 @@ start_lockd_cluster() {
 		if wait_ping "${rp[0]}" "${SYSTEM_PIDS[0]}" && wait_ping "${rp[1]}" "${SYSTEM_PIDS[1]}" &&
 			wait_ping "${rp[2]}" "${SYSTEM_PIDS[2]}" && idx=$(wait_lockd_leader "${rp[@]}"); then
 			ADDRS=$(leader_first "$idx" "127.0.0.1:${rp[0]}" "127.0.0.1:${rp[1]}" "127.0.0.1:${rp[2]}")
+			[[ -z $groups ]] || spread "${rp[0]}" "$groups" ||
+				die "the lockd cluster's group leaders did not spread within ${START_TIMEOUT}s"
 			return 0
 		fi
 		stop_system
