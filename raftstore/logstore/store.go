@@ -255,8 +255,9 @@ type Shared struct {
 	requests  atomic.Uint64 // StoreLogs calls they held
 }
 
-// setsReq is one StoreLogs call (or one chunk of a DeleteRange) waiting for
-// the committer.
+// setsReq is one write of a Store's: a StoreLogs call or one chunk of a
+// DeleteRange, for the committer (or, for a Store of its own, written at once
+// by Store.write).
 type setsReq struct {
 	keys, vals [][]byte
 	del        bool               // delete keys (vals unused) instead of setting them
@@ -265,21 +266,18 @@ type setsReq struct {
 	onDone     func(error)        // called with the outcome (on the committer); a deferred write
 }
 
-// commitSets hands keys and vals to the committer and waits for it;
-// committed is called (from the committer) for each run that committed.
-func (sh *Shared) commitSets(keys, vals [][]byte, committed func(from, to int)) error {
-	return sh.commit(&setsReq{keys: keys, vals: vals, committed: committed, done: make(chan error, 1)})
+// apply adds r's i-th key to txn: its value, or its deletion.
+func (r *setsReq) apply(txn *badger.Txn, i int) error {
+	if r.del {
+		return txn.Delete(r.keys[i])
+	}
+	return txn.Set(r.keys[i], r.vals[i])
 }
 
-// commitDeletes is commitSets for deleting keys: the deletions share a
-// transaction, and so an fsync, with whatever the other groups append
-// meanwhile.
-func (sh *Shared) commitDeletes(keys [][]byte) error {
-	return sh.commit(&setsReq{keys: keys, del: true, committed: func(int, int) {}, done: make(chan error, 1)})
-}
-
-// commit hands r to the committer and waits for its outcome.
+// commit hands r to the committer and waits for its outcome; r.committed is
+// called (from the committer) for each run that committed.
 func (sh *Shared) commit(r *setsReq) error {
+	r.done = make(chan error, 1)
 	if err := sh.enqueue(r); err != nil {
 		return err
 	}
@@ -386,15 +384,9 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 		return nil
 	}
 	for ri, r := range batch {
-		op := func(i int) error {
-			if r.del {
-				return txn.Delete(r.keys[i])
-			}
-			return txn.Set(r.keys[i], r.vals[i])
-		}
 		from := 0
 		for i := range r.keys {
-			err := op(i)
+			err := r.apply(txn, i)
 			if errors.Is(err, badger.ErrTxnTooBig) && (len(runs) > 0 || i > from) {
 				if i > from {
 					runs = append(runs, run{ri, from, i})
@@ -404,7 +396,7 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 						answer(j, nil) // wholly committed
 					}
 					from = i
-					err = op(i)
+					err = r.apply(txn, i)
 				}
 			}
 			if err != nil {
@@ -665,11 +657,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		txns++
 		s.extendBounds(logBounds(logs[from:to]))
 	}
-	if s.sh != nil {
-		err = s.sh.commitSets(keys, vals, committed)
-	} else {
-		err = s.writeSplit(len(logs), func(txn *badger.Txn, i int) error { return txn.Set(keys[i], vals[i]) }, committed)
-	}
+	err = s.write(&setsReq{keys: keys, vals: vals, committed: committed})
 	if txns > 1 {
 		s.logger.Debug("logstore: StoreLogs batch split across transactions",
 			"dir", s.dir, "logs", len(logs), "bytes", len(valSlab), "txns", txns)
@@ -793,9 +781,7 @@ func (s *Store) deleteStep(min, max uint64) (next uint64, more bool, err error) 
 	return next, more, nil
 }
 
-// deleteLogs deletes the stored entries with indexes in [lo, hi]: through
-// the shared committer when the log is shared (the deletions ride along with
-// the other groups' appends), else in as few transactions as badger allows.
+// deleteLogs deletes the stored entries with indexes in [lo, hi] (Store.write).
 func (s *Store) deleteLogs(lo, hi uint64) error {
 	var keys [][]byte
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -817,18 +803,24 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	if s.sh != nil {
-		return s.sh.commitDeletes(keys)
-	}
-	return s.writeSplit(len(keys),
-		func(txn *badger.Txn, i int) error { return txn.Delete(keys[i]) },
-		func(int, int) {})
+	return s.write(&setsReq{keys: keys, del: true, committed: func(int, int) {}})
 }
 
-// writeSplit applies op(txn, i) for i in [0, n) using as few write
-// transactions as badger's size limits allow, committing them in order.
-// committed(from, to) runs after ops [from, to) have been committed.
-func (s *Store) writeSplit(n int, op func(txn *badger.Txn, i int) error, committed func(from, to int)) error {
+// write writes r and waits until it is fsynced: through the shared committer
+// when the log is shared (with whatever the other groups write meanwhile),
+// else in as few of its own transactions as badger allows (writeSplit).
+func (s *Store) write(r *setsReq) error {
+	if s.sh != nil {
+		return s.sh.commit(r)
+	}
+	return s.writeSplit(r)
+}
+
+// writeSplit writes r's keys in as few transactions of s's own DB as
+// badger's size limits allow, committing them in order; r.committed(from, to)
+// runs after keys [from, to) have been committed.
+func (s *Store) writeSplit(r *setsReq) error {
+	n := len(r.keys)
 	if n == 0 {
 		return nil
 	}
@@ -836,15 +828,15 @@ func (s *Store) writeSplit(n int, op func(txn *badger.Txn, i int) error, committ
 	defer func() { txn.Discard() }()
 	start := 0
 	for i := 0; i < n; i++ {
-		err := op(txn, i)
+		err := r.apply(txn, i)
 		if errors.Is(err, badger.ErrTxnTooBig) && i > start {
 			if err := txn.Commit(); err != nil {
 				return err
 			}
-			committed(start, i)
+			r.committed(start, i)
 			start = i
 			txn = s.db.NewTransaction(true)
-			err = op(txn, i)
+			err = r.apply(txn, i)
 		}
 		if err != nil {
 			return err
@@ -853,7 +845,7 @@ func (s *Store) writeSplit(n int, op func(txn *badger.Txn, i int) error, committ
 	if err := txn.Commit(); err != nil {
 		return err
 	}
-	committed(start, n)
+	r.committed(start, n)
 	return nil
 }
 
