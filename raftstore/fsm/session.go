@@ -149,7 +149,8 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 // the same (the order decides the order in which endSession frees them).
 func (k *Keyspace) sessionHold(id uint64, name []byte) {
 	s := k.sessions[id]
-	if s == nil || s.has(string(name)) {
+	n := string(name)
+	if s == nil || s.has(n) { // has builds s.index if needed: it is set below
 		return
 	}
 	for range min(2, len(s.locks)) {
@@ -161,8 +162,8 @@ func (k *Keyspace) sessionHold(id uint64, name []byte) {
 			delete(s.index, old)
 		}
 	}
-	s.locks = append(s.locks, string(name))
-	s.index[string(name)] = struct{}{}
+	s.locks = append(s.locks, n)
+	s.index[n] = struct{}{}
 }
 
 // sessionUses reports whether the lock record at name has a holder or a
