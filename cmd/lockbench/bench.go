@@ -254,7 +254,7 @@ func (w *worker) newOp(ctx context.Context, k kind, l heldLock, slot int) op {
 		o.lock.owner = w.owner()
 		o.cmd = w.acquire(ctx, l.name, o.lock.owner)
 	case kRelease:
-		if w.s.cfg.lock || w.s.cfg.sessions {
+		if w.s.cfg.lockRecords() {
 			o.cmd = redis.NewCmd(ctx, "lock.release", l.name, l.token)
 		} else {
 			o.cmd = redis.NewCmd(ctx, "evalsha", w.s.releaseSHA, 1, l.name, l.owner)
@@ -504,7 +504,7 @@ func prepareAddr(ctx context.Context, cfg *config, s *shared, addr string) error
 	if err := c.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
-	if cfg.lock || cfg.sessions {
+	if cfg.lockRecords() {
 		// LOCK.INFO of a free name answers nil on lockd, an error elsewhere.
 		if err := c.Do(ctx, "lock.info", s.keyPrefix+":probe").Err(); err != nil && !errors.Is(err, redis.Nil) {
 			var rerr redis.Error

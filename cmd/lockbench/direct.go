@@ -70,11 +70,11 @@ func planDirect(ctx context.Context, cfg *config, s *shared) ([]route, error) {
 		a := leaders[i%len(leaders)]
 		rs := ranges[a]
 		r := rs[(i/len(leaders))%len(rs)]
-		for ; ; next++ {
-			tag := "d" + strconv.Itoa(next)
-			if sl := int(shard.Slot([]byte("{" + tag + "}"))); sl >= r.Start && sl <= r.End {
-				routes[i] = route{addr: a, tag: "{" + tag + "}"}
-				next++
+		for {
+			tag := "{d" + strconv.Itoa(next) + "}"
+			next++
+			if sl := int(shard.Slot([]byte(tag))); sl >= r.Start && sl <= r.End {
+				routes[i] = route{addr: a, tag: tag}
 				break
 			}
 		}

@@ -85,6 +85,10 @@ type config struct {
 	sessions bool          // mixed on lockd sessions: locks attached to a session per client, keepalive = SESSION.KEEPALIVE
 }
 
+// lockRecords reports whether the run uses lockd's lock records (-lock, or
+// -sessions, whose locks are records on a session) rather than Redis keys.
+func (c *config) lockRecords() bool { return c.lock || c.sessions }
+
 var workloads = []string{"uncontended", "contended", "mixed"}
 
 // The lock recipes of -etcd.
