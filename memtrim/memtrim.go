@@ -3,8 +3,8 @@
 // collects, and keeps roughly that much from the OS afterwards: after a burst
 // of writes (filling a million locks, a snapshot, a restore) a lock server
 // would keep two to three times its state in RSS long after the burst ended.
-// A Trimmer watches the runtime's own counters and, once allocation has
-// quieted while much more memory is held than is live, runs one
+// Run watches the runtime's own counters and, once allocation has quieted
+// while much of the heap is garbage or free pages, runs one
 // debug.FreeOSMemory (a forced collection that returns every free page).
 package memtrim
 
@@ -19,20 +19,20 @@ import (
 // Defaults of Config.
 const (
 	DefaultInterval = 5 * time.Second
-	DefaultMinGap   = 15 * time.Second
-	// DefaultSlack is the memory held beyond the live heap that is never worth
-	// a trim (small processes keep their headroom).
-	DefaultSlack = 64 << 20
+	DefaultMinGap   = 10 * time.Second
+	// DefaultSlack is the reclaimable memory that is never worth a trim
+	// (small processes keep their headroom).
+	DefaultSlack = 32 << 20
 )
 
 // Config tunes a Trimmer; zero fields take the defaults.
 type Config struct {
 	Interval time.Duration // how often the counters are read
 	MinGap   time.Duration // least time between two trims
-	Slack    uint64        // held - live below this is left alone
+	Slack    uint64        // reclaimable memory below this is left alone
 	// OnTrim, when set, is called after each trim with the bytes held before
-	// and after it (for logs and tests).
-	OnTrim func(before, after uint64)
+	// and after it and how long the trim took (for logs and tests).
+	OnTrim func(before, after uint64, took time.Duration)
 }
 
 // Sample is one reading of the runtime's memory counters.
@@ -40,6 +40,12 @@ type Sample struct {
 	Live   uint64 // heap bytes marked live by the last collection
 	Held   uint64 // bytes the runtime holds from the OS (mapped, not released)
 	Allocs uint64 // bytes allocated since the process started
+	// Reclaimable is what a forced collection and scavenge could hand back
+	// at most: heap objects beyond the live heap (allocated since the last
+	// collection, dead or not) plus free heap pages not yet returned. It
+	// leaves out what no trim returns: the live heap, the runtime's own
+	// metadata, stacks, fragmentation inside spans.
+	Reclaimable uint64
 }
 
 var names = []string{
@@ -47,6 +53,8 @@ var names = []string{
 	"/memory/classes/total:bytes",
 	"/memory/classes/heap/released:bytes",
 	"/gc/heap/allocs:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/free:bytes",
 }
 
 // Read returns the current counters. It does not block.
@@ -66,23 +74,25 @@ func Read() Sample {
 	if r := u(2); r < held {
 		held -= r
 	}
-	return Sample{Live: u(0), Held: held, Allocs: u(3)}
+	live, objects := u(0), u(4)
+	var dead uint64
+	if objects > live {
+		dead = objects - live
+	}
+	return Sample{Live: live, Held: held, Allocs: u(3), Reclaimable: dead + u(5)}
 }
 
 // Worth reports whether a trim is worth it between two readings prev and cur
-// taken one interval apart: more than slack and more than a quarter of the
-// live heap is held beyond the live heap, and the process allocated less than a quarter
-// of that excess during the interval (it is quiet; a busy process would only
-// grow back at once). It is pure.
+// taken one interval apart: more than slack and more than an eighth of the
+// live heap is reclaimable, and the process allocated less than a quarter of
+// that during the interval (it is quiet; a busy process would only grow back
+// at once, and its collector runs anyway). It is pure.
 func Worth(prev, cur Sample, slack uint64) bool {
-	if cur.Held <= cur.Live {
+	r := cur.Reclaimable
+	if r < slack || r < cur.Live/8 {
 		return false
 	}
-	excess := cur.Held - cur.Live
-	if excess < slack || excess < cur.Live/4 {
-		return false
-	}
-	return cur.Allocs-prev.Allocs < excess/4
+	return cur.Allocs-prev.Allocs < r/4
 }
 
 // Run trims the process's memory until ctx ends: every Interval it reads the
@@ -111,11 +121,12 @@ func Run(ctx context.Context, cfg Config) {
 		}
 		cur := Read()
 		if Worth(prev, cur, cfg.Slack) && time.Since(last) >= cfg.MinGap {
+			start := time.Now()
 			debug.FreeOSMemory()
 			last = time.Now()
 			after := Read()
 			if cfg.OnTrim != nil {
-				cfg.OnTrim(cur.Held, after.Held)
+				cfg.OnTrim(cur.Held, after.Held, last.Sub(start))
 			}
 			cur = after
 		}

@@ -15,12 +15,12 @@ func TestWorth(t *testing.T) {
 		slack     uint64
 		want      bool
 	}{
-		{"quiet with a large excess", Sample{Allocs: 1000 * mb}, Sample{Live: 300 * mb, Held: 800 * mb, Allocs: 1010 * mb}, 64 * mb, true},
-		{"busy: allocating into the excess", Sample{Allocs: 1000 * mb}, Sample{Live: 300 * mb, Held: 800 * mb, Allocs: 1300 * mb}, 64 * mb, false},
-		{"excess below the slack", Sample{}, Sample{Live: 10 * mb, Held: 60 * mb}, 64 * mb, false},
-		{"excess below a quarter of the live heap", Sample{}, Sample{Live: 400 * mb, Held: 490 * mb}, 64 * mb, false},
-		{"excess over a quarter of the live heap", Sample{}, Sample{Live: 400 * mb, Held: 510 * mb}, 64 * mb, true},
-		{"nothing beyond the live heap", Sample{}, Sample{Live: 400 * mb, Held: 300 * mb}, 64 * mb, false},
+		{"quiet with much reclaimable", Sample{Allocs: 1000 * mb}, Sample{Live: 300 * mb, Reclaimable: 500 * mb, Allocs: 1010 * mb}, 32 * mb, true},
+		{"busy: allocating as much as a trim would return", Sample{Allocs: 1000 * mb}, Sample{Live: 300 * mb, Reclaimable: 500 * mb, Allocs: 1300 * mb}, 32 * mb, false},
+		{"reclaimable below the slack", Sample{}, Sample{Live: 10 * mb, Reclaimable: 20 * mb}, 32 * mb, false},
+		{"reclaimable below an eighth of the live heap", Sample{}, Sample{Live: 400 * mb, Reclaimable: 45 * mb}, 32 * mb, false},
+		{"reclaimable over an eighth of the live heap", Sample{}, Sample{Live: 400 * mb, Reclaimable: 55 * mb}, 32 * mb, true},
+		{"held far beyond live, nothing reclaimable (runtime metadata, stacks)", Sample{}, Sample{Live: 100 * mb, Held: 400 * mb}, 32 * mb, false},
 	}
 	for _, c := range cases {
 		if got := Worth(c.prev, c.cur, c.slack); got != c.want {
@@ -57,7 +57,7 @@ func TestRunReturnsGarbage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go Run(ctx, Config{Interval: 20 * time.Millisecond, MinGap: time.Millisecond, Slack: 16 << 20,
-		OnTrim: func(b, a uint64) { trims <- trim{b, a} }})
+		OnTrim: func(b, a uint64, _ time.Duration) { trims <- trim{b, a} }})
 	select {
 	case tr := <-trims:
 		if tr.after >= tr.before || tr.before-tr.after < 100<<20 {

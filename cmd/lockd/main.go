@@ -175,8 +175,8 @@ func run(args []string, stderr io.Writer) int {
 	// Once a burst of writes is over, hand the collector's headroom back.
 	trimCtx, stopTrim := context.WithCancel(context.Background())
 	defer stopTrim()
-	go memtrim.Run(trimCtx, memtrim.Config{OnTrim: func(before, after uint64) {
-		lg.Debug("returned free heap to the OS", "held_mib", before>>20, "now_mib", after>>20)
+	go memtrim.Run(trimCtx, memtrim.Config{OnTrim: func(before, after uint64, took time.Duration) {
+		lg.Debug("returned free heap to the OS", "held_mib", before>>20, "now_mib", after>>20, "took", took)
 	}})
 	code := 0
 wait:
