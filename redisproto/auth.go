@@ -42,14 +42,14 @@ func (s *Server) aclTable() *command.ACLTable {
 }
 
 // lookupUser finds a user in t, falling back to the configured default user
-// for "default".
+// for "default". The user is shared: callers read it and change only copies
+// (command.SetUser clones).
 func (s *Server) lookupUser(t *command.ACLTable, name string) (*command.User, bool) {
 	if u, ok := t.User(name); ok {
 		return u, true
 	}
 	if name == command.DefaultUserName {
-		u := command.DefaultUser(s.cfg.RequirePass)
-		return &u, true
+		return &s.defaultUser, true
 	}
 	return nil, false
 }
@@ -63,7 +63,7 @@ func (s *Server) users(t *command.ACLTable) []command.User {
 		for i < len(out) && out[i].Name < command.DefaultUserName {
 			i++
 		}
-		out = append(out[:i], append([]command.User{command.DefaultUser(s.cfg.RequirePass)}, out[i:]...)...)
+		out = append(out[:i], append([]command.User{s.defaultUser}, out[i:]...)...)
 	}
 	return out
 }

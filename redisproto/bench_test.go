@@ -3,6 +3,8 @@ package redisproto
 import (
 	"strconv"
 	"testing"
+
+	"github.com/lockd/lockd/raftstore/command"
 )
 
 // cycleReader returns its bytes over and over, as a client that pipelines the
@@ -62,4 +64,26 @@ func appendCommand(b []byte, argv ...string) []byte {
 		b = append(b, '\r', '\n')
 	}
 	return b
+}
+
+// BenchmarkAuthorize: one op checks one LOCK.ACQUIRE against the ACL, as
+// every command is checked, for a connection that authenticated as the
+// default user of a server with -requirepass. Runs only with -bench:
+//
+//	go test -run '^$' -bench Authorize ./redisproto
+func BenchmarkAuthorize(b *testing.B) {
+	s := &Server{cfg: Config{RequirePass: "secret"}, defaultUser: command.DefaultUser("secret"), store: newFSMStore()}
+	c := &conn{srv: s}
+	c.initAuth()
+	if !c.login([]byte(command.DefaultUserName), []byte("secret")) {
+		b.Fatal("AUTH secret refused")
+	}
+	args := [][]byte{[]byte("LOCK.ACQUIRE"), []byte("lock:1"), []byte("owner-1"), []byte("PX"), []byte("30000")}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.auth.stale = true // a new batch, as conn.serve marks it
+		if v, denied := c.authorize(args); denied {
+			b.Fatalf("denied: %v", v)
+		}
+	}
 }

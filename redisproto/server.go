@@ -73,6 +73,9 @@ type Config struct {
 // Server accepts RESP connections.
 type Server struct {
 	cfg   Config
+	// defaultUser is the "default" user Config.RequirePass makes, built once
+	// (a password hash per command otherwise); read-only, shared.
+	defaultUser command.User
 	store Store
 	log   *slog.Logger
 	ln    net.Listener
@@ -119,7 +122,7 @@ func Listen(cfg Config, store Store) (*Server, error) {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, store: store, log: cfg.Logger, ln: ln, start: time.Now(),
+	return &Server{cfg: cfg, defaultUser: command.DefaultUser(cfg.RequirePass), store: store, log: cfg.Logger, ln: ln, start: time.Now(),
 		conns: map[*conn]struct{}{}, ctx: ctx, cancelCtx: cancel, pubsub: newBroker()}, nil
 }
 
