@@ -72,14 +72,14 @@ type Config struct {
 
 // Server accepts RESP connections.
 type Server struct {
-	cfg   Config
+	cfg Config
 	// defaultUser is the "default" user Config.RequirePass makes, built once
 	// (a password hash per command otherwise); read-only, shared.
 	defaultUser command.User
-	store Store
-	log   *slog.Logger
-	ln    net.Listener
-	start time.Time
+	store       Store
+	log         *slog.Logger
+	ln          net.Listener
+	start       time.Time
 
 	nextID    atomic.Int64
 	mu        sync.Mutex
