@@ -3,6 +3,7 @@ package memtrim
 import (
 	"context"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 )
@@ -82,5 +83,32 @@ func TestAfterReturnsGarbageOnce(t *testing.T) {
 			t.Fatalf("held %d MiB 10s after After, %d MiB before; want at least 100 MiB returned", Read().Held>>20, before>>20)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReclaimable: Reclaimable counts garbage not yet collected and free
+// pages not yet returned, and not the live heap: right after a trim it is
+// small whatever is live; garbage made after it shows in full.
+func TestReclaimable(t *testing.T) {
+	keep := make([][]byte, 0, 64)
+	for i := 0; i < 64; i++ {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	defer runtime.KeepAlive(keep)
+	debug.FreeOSMemory()
+	s := Read()
+	if s.Live < 64<<20 {
+		t.Fatalf("live %d MiB, want the 64 MiB kept", s.Live>>20)
+	}
+	if s.Reclaimable > 16<<20 {
+		t.Fatalf("right after a trim: reclaimable %d MiB (live %d MiB), want under 16", s.Reclaimable>>20, s.Live>>20)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection until the test ends
+	for i := 0; i < 128; i++ {
+		sink = append(sink, make([]byte, 1<<20))
+	}
+	sink = nil // garbage, not yet collected
+	if r := Read().Reclaimable; r < 120<<20 {
+		t.Fatalf("after 128 MiB of garbage: reclaimable %d MiB, want at least 120", r>>20)
 	}
 }
