@@ -110,7 +110,7 @@ DURATION ?= 10m
 SEED     ?=
 chaos: build
 	@mkdir -p $(BIN)
-	CHAOS_DURATION=$(DURATION) CHAOS_SEED=$(SEED) CHAOS_REPORT=$(BIN)/chaos-report.txt \
+	CHAOS_DURATION=$(DURATION) CHAOS_SEED=$(SEED) CHAOS_REPORT=$(CURDIR)/$(BIN)/chaos-report.txt \
 		$(GO) test -count=1 -timeout 3h -run 'TestChaos(Campaign|NegativeControl|PlantedBugs)$$' -v ./test/
 	$(GO) test -count=1 -run 'Test.*Crash|Test.*Kill|TestCluster|TestLinearizab' -v ./test/
 	$(GO) test -count=1 -run 'TestClusterFailover|TestMinority|TestSessionSurvives|TestJoin' -v ./raftstore/

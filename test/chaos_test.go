@@ -626,7 +626,9 @@ func TestChaosCampaign(t *testing.T) {
 	report := fmt.Sprintf("chaos campaign, seed %d, %v:\n%s", seed, time.Since(begin).Round(time.Second), &tb)
 	t.Log("\n" + report)
 	if p := os.Getenv("CHAOS_REPORT"); p != "" {
-		os.WriteFile(p, []byte(report), 0o644)
+		if err := os.WriteFile(p, []byte(report), 0o644); err != nil {
+			t.Errorf("CHAOS_REPORT: %v", err)
+		}
 	}
 	for _, v := range all {
 		t.Error(v)
