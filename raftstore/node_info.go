@@ -116,7 +116,19 @@ func (n *Node) LockCounters() LockCounters {
 func (n *Node) LockInfo() [][2]string { return lockInfo(n.LockCounters()) }
 
 // Collectors returns the node's store instruments (shared by its groups).
-func (n *Node) Collectors() []prometheus.Collector { return n.groups[0].Collectors() }
+func (n *Node) Collectors() []prometheus.Collector {
+	cs := n.groups[0].Collectors()
+	if sh := n.sharedLog; sh != nil {
+		cs = append(cs,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockd_log_commits_total",
+				Help: "Synced transactions (one fsync each) of the node's Raft log, which every group shares."},
+				func() float64 { txns, _ := sh.Commits(); return float64(txns) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockd_log_group_writes_total",
+				Help: "Group log writes (one per lockd_fsync_seconds observation) those transactions held: their ratio is the writes per fsync."},
+				func() float64 { _, calls := sh.Commits(); return float64(calls) }))
+	}
+	return cs
+}
 
 // ClusterView is this node's picture of the cluster, built from local Raft
 // state and the address book (no network call, except a refresh of the book

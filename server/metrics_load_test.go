@@ -106,3 +106,56 @@ func TestMetricsFollowLoad(t *testing.T) {
 		t.Fatal("the held lock is not held")
 	}
 }
+
+// TestSharedLogMetrics: on a node whose groups share one log, concurrent
+// writes to several groups are counted as group writes and as the synced
+// transactions that held them, never more transactions than writes; a node
+// with one group (no shared log) has neither series.
+func TestSharedLogMetrics(t *testing.T) {
+	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), Groups: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	before := scrape(t, s)
+	const workers, cycles = 16, 20
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := client(t, s, 2)
+			for i := range cycles {
+				if err := c.Do(ctx, "SET", fmt.Sprintf("shared/%d/%d", w, i), "v").Err(); err != nil {
+					t.Errorf("SET: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	after := scrape(t, s)
+	commits := after["lockd_log_commits_total"] - before["lockd_log_commits_total"]
+	writes := after["lockd_log_group_writes_total"] - before["lockd_log_group_writes_total"]
+	fsyncs := after["lockd_fsync_seconds_count"] - before["lockd_fsync_seconds_count"]
+	if commits < 1 || writes < commits {
+		t.Errorf("commits moved by %v, group writes by %v: want 1 <= commits <= writes", commits, writes)
+	}
+	// One observation per group write; the scrape reads the series one after
+	// the other while a group's background entries may land between them.
+	if d := writes - fsyncs; d < -8 || d > 8 {
+		t.Errorf("group writes moved by %v, lockd_fsync_seconds_count by %v: want them within 8 of each other", writes, fsyncs)
+	}
+	if writes > workers*cycles+8 {
+		t.Errorf("group writes moved by %v for %d SETs", writes, workers*cycles)
+	}
+
+	one := start(t, t.TempDir())
+	defer one.Close()
+	for name := range scrape(t, one) {
+		if strings.HasPrefix(name, "lockd_log_commits_total") || strings.HasPrefix(name, "lockd_log_group_writes_total") {
+			t.Errorf("a one-group node exports %s", name)
+		}
+	}
+}
