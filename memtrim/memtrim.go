@@ -25,7 +25,7 @@ const (
 	DefaultSlack = 32 << 20
 )
 
-// Config tunes a Trimmer; zero fields take the defaults.
+// Config tunes Run; zero fields take the defaults.
 type Config struct {
 	Interval time.Duration // how often the counters are read
 	MinGap   time.Duration // least time between two trims
