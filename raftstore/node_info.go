@@ -56,8 +56,15 @@ func (n *Node) groupStatuses() []groupStatus {
 func (n *Node) Stats() [][2]string {
 	out := n.groups[0].Stats()
 	for i := range out {
-		if out[i][0] == "raft_groups" { // group 0 speaks for itself alone
+		switch out[i][0] { // group 0 speaks for itself alone
+		case "raft_groups":
 			out[i][1] = strconv.Itoa(len(n.groups))
+		case "raft_log_write_batches": // the node's log writes, every group's
+			var sum uint64
+			for _, g := range n.groups {
+				sum += g.logs.Batches()
+			}
+			out[i][1] = strconv.FormatUint(sum, 10)
 		}
 	}
 	out = append(out, [2]string{"shard_map_version", strconv.FormatUint(n.ShardMap().Version, 10)})

@@ -52,7 +52,7 @@ func (s *Server) newMetrics() *prometheus.Registry {
 	gauge("lockd_raft_commit_index", "Raft commit index.", stat("raft_commit_index"))
 	gauge("lockd_raft_applied_index", "Raft applied index.", stat("raft_applied_index"))
 	gauge("lockd_raft_log_time_milliseconds", "Log time of the last applied entry.", stat("raft_log_time_ms"))
-	counter("lockd_raft_log_write_batches_total", "Synced log writes (each holds one or more entries).", stat("raft_log_write_batches"))
+	counter("lockd_raft_log_write_batches_total", "Log writes of every group of this node, each one or more entries, synced alone or, where the groups share one log, in a transaction with other groups' (lockd_log_commits_total).", stat("raft_log_write_batches"))
 	reg.MustRegister(s.store.Collectors()...)
 	reg.MustRegister(lockCollector{s.store})
 	// Security: refusals by the RESP door (and the HTTP door's failed
