@@ -38,6 +38,20 @@ func scrape(t *testing.T, s *Server) map[string]float64 {
 	return out
 }
 
+// inParallel runs f(0) … f(n-1), each on a goroutine of its own, and waits
+// for them all.
+func inParallel(n int, f func(w int)) {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(w)
+		}()
+	}
+	wg.Wait()
+}
+
 // TestMetricsFollowLoad runs a known mix of operations from several clients
 // and checks that each series moved by exactly what was done.
 func TestMetricsFollowLoad(t *testing.T) {
@@ -46,26 +60,20 @@ func TestMetricsFollowLoad(t *testing.T) {
 	ctx := context.Background()
 	before := scrape(t, s)
 	const workers, cycles = 8, 25
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := client(t, s, 2)
-			for i := range cycles {
-				name := fmt.Sprintf("m/%d/%d", w, i)
-				tok, err := c.Do(ctx, "LOCK.ACQUIRE", name, "o", "PX", "60000").Int64()
-				if err != nil {
-					t.Errorf("acquire: %v", err)
-					return
-				}
-				if n, _ := c.Do(ctx, "LOCK.RELEASE", name, tok).Int64(); n != 1 {
-					t.Errorf("release %s %d = %d", name, tok, n)
-				}
+	inParallel(workers, func(w int) {
+		c := client(t, s, 2)
+		for i := range cycles {
+			name := fmt.Sprintf("m/%d/%d", w, i)
+			tok, err := c.Do(ctx, "LOCK.ACQUIRE", name, "o", "PX", "60000").Int64()
+			if err != nil {
+				t.Errorf("acquire: %v", err)
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			if n, _ := c.Do(ctx, "LOCK.RELEASE", name, tok).Int64(); n != 1 {
+				t.Errorf("release %s %d = %d", name, tok, n)
+			}
+		}
+	})
 	c := client(t, s, 2)
 	held, _ := c.Do(ctx, "LOCK.ACQUIRE", "m/held", "o", "PX", "60000").Int64()
 	c.Do(ctx, "NAMESPACE.SET", "m/", "MAXWAITERS", "0")
@@ -121,21 +129,15 @@ func TestSharedLogMetrics(t *testing.T) {
 	ctx := context.Background()
 	before := scrape(t, s)
 	const workers, cycles = 16, 20
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := client(t, s, 2)
-			for i := range cycles {
-				if err := c.Do(ctx, "SET", fmt.Sprintf("shared/%d/%d", w, i), "v").Err(); err != nil {
-					t.Errorf("SET: %v", err)
-					return
-				}
+	inParallel(workers, func(w int) {
+		c := client(t, s, 2)
+		for i := range cycles {
+			if err := c.Do(ctx, "SET", fmt.Sprintf("shared/%d/%d", w, i), "v").Err(); err != nil {
+				t.Errorf("SET: %v", err)
+				return
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	after := scrape(t, s)
 	commits := after["lockd_log_commits_total"] - before["lockd_log_commits_total"]
 	writes := after["lockd_log_group_writes_total"] - before["lockd_log_group_writes_total"]
