@@ -122,17 +122,16 @@ func (n *Node) LockCounters() LockCounters {
 // LockInfo is INFO's "# Locks" section over every group.
 func (n *Node) LockInfo() [][2]string { return lockInfo(n.LockCounters()) }
 
-// Collectors returns the node's store instruments (shared by its groups).
+// Collectors returns the node's store instruments (shared by its groups), and
+// where the groups share one log the count of its synced transactions: with
+// lockd_raft_log_write_batches_total (every group's writes) it gives the group
+// writes per fsync.
 func (n *Node) Collectors() []prometheus.Collector {
 	cs := n.groups[0].Collectors()
 	if sh := n.sharedLog; sh != nil {
-		cs = append(cs,
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockd_log_commits_total",
-				Help: "Synced transactions (one fsync each) of the node's Raft log, which every group shares."},
-				func() float64 { txns, _ := sh.Commits(); return float64(txns) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockd_log_group_writes_total",
-				Help: "Group log writes (one per lockd_fsync_seconds observation) those transactions held: their ratio is the writes per fsync."},
-				func() float64 { _, calls := sh.Commits(); return float64(calls) }))
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockd_log_commits_total",
+			Help: "Synced transactions (one fsync each) of the node's Raft log, which every group shares."},
+			func() float64 { txns, _ := sh.Commits(); return float64(txns) }))
 	}
 	return cs
 }
