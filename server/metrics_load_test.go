@@ -43,11 +43,7 @@ func scrape(t *testing.T, s *Server) map[string]float64 {
 func inParallel(n int, f func(w int)) {
 	var wg sync.WaitGroup
 	for w := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(w)
-		}()
+		wg.Go(func() { f(w) })
 	}
 	wg.Wait()
 }
