@@ -72,7 +72,11 @@ func appendCommand(b []byte, argv ...string) []byte {
 //
 //	go test -run '^$' -bench Authorize ./redisproto
 func BenchmarkAuthorize(b *testing.B) {
-	s := &Server{cfg: Config{RequirePass: "secret"}, defaultUser: command.DefaultUser("secret"), store: newFSMStore()}
+	s, err := Listen(Config{Addr: "127.0.0.1:0", RequirePass: "secret"}, newFSMStore())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
 	c := &conn{srv: s}
 	c.initAuth()
 	if !c.login([]byte(command.DefaultUserName), []byte("secret")) {
