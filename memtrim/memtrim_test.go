@@ -32,14 +32,19 @@ func TestWorth(t *testing.T) {
 
 var sink [][]byte
 
-// makeGarbage leaves about 256 MiB of collected garbage held by the runtime
-// (beside 64 MiB kept live until the test ends) and returns the held bytes.
-func makeGarbage(t *testing.T) uint64 {
-	keep := make([][]byte, 0, 64)
-	for i := 0; i < 64; i++ {
+// keepLive allocates mib MiB that stay live until the test ends.
+func keepLive(t *testing.T, mib int) {
+	keep := make([][]byte, 0, mib)
+	for i := 0; i < mib; i++ {
 		keep = append(keep, make([]byte, 1<<20))
 	}
 	t.Cleanup(func() { runtime.KeepAlive(keep) })
+}
+
+// makeGarbage leaves about 256 MiB of collected garbage held by the runtime
+// (beside 64 MiB kept live until the test ends) and returns the held bytes.
+func makeGarbage(t *testing.T) uint64 {
+	keepLive(t, 64)
 	for i := 0; i < 256; i++ {
 		sink = append(sink, make([]byte, 1<<20))
 	}
@@ -90,11 +95,7 @@ func TestAfterReturnsGarbageOnce(t *testing.T) {
 // pages not yet returned, and not the live heap: right after a trim it is
 // small whatever is live; garbage made after it shows in full.
 func TestReclaimable(t *testing.T) {
-	keep := make([][]byte, 0, 64)
-	for i := 0; i < 64; i++ {
-		keep = append(keep, make([]byte, 1<<20))
-	}
-	defer runtime.KeepAlive(keep)
+	keepLive(t, 64)
 	debug.FreeOSMemory()
 	s := Read()
 	if s.Live < 64<<20 {
