@@ -35,7 +35,7 @@
 #   BENCH_CLIENTS   the client counts (default "1 16 64")
 #   BENCH_SYSTEMS   a subset of "lockd-1 lockd-3 redis etcd-3" (default all)
 #   BENCH_OUT       a directory to keep every run's lockbench report in
-#   LOCKD_GROUPS    the lockd-3 cluster's Raft groups (lockd reads LOCKD_<FLAG>;
+#   LOCKD_GROUPS    the lockd-3 cluster's Raft groups (passed as -groups;
 #                   default 8, lockd's default for a -peers cluster; the
 #                   single node has 1); scripts/groups.sh compares 1 with 8
 set -euo pipefail

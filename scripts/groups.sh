@@ -37,7 +37,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-groups.XXXXXX")
 declare -A CYCLES P50 P99 ERRS
 for g in "${GROUPS_LIST[@]}"; do
 	for c in "${CLIENTS[@]}"; do
-		LOCKD_EXTRA=(-groups "$g")
 		start_lockd_cluster "$g"
 		f="$work/report-$g-$c.txt"
 		bin/lockbench -addr "$ADDRS" -lock -clients "$c" \

@@ -118,8 +118,10 @@ start_server() {
 				--appendfsync always --save '' --daemonize no >"$log" 2>&1 &
 			;;
 		lockd)
+			# one group, as lockd gives a single node, even with LOCKD_GROUPS
+			# in the environment (compare.sh's knob for its cluster)
 			"$LOCKD_BIN" -addr "127.0.0.1:$PORT" -peer-addr 127.0.0.1:0 -http-addr "" \
-				-data-dir "$dir" >"$log" 2>&1 &
+				-groups 1 -data-dir "$dir" >"$log" 2>&1 &
 			;;
 		esac
 		SERVER_PID=$!
@@ -183,13 +185,14 @@ leader_first() {
 }
 
 # start_lockd_cluster [GROUPS]: three lockd nodes with a fresh -peers
-# configuration (and the flags in the LOCKD_EXTRA array, if set); sets ADDRS
-# (leader of group 0 first) and SYSTEM_PIDS. With GROUPS (the cluster's group
-# count) it returns only once the group leaders have spread over the nodes
+# configuration; sets ADDRS (leader of group 0 first) and SYSTEM_PIDS. With
+# GROUPS the nodes run that many Raft groups (-groups, whatever LOCKD_GROUPS
+# says) and it returns only once the group leaders have spread over the nodes
 # (spread), so that a load measured at once is not measured on one leader.
 # Retried when a port was taken meanwhile.
 start_lockd_cluster() {
-	local attempt i dir peers idx ports rp pp groups=${1:-}
+	local attempt i dir peers idx ports rp pp groups=${1:-} flags=()
+	[[ -z $groups ]] || flags=(-groups "$groups")
 	for attempt in 1 2 3; do
 		mapfile -t ports < <(free_ports 6)
 		rp=("${ports[@]:0:3}") pp=("${ports[@]:3:3}")
@@ -198,7 +201,7 @@ start_lockd_cluster() {
 		SYSTEM_PIDS=()
 		for i in 0 1 2; do
 			mkdir -p "$dir/n$((i + 1))"
-			"$LOCKD_BIN" ${LOCKD_EXTRA[@]+"${LOCKD_EXTRA[@]}"} -node-id "n$((i + 1))" -peers "$peers" -addr "127.0.0.1:${rp[i]}" \
+			"$LOCKD_BIN" ${flags[@]+"${flags[@]}"} -node-id "n$((i + 1))" -peers "$peers" -addr "127.0.0.1:${rp[i]}" \
 				-peer-addr "127.0.0.1:${pp[i]}" -http-addr "" -data-dir "$dir/n$((i + 1))" \
 				>"$dir/n$((i + 1)).log" 2>&1 &
 			pids+=("$!")
