@@ -531,8 +531,12 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		k.publishReject(op.Name, op.Owner, "queue-full")
 		return unchanged(resp.Error(fmt.Sprintf("QUEUEFULL the wait queue of '%s' is full (%d waiters); retry in %d ms", op.Name, limit, retryHint(rec, c.Now))))
 	}
+	// Log time counts whole milliseconds from a stamp truncated to one, so a
+	// deadline op.Wait after c.Now could come up to 1 ms before op.Wait has
+	// passed since the request arrived; one more keeps "waits at least WAIT ms"
+	// (TestWaitLastsAtLeastWait; the client's own timer usually ends it first).
 	rec.waiters = append(rec.waiters, waiter{id: c.Index, owner: string(op.Owner), session: op.Session, ttl: ttl,
-		mode: op.Mode, limit: op.Limit, reentrant: op.Reentrant, since: c.Now, deadline: addSat(c.Now, op.Wait)})
+		mode: op.Mode, limit: op.Limit, reentrant: op.Reentrant, since: c.Now, deadline: addSat(c.Now, addSat(op.Wait, 1))})
 	k.sessionHold(op.Session, op.Name)
 	k.storeLock(op.Name, it, rec, dropped, c)
 	return resp.Error(queuedPrefix + strconv.FormatUint(c.Index, 10))

@@ -402,3 +402,23 @@ func TestEventFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitLastsAtLeastWait: log time counts whole milliseconds, so a waiter
+// queued at log time t may have arrived up to 1 ms after t began; its wait is
+// still running at t+WAIT and ends at the next millisecond.
+func TestWaitLastsAtLeastWait(t *testing.T) {
+	h := newHarness(t)
+	h.do("LOCK.ACQUIRE w holder PX 60000")
+	start := h.now
+	id := h.queued("LOCK.ACQUIRE w b WAIT 200")
+	h.now = start + 200
+	h.tick()
+	if got := h.wakes(); got != "" {
+		t.Fatalf("tick at WAIT woke %q, want nothing yet", got)
+	}
+	h.now = start + 201
+	h.tick()
+	if got, want := h.wakes(), fmt.Sprintf("%d=0", id); got != want {
+		t.Fatalf("tick 1 ms after WAIT woke %q, want %q", got, want)
+	}
+}
