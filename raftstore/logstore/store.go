@@ -1,12 +1,14 @@
 package logstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,10 +103,10 @@ type Options struct {
 // stable store of a single Raft group. hashicorp/raft calls it from several
 // of its own goroutines; all methods are safe for concurrent use. Writes
 // (StoreLog, StoreLogs, DeleteRange, Set, SetUint64) are durable when they
-// return: badger runs with synchronous writes, so they block until the data
-// has been fsynced — except a StoreLogs that DeferSyncWhen lets return early,
-// whose entries are durable once WaitDurable says so. Log mutations are
-// serialised among themselves.
+// return: badger runs without syncing, and each write is also appended to the
+// store's journal and fdatasynced before it returns (journal.go) — except a
+// StoreLogs that DeferSyncWhen lets return early, whose entries are durable
+// once WaitDurable says so. Log mutations are serialised among themselves.
 //
 // Log entries with index 0 are rejected: raft never uses index 0, and the
 // store reports an empty log as first = last = 0.
@@ -113,6 +115,7 @@ type Store struct {
 	kp     keyPrefix // where this Store's keys live in db
 	shared bool      // db belongs to a Shared: Close leaves it open
 	sh     *Shared   // the Shared whose committer writes this Store's logs; nil: its own
+	jr     *journal  // its own DB's journal (journal.go); nil with a Shared or in memory
 	dir    string
 	logger *slog.Logger
 
@@ -156,21 +159,46 @@ func (s *Store) Batches() uint64 { return s.batches.Load() }
 // the underlying *fs.PathError where there is one). Open loads the first and
 // last log index into memory before returning.
 func Open(dir string, opts Options) (*Store, error) {
-	db, maxValue, logger, err := openDB(dir, opts)
+	db, maxValue, logger, err := openDB(dir, opts, opts.InMemory)
 	if err != nil {
 		return nil, err
+	}
+	var jr *journal
+	if !opts.InMemory {
+		if jr, err = openJournalFor(db, dir, logger); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
 	}
 	s, err := newStore(db, nil, dir, maxValue, logger, opts)
 	if err != nil {
 		_ = db.Close()
+		jr.close()
 		return nil, err
 	}
+	s.jr = jr
 	return s, nil
 }
 
+// openJournalFor opens the journal of the badger DB in dir, replaying what it
+// holds into db first (journal.go).
+func openJournalFor(db *badger.DB, dir string, logger *slog.Logger) (*journal, error) {
+	replayed := 0
+	jr, err := openJournal(filepath.Join(dir, "journal"), dir, func(ops []journalOp) error {
+		replayed += len(ops)
+		return applyOps(db, ops)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
+	}
+	logger.Debug("logstore: journal replayed", "dir", dir, "keys", replayed)
+	return jr, nil
+}
+
 // openDB opens the badger DB in dir (or in memory) with lockd's options and
-// returns it with the largest value it accepts.
-func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
+// returns it with the largest value it accepts. sync: badger fsyncs every
+// commit (a Shared's journal does that job instead).
+func openDB(dir string, opts Options, sync bool) (*badger.DB, int, *slog.Logger, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -188,7 +216,7 @@ func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 		bopts = badger.DefaultOptions(dir)
 	}
 	bopts = bopts.
-		WithSyncWrites(true).
+		WithSyncWrites(sync).
 		WithLogger(badgerLogger{l: logger}).
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(numMemtables).
@@ -234,9 +262,9 @@ func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slo
 
 // Shared is one badger DB that holds the logs and stable stores of several
 // Raft groups of a node, each under its own key prefix. Groups that write at
-// the same time share badger's write batches, and so one fsync, instead of
-// each paying its own; and the node keeps one set of memtables instead of one
-// per group. Its methods are safe for concurrent use.
+// the same time share one badger transaction and one journal record, and so
+// one fsync, instead of each paying its own; and the node keeps one set of
+// memtables instead of one per group. Its methods are safe for concurrent use.
 type Shared struct {
 	db       *badger.DB
 	dir      string
@@ -245,13 +273,14 @@ type Shared struct {
 	opts     Options
 
 	// StoreLogs of every group go through one committer, which writes what
-	// several groups asked for meanwhile in one transaction: badger syncs its
-	// write-ahead log once per transaction, so this is what makes groups
-	// share an fsync.
+	// several groups asked for meanwhile in one transaction and makes it
+	// durable with one fdatasync of the journal (journal.go): this is what
+	// makes groups share an fsync.
 	reqs      chan *setsReq
+	journal   *journal // nil in memory
 	stopped   chan struct{}
 	closeOnce sync.Once
-	commits   atomic.Uint64 // transactions the committer committed
+	commits   atomic.Uint64 // batches the committer made durable
 	requests  atomic.Uint64 // StoreLogs calls they held
 }
 
@@ -367,7 +396,8 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 		}
 	}
 	type run struct{ ri, from, to int }
-	var runs []run // the current transaction's contents
+	var runs []run // what the transactions committed so far hold
+	stored := 0    // runs[:stored] are in committed transactions
 	txn := sh.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	commit := func() error {
@@ -376,55 +406,96 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 		if err != nil {
 			return err
 		}
-		sh.commits.Add(1)
-		for _, x := range runs {
+		stored = len(runs)
+		return nil
+	}
+	// finish reports the stored runs and answers every request: nil only
+	// when the whole batch is durable.
+	finish := func(err error) {
+		for _, x := range runs[:stored] {
 			batch[x.ri].committed(x.from, x.to)
 		}
-		runs = runs[:0]
-		return nil
+		for j := range batch {
+			answer(j, err)
+		}
 	}
 	for ri, r := range batch {
 		from := 0
 		for i := range r.keys {
 			err := r.apply(txn, i)
-			if errors.Is(err, badger.ErrTxnTooBig) && (len(runs) > 0 || i > from) {
+			if errors.Is(err, badger.ErrTxnTooBig) && (len(runs) > stored || i > from) {
 				if i > from {
 					runs = append(runs, run{ri, from, i})
 				}
 				if err = commit(); err == nil {
-					for j := range ri {
-						answer(j, nil) // wholly committed
-					}
 					from = i
 					err = r.apply(txn, i)
 				}
 			}
 			if err != nil {
-				for j := range batch {
-					answer(j, err) // the ones answered before keep their nil
-				}
+				finish(err)
 				return
 			}
 		}
 		runs = append(runs, run{ri, from, len(r.keys)})
 	}
 	err := commit()
-	for j := range batch {
-		answer(j, err)
+	if err == nil {
+		if sh.journal != nil {
+			err = sh.journal.append(batch) // badger does not sync: this makes the batch durable
+		}
 	}
+	if err == nil {
+		sh.commits.Add(1) // one durable write
+	}
+	finish(err)
 }
 
 // OpenShared opens (or creates) the shared DB in dir (see Open for dir's
 // requirements and errors) and starts its committer.
 func OpenShared(dir string, opts Options) (*Shared, error) {
-	db, maxValue, logger, err := openDB(dir, opts)
+	db, maxValue, logger, err := openDB(dir, opts, opts.InMemory)
 	if err != nil {
 		return nil, err
 	}
 	sh := &Shared{db: db, dir: dir, maxValue: maxValue, logger: logger, opts: opts,
 		reqs: make(chan *setsReq, 256), stopped: make(chan struct{})}
+	if !opts.InMemory {
+		if sh.journal, err = openJournalFor(db, dir, logger); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
 	go sh.committer()
 	return sh, nil
+}
+
+// applyOps writes a replayed journal record to db, in as many transactions
+// as its size needs.
+func applyOps(db *badger.DB, ops []journalOp) error {
+	txn := db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	for i := 0; i < len(ops); {
+		op := ops[i]
+		var err error
+		if op.del {
+			err = txn.Delete(op.key)
+		} else {
+			err = txn.Set(op.key, op.val)
+		}
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			if err = txn.Commit(); err != nil {
+				return err
+			}
+			txn = db.NewTransaction(true)
+			continue // the same op again, in the new transaction
+		}
+		if err != nil {
+			return err
+		}
+		i++
+	}
+	return txn.Commit()
 }
 
 // Group returns the Store of group g (0 to 255). Each group must be opened
@@ -446,8 +517,9 @@ func (sh *Shared) Group(g int, obs func(time.Duration)) (*Store, error) {
 	return s, nil
 }
 
-// Commits reports how many transactions the committer wrote and how many
-// StoreLogs calls they held (their ratio: calls per fsync).
+// Commits reports how many batches the committer made durable (one journal
+// fdatasync each) and how many StoreLogs calls they held (their ratio: calls
+// per fsync).
 func (sh *Shared) Commits() (txns, calls uint64) { return sh.commits.Load(), sh.requests.Load() }
 
 // Close stops the committer and closes the DB; close every group's Store
@@ -458,6 +530,9 @@ func (sh *Shared) Close() error {
 		close(sh.stopped)
 		if cerr := sh.db.Close(); cerr != nil {
 			err = fmt.Errorf("logstore: close %s: %w", sh.dir, cerr)
+		}
+		if sh.journal != nil {
+			sh.journal.close() // its records are replayed at the next open
 		}
 	})
 	return err
@@ -525,7 +600,9 @@ func (s *Store) Close() error {
 	if s.shared {
 		return nil // the Shared closes the DB
 	}
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	s.jr.close() // its records are replayed at the next open
+	if err != nil {
 		return fmt.Errorf("logstore: close %s: %w", s.dir, err)
 	}
 	s.logger.Debug("logstore: closed", "dir", s.dir)
@@ -813,7 +890,23 @@ func (s *Store) write(r *setsReq) error {
 	if s.sh != nil {
 		return s.sh.commit(r)
 	}
-	return s.writeSplit(r)
+	if s.jr == nil {
+		return s.writeSplit(r)
+	}
+	// Badger does not sync: the journal makes r durable, and only then are
+	// its runs reported.
+	type run struct{ from, to int }
+	var runs []run
+	report := r.committed
+	r.committed = func(from, to int) { runs = append(runs, run{from, to}) }
+	err := s.writeSplit(r)
+	if err == nil {
+		err = s.jr.append([]*setsReq{r})
+	}
+	for _, x := range runs {
+		report(x.from, x.to)
+	}
+	return err
 }
 
 // writeSplit writes r's keys in as few transactions of s's own DB as
@@ -885,9 +978,8 @@ func (s *Store) Set(key, val []byte) error {
 	}
 	defer s.closeMu.RUnlock()
 
-	err := s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(s.kp.stable(key), val)
-	})
+	// Through write, whose journal makes it durable (badger does not sync).
+	err := s.write(&setsReq{keys: [][]byte{s.kp.stable(key)}, vals: [][]byte{bytes.Clone(val)}, committed: func(int, int) {}})
 	if err != nil {
 		return fmt.Errorf("logstore: set %q: %w", key, err)
 	}

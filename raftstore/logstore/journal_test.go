@@ -1,0 +1,176 @@
+package logstore
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// journalKinds opens, in dir, a Store of its own or group 0 of a Shared,
+// both of which journal their writes; closing it closes what it belongs to.
+var journalKinds = []struct {
+	name string
+	open func(t *testing.T, dir string) (*Store, func() error)
+}{
+	{"own", func(t *testing.T, dir string) (*Store, func() error) {
+		s := openStore(t, dir, Options{})
+		return s, s.Close
+	}},
+	{"shared", func(t *testing.T, dir string) (*Store, func() error) {
+		sh, s := openGroup(t, dir, Options{})
+		return s, func() error { s.Close(); return sh.Close() }
+	}},
+}
+
+// copyJournal copies the journal files of the Shared in dir into a new
+// directory's journal, without badger's files: what a node would find after
+// a power loss that took everything badger had not synced.
+func copyJournal(t *testing.T, dir string) string {
+	t.Helper()
+	fresh := t.TempDir()
+	to := filepath.Join(fresh, "journal")
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	seqs, err := journalFiles(filepath.Join(dir, "journal"))
+	if err != nil || len(seqs) == 0 {
+		t.Fatalf("journal files: %v %v", seqs, err)
+	}
+	for _, seq := range seqs {
+		data, err := os.ReadFile(filepath.Join(dir, "journal", journalName(seq)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, journalName(seq)), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fresh
+}
+
+// Everything a Shared acknowledged is in its journal: opened on the journal
+// alone, an empty badger gets back the logs, the truncations of both ends
+// and the stable values.
+func TestJournalRestoresWhatBadgerLost(t *testing.T) {
+	for _, kind := range journalKinds {
+		t.Run(kind.name, func(t *testing.T) { testJournalRestores(t, kind.open) })
+	}
+}
+
+func testJournalRestores(t *testing.T, open func(*testing.T, string) (*Store, func() error)) {
+	dir := t.TempDir()
+	st, closeAll := open(t, dir)
+	requireNoErr(t, st.StoreLogs(testLogs(1, 100)), "StoreLogs")
+	requireNoErr(t, st.DeleteRange(1, 40), "DeleteRange front")
+	requireNoErr(t, st.StoreLogs(testLogs(101, 120)), "StoreLogs")
+	requireNoErr(t, st.DeleteRange(111, 120), "DeleteRange back")
+	requireNoErr(t, st.SetUint64([]byte("CurrentTerm"), 7), "SetUint64")
+	requireNoErr(t, st.Set([]byte("LastVoteCand"), []byte("n2")), "Set")
+	requireNoErr(t, closeAll(), "Close")
+
+	got, _ := open(t, copyJournal(t, dir))
+	assertBounds(t, got, 41, 110)
+	assertHasLogs(t, got, 1, 125, func(i uint64) bool { return i >= 41 && i <= 110 })
+	if v, err := got.GetUint64([]byte("CurrentTerm")); err != nil || v != 7 {
+		t.Fatalf("CurrentTerm = %d, %v; want 7", v, err)
+	}
+	if v, err := got.Get([]byte("LastVoteCand")); err != nil || string(v) != "n2" {
+		t.Fatalf("LastVoteCand = %q, %v; want n2", v, err)
+	}
+}
+
+// A record cut short by a crash ends the replay: the batches before it are
+// restored, it is not, and the Shared opens.
+func TestJournalStopsAtTornRecord(t *testing.T) {
+	for _, kind := range journalKinds {
+		t.Run(kind.name, func(t *testing.T) { testJournalTorn(t, kind.open) })
+	}
+}
+
+func testJournalTorn(t *testing.T, open func(*testing.T, string) (*Store, func() error)) {
+	dir := t.TempDir()
+	st, closeAll := open(t, dir)
+	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
+	requireNoErr(t, st.StoreLogs(testLogs(11, 20)), "StoreLogs")
+	requireNoErr(t, closeAll(), "Close")
+
+	fresh := copyJournal(t, dir)
+	seqs, _ := journalFiles(filepath.Join(fresh, "journal"))
+	name := filepath.Join(fresh, "journal", journalName(seqs[len(seqs)-1]))
+	data, err := os.ReadFile(name)
+	requireNoErr(t, err, "read journal")
+	// The second record, its last bytes never written.
+	first := journalHeader + int(le32(data))
+	second := journalHeader + int(le32(data[first:]))
+	for _, cut := range []int{first + second/2, first + 3} {
+		torn := bytes.Clone(data)
+		clear(torn[cut:])
+		requireNoErr(t, os.WriteFile(name, torn, 0o600), "write journal")
+		target := t.TempDir()
+		requireNoErr(t, os.CopyFS(target, os.DirFS(fresh)), "copy")
+		got, _ := open(t, target)
+		assertBounds(t, got, 1, 10)
+		assertHasLogs(t, got, 1, 20, func(i uint64) bool { return i <= 10 })
+	}
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// A full journal file is replaced by a new one after a checkpoint; no more
+// than one file of records is kept, and a reopen finds every entry.
+func TestJournalCheckpoints(t *testing.T) {
+	defer func(n int64) { journalFileSize = n }(journalFileSize)
+	journalFileSize = 4 << 10
+	for _, kind := range journalKinds {
+		t.Run(kind.name, func(t *testing.T) { testJournalCheckpoints(t, kind.open) })
+	}
+}
+
+func testJournalCheckpoints(t *testing.T, open func(*testing.T, string) (*Store, func() error)) {
+	dir := t.TempDir()
+	st, closeAll := open(t, dir)
+	for i := uint64(1); i <= 400; i += 10 {
+		requireNoErr(t, st.StoreLogs(testLogs(i, i+9)), "StoreLogs")
+	}
+	seqs, err := journalFiles(filepath.Join(dir, "journal"))
+	requireNoErr(t, err, "journal files")
+	if len(seqs) != 1 || seqs[0] < 3 {
+		t.Fatalf("journal files %v: want one, after several checkpoints", seqs)
+	}
+	requireNoErr(t, closeAll(), "Close")
+	got, _ := open(t, dir)
+	assertBounds(t, got, 1, 400)
+	assertHasLogs(t, got, 1, 400, func(uint64) bool { return true })
+}
+
+// Records read back as written; a checksummed record that does not parse is
+// an error, not the end of the journal.
+func TestJournalRecord(t *testing.T) {
+	batch := []*setsReq{
+		{keys: [][]byte{[]byte("a"), []byte("")}, vals: [][]byte{[]byte("1"), bytes.Repeat([]byte("v"), 300)}},
+		{keys: [][]byte{[]byte("gone")}, del: true},
+	}
+	rec := appendJournalRecord(nil, batch)
+	var got []journalOp
+	requireNoErr(t, replayJournal(append(rec, make([]byte, 16)...), func(ops []journalOp) error {
+		got = append(got, ops...)
+		return nil
+	}), "replay")
+	want := []journalOp{{key: []byte("a"), val: []byte("1")}, {key: []byte(""), val: bytes.Repeat([]byte("v"), 300)}, {key: []byte("gone"), del: true}}
+	if len(got) != len(want) {
+		t.Fatalf("replayed %d ops, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i].key, want[i].key) || !bytes.Equal(got[i].val, want[i].val) || got[i].del != want[i].del {
+			t.Fatalf("op %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	for _, bad := range [][]byte{{}, {2}, {1, 2, 1}, {1, 0, 5, 'a'}, {1, 1, 1, 'k', 0}} {
+		if _, err := decodeJournalRecord(bad); err == nil {
+			t.Errorf("decodeJournalRecord(%v) accepted a malformed record", bad)
+		}
+	}
+}
