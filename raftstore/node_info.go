@@ -123,14 +123,15 @@ func (n *Node) LockCounters() LockCounters {
 func (n *Node) LockInfo() [][2]string { return lockInfo(n.LockCounters()) }
 
 // Collectors returns the node's store instruments (shared by its groups), and
-// where the groups share one log the count of its synced transactions: with
+// where the groups share one log the count of its synced writes (one journal
+// fdatasync each, which may hold several groups' appends): with
 // lockd_raft_log_write_batches_total (every group's writes) it gives the group
 // writes per fsync.
 func (n *Node) Collectors() []prometheus.Collector {
 	cs := n.groups[0].Collectors()
 	if sh := n.sharedLog; sh != nil {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockd_log_commits_total",
-			Help: "Synced transactions (one fsync each) of the node's Raft log, which every group shares."},
+			Help: "Synced writes (one journal fdatasync each) of the node's Raft log, which every group shares."},
 			func() float64 { txns, _ := sh.Commits(); return float64(txns) }))
 	}
 	return cs

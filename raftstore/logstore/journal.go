@@ -25,19 +25,25 @@ import (
 // fdatasync into a preallocated file, and with the flushes out of the way
 // entirely a 3-node cluster ran 1.9x the cycles/s (issue 9). So a Store or
 // Shared on disk runs badger without syncing and makes each write durable
-// itself: it commits the write to badger (its memtable and its own, unsynced,
-// logs), appends the same keys and values to the journal as one checksummed
-// record, and fdatasyncs the journal; only then is the caller told the write
-// is done. A Shared's committer journals all the groups' writes it commits
+// itself: it appends the write's keys and values to the journal as one
+// checksummed record and fdatasyncs the journal, and only then commits the
+// write to badger (its memtable and its own, unsynced, logs) and tells the
+// caller. A Shared's committer journals all the groups' writes it commits
 // together as one record, one fdatasync.
 //
-// After a crash badger holds what it had made durable plus some prefix of
-// the later writes (it replays its logs up to the first torn record).
-// Opening the store replays every journal record, in order, into badger,
-// makes badger's files durable (checkpoint) and starts an empty journal file:
-// replaying, in their order, sets and deletes of which a prefix was already
-// applied leaves every key as the last of them left it, so the result is the
-// state after the last batch the journal holds, whatever prefix badger kept.
+// The order matters: badger may write out any of its unsynced writes at any
+// time, so it must never hold one that the journal could lose — a write kept
+// by badger but not by the journal would survive the replay below half
+// undone (its keys that earlier records also wrote set back, the others
+// not), which could leave a Raft log whose entries disagree on their terms.
+// With the journal first, after a crash badger holds what it had made
+// durable plus some prefix of the later writes (it replays its logs up to
+// the first torn record), all of them in the journal. Opening the store
+// replays every journal record, in order, into badger, makes badger's files
+// durable (checkpoint) and starts an empty journal file: replaying, in their
+// order, sets and deletes of which a prefix was already applied leaves every
+// key as the last of them left it, so the result is the state after the last
+// record the journal holds, whatever prefix badger kept.
 // When a journal file is full, the writer likewise checkpoints and starts
 // the next file, so the journal never holds more than one file of writes.
 //
@@ -109,7 +115,7 @@ func openJournal(dir, dbDir string, apply func([]journalOp) error) (*journal, er
 			return nil, fmt.Errorf("journal: checkpoint: %w", err)
 		}
 	}
-	if err := j.next(); err != nil {
+	if err := j.next(0); err != nil {
 		return nil, err
 	}
 	for _, seq := range old {
@@ -244,10 +250,10 @@ func decodeJournalRecord(p []byte) ([]journalOp, error) {
 	return ops, nil
 }
 
-// append makes batch, already committed to badger, durable: one record
-// written and fdatasynced, or, when the record does not fit in the current
-// file, a checkpoint (which makes everything badger holds durable) and a new
-// file. After an error every later call fails with it.
+// append makes batch, which is not yet in badger, durable: one record
+// written and fdatasynced; when it does not fit in the current file, after a
+// checkpoint (which makes everything badger holds durable) in a new one.
+// After an error every later call fails with it.
 func (j *journal) append(batch []*setsReq) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -256,8 +262,9 @@ func (j *journal) append(batch []*setsReq) error {
 	}
 	j.buf = appendJournalRecord(j.buf[:0], batch)
 	if j.off+int64(len(j.buf)) > j.size {
-		j.err = j.checkpoint()
-		return j.err
+		if j.err = j.checkpoint(int64(len(j.buf))); j.err != nil {
+			return j.err
+		}
 	}
 	if _, err := j.f.WriteAt(j.buf, j.off); err != nil {
 		j.err = fmt.Errorf("journal: write: %w", err)
@@ -275,13 +282,13 @@ func (j *journal) append(batch []*setsReq) error {
 }
 
 // checkpoint makes badger's files durable, then replaces the current file
-// with a new, empty one.
-func (j *journal) checkpoint() error {
+// with a new, empty one that has room for need bytes.
+func (j *journal) checkpoint(need int64) error {
 	if err := syncFiles(j.dbDir); err != nil {
 		return fmt.Errorf("journal: checkpoint: %w", err)
 	}
 	done := j.f
-	if err := j.next(); err != nil {
+	if err := j.next(need); err != nil {
 		return err
 	}
 	done.Close()
@@ -291,8 +298,9 @@ func (j *journal) checkpoint() error {
 	return nil
 }
 
-// next creates file seq+1, preallocated, and makes its name durable.
-func (j *journal) next() error {
+// next creates file seq+1, preallocated with room for need bytes or more,
+// and makes its name durable.
+func (j *journal) next(need int64) error {
 	name := filepath.Join(j.dir, journalName(j.seq+1))
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
@@ -301,7 +309,8 @@ func (j *journal) next() error {
 	// Allocated blocks read as zeros, which end the replay; a file system
 	// without fallocate gets a file that grows (an fdatasync then also
 	// records its size).
-	_ = unix.Fallocate(int(f.Fd()), 0, 0, journalFileSize)
+	size := max(journalFileSize, need)
+	_ = unix.Fallocate(int(f.Fd()), 0, 0, size)
 	if err := f.Sync(); err != nil {
 		f.Close()
 		return fmt.Errorf("journal: sync %s: %w", name, err)
@@ -310,7 +319,7 @@ func (j *journal) next() error {
 		f.Close()
 		return err
 	}
-	j.f, j.seq, j.off, j.size = f, j.seq+1, 0, journalFileSize
+	j.f, j.seq, j.off, j.size = f, j.seq+1, 0, size
 	return nil
 }
 

@@ -2,9 +2,12 @@ package logstore
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	badger "github.com/dgraph-io/badger/v4"
 )
 
 // journalKinds opens, in dir, a Store of its own or group 0 of a Shared,
@@ -140,10 +143,17 @@ func testJournalCheckpoints(t *testing.T, open func(*testing.T, string) (*Store,
 	if len(seqs) != 1 || seqs[0] < 3 {
 		t.Fatalf("journal files %v: want one, after several checkpoints", seqs)
 	}
+	// A write bigger than a file gets a file of its own, after a checkpoint:
+	// the journal then holds it alone.
+	requireNoErr(t, st.StoreLogs(testLogs(401, 600)), "StoreLogs of a big batch")
 	requireNoErr(t, closeAll(), "Close")
+	journalOnly := copyJournal(t, dir)
 	got, _ := open(t, dir)
-	assertBounds(t, got, 1, 400)
-	assertHasLogs(t, got, 1, 400, func(uint64) bool { return true })
+	assertBounds(t, got, 1, 600)
+	assertHasLogs(t, got, 1, 600, func(uint64) bool { return true })
+	alone, _ := open(t, journalOnly)
+	assertBounds(t, alone, 401, 600)
+	assertHasLogs(t, alone, 390, 600, func(i uint64) bool { return i >= 401 })
 }
 
 // Records read back as written; a checksummed record that does not parse is
@@ -172,5 +182,41 @@ func TestJournalRecord(t *testing.T) {
 		if _, err := decodeJournalRecord(bad); err == nil {
 			t.Errorf("decodeJournalRecord(%v) accepted a malformed record", bad)
 		}
+	}
+}
+
+// A write the journal could not make durable fails and never reaches
+// badger: badger may write out what it holds at any time, and must not hold
+// what the journal lost.
+func TestJournalFirst(t *testing.T) {
+	for _, kind := range journalKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			st, _ := kind.open(t, t.TempDir())
+			requireNoErr(t, st.StoreLogs(testLogs(1, 5)), "StoreLogs")
+			jr := st.jr
+			if st.sh != nil {
+				jr = st.sh.journal
+			}
+			jr.mu.Lock()
+			jr.err = errors.New("injected: the disk is gone")
+			jr.mu.Unlock()
+			if err := st.StoreLogs(testLogs(6, 8)); err == nil {
+				t.Fatal("StoreLogs succeeded without its journal")
+			}
+			if err := st.SetUint64([]byte("CurrentTerm"), 3); err == nil {
+				t.Fatal("SetUint64 succeeded without its journal")
+			}
+			assertBounds(t, st, 1, 5)
+			assertHasLogs(t, st, 1, 8, func(i uint64) bool { return i <= 5 })
+			if err := st.db.View(func(txn *badger.Txn) error {
+				_, err := txn.Get(st.kp.log(6))
+				return err
+			}); !errors.Is(err, badger.ErrKeyNotFound) {
+				t.Fatalf("entry 6 in badger: %v, want not found", err)
+			}
+			if _, err := st.GetUint64([]byte("CurrentTerm")); !errors.Is(err, ErrKeyNotFound) {
+				t.Fatalf("CurrentTerm: %v, want not found", err)
+			}
+		})
 	}
 }

@@ -395,6 +395,17 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 			return
 		}
 	}
+	// Durable first (badger does not sync), then into badger: badger may
+	// write out any of its writes at any time, so it must never hold one the
+	// journal does not (journal.go).
+	if sh.journal != nil {
+		if err := sh.journal.append(batch); err != nil {
+			for j := range batch {
+				answer(j, err)
+			}
+			return
+		}
+	}
 	type run struct{ ri, from, to int }
 	var runs []run // what the transactions committed so far hold
 	stored := 0    // runs[:stored] are in committed transactions
@@ -440,11 +451,6 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 		runs = append(runs, run{ri, from, len(r.keys)})
 	}
 	err := commit()
-	if err == nil {
-		if sh.journal != nil {
-			err = sh.journal.append(batch) // badger does not sync: this makes the batch durable
-		}
-	}
 	if err == nil {
 		sh.commits.Add(1) // one durable write
 	}
@@ -890,23 +896,12 @@ func (s *Store) write(r *setsReq) error {
 	if s.sh != nil {
 		return s.sh.commit(r)
 	}
-	if s.jr == nil {
-		return s.writeSplit(r)
+	if s.jr != nil { // durable first (badger does not sync), then into badger: journal.go
+		if err := s.jr.append([]*setsReq{r}); err != nil {
+			return err
+		}
 	}
-	// Badger does not sync: the journal makes r durable, and only then are
-	// its runs reported.
-	type run struct{ from, to int }
-	var runs []run
-	report := r.committed
-	r.committed = func(from, to int) { runs = append(runs, run{from, to}) }
-	err := s.writeSplit(r)
-	if err == nil {
-		err = s.jr.append([]*setsReq{r})
-	}
-	for _, x := range runs {
-		report(x.from, x.to)
-	}
-	return err
+	return s.writeSplit(r)
 }
 
 // writeSplit writes r's keys in as few transactions of s's own DB as
