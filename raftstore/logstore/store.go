@@ -159,7 +159,7 @@ func (s *Store) Batches() uint64 { return s.batches.Load() }
 // the underlying *fs.PathError where there is one). Open loads the first and
 // last log index into memory before returning.
 func Open(dir string, opts Options) (*Store, error) {
-	db, maxValue, logger, err := openDB(dir, opts, opts.InMemory)
+	db, maxValue, logger, err := openDB(dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +196,9 @@ func openJournalFor(db *badger.DB, dir string, logger *slog.Logger) (*journal, e
 }
 
 // openDB opens the badger DB in dir (or in memory) with lockd's options and
-// returns it with the largest value it accepts. sync: badger fsyncs every
-// commit (a Shared's journal does that job instead).
-func openDB(dir string, opts Options, sync bool) (*badger.DB, int, *slog.Logger, error) {
+// returns it with the largest value it accepts. Badger does not sync its
+// writes: the store's journal makes them durable (journal.go).
+func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -216,7 +216,7 @@ func openDB(dir string, opts Options, sync bool) (*badger.DB, int, *slog.Logger,
 		bopts = badger.DefaultOptions(dir)
 	}
 	bopts = bopts.
-		WithSyncWrites(sync).
+		WithSyncWrites(false).
 		WithLogger(badgerLogger{l: logger}).
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(numMemtables).
@@ -460,7 +460,7 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 // OpenShared opens (or creates) the shared DB in dir (see Open for dir's
 // requirements and errors) and starts its committer.
 func OpenShared(dir string, opts Options) (*Shared, error) {
-	db, maxValue, logger, err := openDB(dir, opts, opts.InMemory)
+	db, maxValue, logger, err := openDB(dir, opts)
 	if err != nil {
 		return nil, err
 	}
