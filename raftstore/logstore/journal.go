@@ -323,6 +323,36 @@ func (j *journal) next(need int64) error {
 	return nil
 }
 
+// retire, once badger has closed cleanly, makes badger's files durable and
+// removes the journal's files: badger then holds every write by itself, so a
+// clean stop leaves nothing to replay, and a lockd from before the journal
+// finds a complete log. After an earlier failure, or if the sync fails, the
+// files stay for the next open to replay.
+func (j *journal) retire() error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.close()
+	if j.err != nil {
+		return nil // the write that failed was reported; the next open replays
+	}
+	if err := syncFiles(j.dbDir); err != nil {
+		return fmt.Errorf("journal: checkpoint: %w", err)
+	}
+	seqs, err := journalFiles(j.dir)
+	if err != nil {
+		return err
+	}
+	for _, seq := range seqs {
+		if err := os.Remove(filepath.Join(j.dir, journalName(seq))); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+	}
+	return syncDir(j.dir)
+}
+
 // close closes the current file; the records in it stay for the next open.
 func (j *journal) close() error {
 	if j == nil || j.f == nil {

@@ -14,7 +14,7 @@ import (
 // both of which journal their writes; closing it closes what it belongs to.
 var journalKinds = []struct {
 	name string
-	open func(t *testing.T, dir string) (*Store, func() error)
+	open journalOpener
 }{
 	{"own", func(t *testing.T, dir string) (*Store, func() error) {
 		s := openStore(t, dir, Options{})
@@ -24,6 +24,16 @@ var journalKinds = []struct {
 		sh, s := openGroup(t, dir, Options{})
 		return s, func() error { s.Close(); return sh.Close() }
 	}},
+}
+
+// journalOpener opens a journaling store in a directory (journalKinds).
+type journalOpener = func(t *testing.T, dir string) (*Store, func() error)
+
+// forEachJournalKind runs fn as a subtest for each of journalKinds.
+func forEachJournalKind(t *testing.T, fn func(t *testing.T, open journalOpener)) {
+	for _, kind := range journalKinds {
+		t.Run(kind.name, func(t *testing.T) { fn(t, kind.open) })
+	}
 }
 
 // copyJournal copies the journal files of the Shared in dir into a new
@@ -55,13 +65,9 @@ func copyJournal(t *testing.T, dir string) string {
 // Everything a Shared acknowledged is in its journal: opened on the journal
 // alone, an empty badger gets back the logs, the truncations of both ends
 // and the stable values.
-func TestJournalRestoresWhatBadgerLost(t *testing.T) {
-	for _, kind := range journalKinds {
-		t.Run(kind.name, func(t *testing.T) { testJournalRestores(t, kind.open) })
-	}
-}
+func TestJournalRestoresWhatBadgerLost(t *testing.T) { forEachJournalKind(t, testJournalRestores) }
 
-func testJournalRestores(t *testing.T, open func(*testing.T, string) (*Store, func() error)) {
+func testJournalRestores(t *testing.T, open journalOpener) {
 	dir := t.TempDir()
 	st, closeAll := open(t, dir)
 	requireNoErr(t, st.StoreLogs(testLogs(1, 100)), "StoreLogs")
@@ -70,9 +76,16 @@ func testJournalRestores(t *testing.T, open func(*testing.T, string) (*Store, fu
 	requireNoErr(t, st.DeleteRange(111, 120), "DeleteRange back")
 	requireNoErr(t, st.SetUint64([]byte("CurrentTerm"), 7), "SetUint64")
 	requireNoErr(t, st.Set([]byte("LastVoteCand"), []byte("n2")), "Set")
+	journalOnly := copyJournal(t, dir)
 	requireNoErr(t, closeAll(), "Close")
+	// A clean stop leaves badger complete and the journal empty.
+	if seqs, err := journalFiles(filepath.Join(dir, "journal")); err != nil || len(seqs) != 0 {
+		t.Fatalf("journal files after Close: %v %v, want none", seqs, err)
+	}
+	again, _ := open(t, dir)
+	assertBounds(t, again, 41, 110)
 
-	got, _ := open(t, copyJournal(t, dir))
+	got, _ := open(t, journalOnly)
 	assertBounds(t, got, 41, 110)
 	assertHasLogs(t, got, 1, 125, func(i uint64) bool { return i >= 41 && i <= 110 })
 	if v, err := got.GetUint64([]byte("CurrentTerm")); err != nil || v != 7 {
@@ -85,20 +98,16 @@ func testJournalRestores(t *testing.T, open func(*testing.T, string) (*Store, fu
 
 // A record cut short by a crash ends the replay: the batches before it are
 // restored, it is not, and the Shared opens.
-func TestJournalStopsAtTornRecord(t *testing.T) {
-	for _, kind := range journalKinds {
-		t.Run(kind.name, func(t *testing.T) { testJournalTorn(t, kind.open) })
-	}
-}
+func TestJournalStopsAtTornRecord(t *testing.T) { forEachJournalKind(t, testJournalTorn) }
 
-func testJournalTorn(t *testing.T, open func(*testing.T, string) (*Store, func() error)) {
+func testJournalTorn(t *testing.T, open journalOpener) {
 	dir := t.TempDir()
 	st, closeAll := open(t, dir)
 	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
 	requireNoErr(t, st.StoreLogs(testLogs(11, 20)), "StoreLogs")
+	fresh := copyJournal(t, dir)
 	requireNoErr(t, closeAll(), "Close")
 
-	fresh := copyJournal(t, dir)
 	seqs, _ := journalFiles(filepath.Join(fresh, "journal"))
 	name := filepath.Join(fresh, "journal", journalName(seqs[len(seqs)-1]))
 	data, err := os.ReadFile(name)
@@ -127,12 +136,10 @@ func le32(b []byte) uint32 {
 func TestJournalCheckpoints(t *testing.T) {
 	defer func(n int64) { journalFileSize = n }(journalFileSize)
 	journalFileSize = 4 << 10
-	for _, kind := range journalKinds {
-		t.Run(kind.name, func(t *testing.T) { testJournalCheckpoints(t, kind.open) })
-	}
+	forEachJournalKind(t, testJournalCheckpoints)
 }
 
-func testJournalCheckpoints(t *testing.T, open func(*testing.T, string) (*Store, func() error)) {
+func testJournalCheckpoints(t *testing.T, open journalOpener) {
 	dir := t.TempDir()
 	st, closeAll := open(t, dir)
 	for i := uint64(1); i <= 400; i += 10 {
@@ -146,8 +153,8 @@ func testJournalCheckpoints(t *testing.T, open func(*testing.T, string) (*Store,
 	// A write bigger than a file gets a file of its own, after a checkpoint:
 	// the journal then holds it alone.
 	requireNoErr(t, st.StoreLogs(testLogs(401, 600)), "StoreLogs of a big batch")
-	requireNoErr(t, closeAll(), "Close")
 	journalOnly := copyJournal(t, dir)
+	requireNoErr(t, closeAll(), "Close")
 	got, _ := open(t, dir)
 	assertBounds(t, got, 1, 600)
 	assertHasLogs(t, got, 1, 600, func(uint64) bool { return true })
@@ -189,34 +196,32 @@ func TestJournalRecord(t *testing.T) {
 // badger: badger may write out what it holds at any time, and must not hold
 // what the journal lost.
 func TestJournalFirst(t *testing.T) {
-	for _, kind := range journalKinds {
-		t.Run(kind.name, func(t *testing.T) {
-			st, _ := kind.open(t, t.TempDir())
-			requireNoErr(t, st.StoreLogs(testLogs(1, 5)), "StoreLogs")
-			jr := st.jr
-			if st.sh != nil {
-				jr = st.sh.journal
-			}
-			jr.mu.Lock()
-			jr.err = errors.New("injected: the disk is gone")
-			jr.mu.Unlock()
-			if err := st.StoreLogs(testLogs(6, 8)); err == nil {
-				t.Fatal("StoreLogs succeeded without its journal")
-			}
-			if err := st.SetUint64([]byte("CurrentTerm"), 3); err == nil {
-				t.Fatal("SetUint64 succeeded without its journal")
-			}
-			assertBounds(t, st, 1, 5)
-			assertHasLogs(t, st, 1, 8, func(i uint64) bool { return i <= 5 })
-			if err := st.db.View(func(txn *badger.Txn) error {
-				_, err := txn.Get(st.kp.log(6))
-				return err
-			}); !errors.Is(err, badger.ErrKeyNotFound) {
-				t.Fatalf("entry 6 in badger: %v, want not found", err)
-			}
-			if _, err := st.GetUint64([]byte("CurrentTerm")); !errors.Is(err, ErrKeyNotFound) {
-				t.Fatalf("CurrentTerm: %v, want not found", err)
-			}
-		})
-	}
+	forEachJournalKind(t, func(t *testing.T, open journalOpener) {
+		st, _ := open(t, t.TempDir())
+		requireNoErr(t, st.StoreLogs(testLogs(1, 5)), "StoreLogs")
+		jr := st.jr
+		if st.sh != nil {
+			jr = st.sh.journal
+		}
+		jr.mu.Lock()
+		jr.err = errors.New("injected: the disk is gone")
+		jr.mu.Unlock()
+		if err := st.StoreLogs(testLogs(6, 8)); err == nil {
+			t.Fatal("StoreLogs succeeded without its journal")
+		}
+		if err := st.SetUint64([]byte("CurrentTerm"), 3); err == nil {
+			t.Fatal("SetUint64 succeeded without its journal")
+		}
+		assertBounds(t, st, 1, 5)
+		assertHasLogs(t, st, 1, 8, func(i uint64) bool { return i <= 5 })
+		if err := st.db.View(func(txn *badger.Txn) error {
+			_, err := txn.Get(st.kp.log(6))
+			return err
+		}); !errors.Is(err, badger.ErrKeyNotFound) {
+			t.Fatalf("entry 6 in badger: %v, want not found", err)
+		}
+		if _, err := st.GetUint64([]byte("CurrentTerm")); !errors.Is(err, ErrKeyNotFound) {
+			t.Fatalf("CurrentTerm: %v, want not found", err)
+		}
+	})
 }

@@ -536,9 +536,9 @@ func (sh *Shared) Close() error {
 		close(sh.stopped)
 		if cerr := sh.db.Close(); cerr != nil {
 			err = fmt.Errorf("logstore: close %s: %w", sh.dir, cerr)
-		}
-		if sh.journal != nil {
 			sh.journal.close() // its records are replayed at the next open
+		} else if jerr := sh.journal.retire(); jerr != nil {
+			err = fmt.Errorf("logstore: close %s: %w", sh.dir, jerr)
 		}
 	})
 	return err
@@ -606,9 +606,11 @@ func (s *Store) Close() error {
 	if s.shared {
 		return nil // the Shared closes the DB
 	}
-	err := s.db.Close()
-	s.jr.close() // its records are replayed at the next open
-	if err != nil {
+	if err := s.db.Close(); err != nil {
+		s.jr.close() // its records are replayed at the next open
+		return fmt.Errorf("logstore: close %s: %w", s.dir, err)
+	}
+	if err := s.jr.retire(); err != nil {
 		return fmt.Errorf("logstore: close %s: %w", s.dir, err)
 	}
 	s.logger.Debug("logstore: closed", "dir", s.dir)
