@@ -66,8 +66,8 @@ const journalHeader = 8
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // journal appends a store's writes to the current file of its directory.
-// append is safe for concurrent use; openJournal and close run before the
-// first append and after the last.
+// append is safe for concurrent use; openJournal runs before the first
+// append, retire or close after the last.
 type journal struct {
 	mu    sync.Mutex // a Store of its own appends from several goroutines
 	dir   string     // the journal's own directory
