@@ -19,7 +19,7 @@ import (
 //
 // With synchronous writes a badger commit msyncs two files: the memtable's
 // write-ahead log, and the value log's current file even when the batch put
-// nothing there (no value lockd stores reaches badger's value threshold).
+// nothing there (only entries over badger's 1 MiB value threshold go there).
 // That is two device flushes per commit: ~212 µs for a batch of four small
 // entries on the development VM, against ~110 µs for one write and
 // fdatasync into a preallocated file, and with the flushes out of the way

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/hashicorp/raft"
 )
 
 // journalKinds opens, in dir, a Store of its own or group 0 of a Shared,
@@ -260,5 +261,24 @@ func FuzzJournalReplay(f *testing.F) {
 				t.Fatalf("operation %d: %+v replayed as %+v", i, a, b)
 			}
 		}
+	})
+}
+
+// An entry over badger's 1 MiB value threshold (badger keeps it in its value
+// log, unsynced like the rest) is restored from the journal too.
+func TestJournalRestoresLargeEntry(t *testing.T) {
+	forEachJournalKind(t, func(t *testing.T, open journalOpener) {
+		dir := t.TempDir()
+		st, closeAll := open(t, dir)
+		big := testLog(1)
+		big.Data = bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB
+		requireNoErr(t, st.StoreLogs([]*raft.Log{big, testLog(2)}), "StoreLogs")
+		journalOnly := copyJournal(t, dir)
+		requireNoErr(t, closeAll(), "Close")
+		got, _ := open(t, journalOnly)
+		assertBounds(t, got, 1, 2)
+		var l raft.Log
+		requireNoErr(t, got.GetLog(1, &l), "GetLog(1)")
+		assertLogEqual(t, big, &l)
 	})
 }
