@@ -114,9 +114,9 @@ func TestMetricsFollowLoad(t *testing.T) {
 // TestSharedLogMetrics: on a node whose groups share one log, concurrent
 // writes to several groups are counted as group writes in
 // lockd_raft_log_write_batches_total (every group's, one per
-// lockd_fsync_seconds observation) and as the synced transactions that held
-// them, never more transactions than writes; a node with one group (no
-// shared log) has no transaction series.
+// lockd_fsync_seconds observation) and as the synced writes (one journal
+// fdatasync each) that held them, never more of those than group writes; a
+// node with one group (no shared log) has no such series.
 func TestSharedLogMetrics(t *testing.T) {
 	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), Groups: 4})
 	if err != nil {

@@ -80,18 +80,12 @@ type journal struct {
 	err   error // sticky: after a failed write or sync nothing more is trusted
 }
 
-// journalOp is one key of a replayed record: set to val, or deleted.
-type journalOp struct {
-	key, val []byte
-	del      bool
-}
-
 // openJournal replays the records of dir's journal files, oldest first, by
-// calling apply with each record's operations; then it checkpoints (syncs
+// calling apply with each record's writes, in order; then it checkpoints (syncs
 // dbDir), starts a new file and removes the replayed ones. dir is created if
 // needed. A record that is cut short or fails its checksum ends its file's
 // replay: it is the write a crash interrupted.
-func openJournal(dir, dbDir string, apply func([]journalOp) error) (*journal, error) {
+func openJournal(dir, dbDir string, apply func([]*setsReq) error) (*journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -118,11 +112,9 @@ func openJournal(dir, dbDir string, apply func([]journalOp) error) (*journal, er
 	if err := j.next(0); err != nil {
 		return nil, err
 	}
-	for _, seq := range old {
-		if err := os.Remove(filepath.Join(dir, journalName(seq))); err != nil {
-			j.close()
-			return nil, err
-		}
+	if err := j.remove(old); err != nil {
+		j.close()
+		return nil, err
 	}
 	return j, nil
 }
@@ -151,8 +143,8 @@ func journalFiles(dir string) ([]uint64, error) {
 	return seqs, nil
 }
 
-// replayJournal calls apply with the operations of each whole record in data.
-func replayJournal(data []byte, apply func([]journalOp) error) error {
+// replayJournal calls apply with the writes of each whole record in data.
+func replayJournal(data []byte, apply func([]*setsReq) error) error {
 	for off := 0; off+journalHeader <= len(data); {
 		n := int(binary.LittleEndian.Uint32(data[off:]))
 		if n == 0 || n > len(data)-off-journalHeader {
@@ -162,11 +154,11 @@ func replayJournal(data []byte, apply func([]journalOp) error) error {
 		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(data[off+4:]) {
 			return nil // torn
 		}
-		ops, err := decodeJournalRecord(payload)
+		reqs, err := decodeJournalRecord(payload)
 		if err != nil {
 			return err // whole and checksummed, yet unreadable: not a crash's doing
 		}
-		if err := apply(ops); err != nil {
+		if err := apply(reqs); err != nil {
 			return err
 		}
 		off += journalHeader + n
@@ -174,25 +166,22 @@ func replayJournal(data []byte, apply func([]journalOp) error) error {
 	return nil
 }
 
-// appendJournalRecord appends the record of batch's keys and values to dst:
-// the header, then the number of keys and, for each key in order, a flag
-// byte (1: delete), the key and, unless deleted, the value, each preceded by
-// its length (uvarints).
+// appendJournalRecord appends the record of batch's writes to dst: the
+// header, then the number of writes and, for each, a flag byte (1: its keys
+// are deleted), the number of its keys, and each key and, unless deleted, its
+// value, each preceded by its length (uvarints).
 func appendJournalRecord(dst []byte, batch []*setsReq) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, journalHeader)...)
-	n := 0
+	dst = binary.AppendUvarint(dst, uint64(len(batch)))
 	for _, r := range batch {
-		n += len(r.keys)
-	}
-	dst = binary.AppendUvarint(dst, uint64(n))
-	for _, r := range batch {
+		flag := byte(0)
+		if r.del {
+			flag = 1
+		}
+		dst = append(dst, flag)
+		dst = binary.AppendUvarint(dst, uint64(len(r.keys)))
 		for i, k := range r.keys {
-			if r.del {
-				dst = append(dst, 1)
-			} else {
-				dst = append(dst, 0)
-			}
 			dst = binary.AppendUvarint(dst, uint64(len(k)))
 			dst = append(dst, k...)
 			if !r.del {
@@ -209,45 +198,61 @@ func appendJournalRecord(dst []byte, batch []*setsReq) []byte {
 
 var errJournalRecord = errors.New("malformed journal record")
 
-// decodeJournalRecord parses a record's payload; the operations share its
-// memory.
-func decodeJournalRecord(p []byte) ([]journalOp, error) {
-	field := func() ([]byte, bool) {
+// decodeJournalRecord parses a record's payload into its writes (keys and
+// values share p's memory; each reports nothing when committed).
+func decodeJournalRecord(p []byte) ([]*setsReq, error) {
+	uvarint := func() (uint64, bool) {
 		n, k := binary.Uvarint(p)
 		if k <= 0 || n > uint64(len(p)-k) {
+			return 0, false // also: a count larger than what is left to hold it
+		}
+		p = p[k:]
+		return n, true
+	}
+	field := func() ([]byte, bool) {
+		n, ok := uvarint()
+		if !ok {
 			return nil, false
 		}
-		b := p[k : k+int(n)]
-		p = p[k+int(n):]
+		b := p[:n]
+		p = p[n:]
 		return b, true
 	}
-	count, k := binary.Uvarint(p)
-	if k <= 0 || count > uint64(len(p)) {
+	count, ok := uvarint()
+	if !ok {
 		return nil, errJournalRecord
 	}
-	p = p[k:]
-	ops := make([]journalOp, 0, count)
+	reqs := make([]*setsReq, 0, count)
 	for range count {
 		if len(p) == 0 || p[0] > 1 {
 			return nil, errJournalRecord
 		}
-		op := journalOp{del: p[0] == 1}
+		r := &setsReq{del: p[0] == 1, committed: func(int, int) {}}
 		p = p[1:]
-		var ok bool
-		if op.key, ok = field(); !ok {
+		n, ok := uvarint()
+		if !ok {
 			return nil, errJournalRecord
 		}
-		if !op.del {
-			if op.val, ok = field(); !ok {
+		for range n {
+			k, ok := field()
+			if !ok {
 				return nil, errJournalRecord
 			}
+			r.keys = append(r.keys, k)
+			if !r.del {
+				v, ok := field()
+				if !ok {
+					return nil, errJournalRecord
+				}
+				r.vals = append(r.vals, v)
+			}
 		}
-		ops = append(ops, op)
+		reqs = append(reqs, r)
 	}
 	if len(p) != 0 {
 		return nil, errJournalRecord
 	}
-	return ops, nil
+	return reqs, nil
 }
 
 // append makes batch, which is not yet in badger, durable: one record
@@ -292,10 +297,7 @@ func (j *journal) checkpoint(need int64) error {
 		return err
 	}
 	done.Close()
-	if err := os.Remove(done.Name()); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	return nil
+	return j.remove([]uint64{j.seq - 1})
 }
 
 // next creates file seq+1, preallocated with room for need bytes or more,
@@ -345,12 +347,20 @@ func (j *journal) retire() error {
 	if err != nil {
 		return err
 	}
+	if err := j.remove(seqs); err != nil {
+		return err
+	}
+	return syncDir(j.dir)
+}
+
+// remove deletes the journal files seqs (already replayed or checkpointed).
+func (j *journal) remove(seqs []uint64) error {
 	for _, seq := range seqs {
 		if err := os.Remove(filepath.Join(j.dir, journalName(seq))); err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
 	}
-	return syncDir(j.dir)
+	return nil
 }
 
 // close closes the current file; the records in it stay for the next open.

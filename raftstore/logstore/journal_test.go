@@ -164,6 +164,27 @@ func testJournalCheckpoints(t *testing.T, open journalOpener) {
 	assertHasLogs(t, alone, 390, 600, func(i uint64) bool { return i >= 401 })
 }
 
+// keyOp is one key of replayed writes: set to val, or deleted.
+type keyOp struct {
+	key, val []byte
+	del      bool
+}
+
+// keyOps lists the keys of reqs in order.
+func keyOps(reqs []*setsReq) []keyOp {
+	var out []keyOp
+	for _, r := range reqs {
+		for i, k := range r.keys {
+			op := keyOp{key: k, del: r.del}
+			if !r.del {
+				op.val = r.vals[i]
+			}
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
 // Records read back as written; a checksummed record that does not parse is
 // an error, not the end of the journal.
 func TestJournalRecord(t *testing.T) {
@@ -172,12 +193,12 @@ func TestJournalRecord(t *testing.T) {
 		{keys: [][]byte{[]byte("gone")}, del: true},
 	}
 	rec := appendJournalRecord(nil, batch)
-	var got []journalOp
-	requireNoErr(t, replayJournal(append(rec, make([]byte, 16)...), func(ops []journalOp) error {
-		got = append(got, ops...)
+	var got []keyOp
+	requireNoErr(t, replayJournal(append(rec, make([]byte, 16)...), func(reqs []*setsReq) error {
+		got = append(got, keyOps(reqs)...)
 		return nil
 	}), "replay")
-	want := []journalOp{{key: []byte("a"), val: []byte("1")}, {key: []byte(""), val: bytes.Repeat([]byte("v"), 300)}, {key: []byte("gone"), del: true}}
+	want := []keyOp{{key: []byte("a"), val: []byte("1")}, {key: []byte(""), val: bytes.Repeat([]byte("v"), 300)}, {key: []byte("gone"), del: true}}
 	if len(got) != len(want) {
 		t.Fatalf("replayed %d ops, want %d", len(got), len(want))
 	}
@@ -229,27 +250,25 @@ func TestJournalFirst(t *testing.T) {
 
 // FuzzJournalReplay: whatever a journal file holds, replaying it never
 // panics and fails only on a checksummed record that does not parse (a torn
-// or unchecked tail just ends it); the operations it applies, encoded again,
-// replay as the same operations.
+// or unchecked tail just ends it); the writes it applies, encoded again,
+// replay as the same keys and values.
 func FuzzJournalReplay(f *testing.F) {
 	f.Add(appendJournalRecord(nil, []*setsReq{{keys: [][]byte{[]byte("k")}, vals: [][]byte{[]byte("v")}}}))
 	f.Add(append(appendJournalRecord(nil, []*setsReq{{keys: [][]byte{[]byte("a"), []byte("b")}, del: true}}), 1, 2, 3))
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var applied []journalOp
+		var applied []keyOp
 		var again []byte
-		err := replayJournal(data, func(ops []journalOp) error {
-			for _, op := range ops {
-				applied = append(applied, op)
-				again = appendJournalRecord(again, []*setsReq{{keys: [][]byte{op.key}, vals: [][]byte{op.val}, del: op.del}})
-			}
+		err := replayJournal(data, func(reqs []*setsReq) error {
+			applied = append(applied, keyOps(reqs)...)
+			again = appendJournalRecord(again, reqs)
 			return nil
 		})
 		if err != nil && !errors.Is(err, errJournalRecord) {
 			t.Fatalf("replay failed with %v, want nil or errJournalRecord", err)
 		}
-		var back []journalOp
-		if err := replayJournal(again, func(ops []journalOp) error { back = append(back, ops...); return nil }); err != nil {
+		var back []keyOp
+		if err := replayJournal(again, func(reqs []*setsReq) error { back = append(back, keyOps(reqs)...); return nil }); err != nil {
 			t.Fatalf("replaying re-encoded operations: %v", err)
 		}
 		if len(back) != len(applied) {

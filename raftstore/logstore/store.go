@@ -1,7 +1,6 @@
 package logstore
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -184,9 +183,14 @@ func Open(dir string, opts Options) (*Store, error) {
 // holds into db first (journal.go).
 func openJournalFor(db *badger.DB, dir string, logger *slog.Logger) (*journal, error) {
 	replayed := 0
-	jr, err := openJournal(filepath.Join(dir, "journal"), dir, func(ops []journalOp) error {
-		replayed += len(ops)
-		return applyOps(db, ops)
+	jr, err := openJournal(filepath.Join(dir, "journal"), dir, func(reqs []*setsReq) error {
+		for _, r := range reqs {
+			replayed += len(r.keys)
+			if err := writeSplit(db, r); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
@@ -387,28 +391,26 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 			}
 		}
 	}
+	var err error
 	if sh.opts.BeforeWrite != nil {
-		if err := sh.opts.BeforeWrite(); err != nil {
-			for j := range batch {
-				answer(j, err)
-			}
-			return
-		}
+		err = sh.opts.BeforeWrite()
 	}
 	// Durable first (badger does not sync), then into badger: badger may
 	// write out any of its writes at any time, so it must never hold one the
-	// journal does not (journal.go).
-	if sh.journal != nil {
-		if err := sh.journal.append(batch); err != nil {
-			for j := range batch {
-				answer(j, err)
-			}
-			return
-		}
+	// journal does not (journal.go). A request that its transaction has
+	// committed is then durable too, and is answered at once.
+	if err == nil && sh.journal != nil {
+		err = sh.journal.append(batch)
 	}
+	if err != nil {
+		for j := range batch {
+			answer(j, err)
+		}
+		return
+	}
+	sh.commits.Add(1)
 	type run struct{ ri, from, to int }
-	var runs []run // what the transactions committed so far hold
-	stored := 0    // runs[:stored] are in committed transactions
+	var runs []run // the current transaction's contents
 	txn := sh.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	commit := func() error {
@@ -417,44 +419,41 @@ func (sh *Shared) writeBatch(batch []*setsReq) {
 		if err != nil {
 			return err
 		}
-		stored = len(runs)
-		return nil
-	}
-	// finish reports the stored runs and answers every request: nil only
-	// when the whole batch is durable.
-	finish := func(err error) {
-		for _, x := range runs[:stored] {
+		for _, x := range runs {
 			batch[x.ri].committed(x.from, x.to)
 		}
-		for j := range batch {
-			answer(j, err)
-		}
+		runs = runs[:0]
+		return nil
 	}
 	for ri, r := range batch {
 		from := 0
 		for i := range r.keys {
 			err := r.apply(txn, i)
-			if errors.Is(err, badger.ErrTxnTooBig) && (len(runs) > stored || i > from) {
+			if errors.Is(err, badger.ErrTxnTooBig) && (len(runs) > 0 || i > from) {
 				if i > from {
 					runs = append(runs, run{ri, from, i})
 				}
 				if err = commit(); err == nil {
+					for j := range ri {
+						answer(j, nil) // wholly committed
+					}
 					from = i
 					err = r.apply(txn, i)
 				}
 			}
 			if err != nil {
-				finish(err)
+				for j := range batch {
+					answer(j, err) // the ones answered before keep their nil
+				}
 				return
 			}
 		}
 		runs = append(runs, run{ri, from, len(r.keys)})
 	}
-	err := commit()
-	if err == nil {
-		sh.commits.Add(1) // one durable write
+	err = commit()
+	for j := range batch {
+		answer(j, err)
 	}
-	finish(err)
 }
 
 // OpenShared opens (or creates) the shared DB in dir (see Open for dir's
@@ -474,34 +473,6 @@ func OpenShared(dir string, opts Options) (*Shared, error) {
 	}
 	go sh.committer()
 	return sh, nil
-}
-
-// applyOps writes a replayed journal record to db, in as many transactions
-// as its size needs.
-func applyOps(db *badger.DB, ops []journalOp) error {
-	txn := db.NewTransaction(true)
-	defer func() { txn.Discard() }()
-	for i := 0; i < len(ops); {
-		op := ops[i]
-		var err error
-		if op.del {
-			err = txn.Delete(op.key)
-		} else {
-			err = txn.Set(op.key, op.val)
-		}
-		if errors.Is(err, badger.ErrTxnTooBig) {
-			if err = txn.Commit(); err != nil {
-				return err
-			}
-			txn = db.NewTransaction(true)
-			continue // the same op again, in the new transaction
-		}
-		if err != nil {
-			return err
-		}
-		i++
-	}
-	return txn.Commit()
 }
 
 // Group returns the Store of group g (0 to 255). Each group must be opened
@@ -903,18 +874,19 @@ func (s *Store) write(r *setsReq) error {
 			return err
 		}
 	}
-	return s.writeSplit(r)
+	return writeSplit(s.db, r)
 }
 
-// writeSplit writes r's keys in as few transactions of s's own DB as
-// badger's size limits allow, committing them in order; r.committed(from, to)
-// runs after keys [from, to) have been committed.
-func (s *Store) writeSplit(r *setsReq) error {
+// writeSplit writes r's keys in as few transactions of db as badger's size
+// limits allow, committing them in order; r.committed(from, to) runs after
+// keys [from, to) have been committed. A Store of its own writes this way, and
+// so does the replay of a journal.
+func writeSplit(db *badger.DB, r *setsReq) error {
 	n := len(r.keys)
 	if n == 0 {
 		return nil
 	}
-	txn := s.db.NewTransaction(true)
+	txn := db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	start := 0
 	for i := 0; i < n; i++ {
@@ -925,7 +897,7 @@ func (s *Store) writeSplit(r *setsReq) error {
 			}
 			r.committed(start, i)
 			start = i
-			txn = s.db.NewTransaction(true)
+			txn = db.NewTransaction(true)
 			err = r.apply(txn, i)
 		}
 		if err != nil {
@@ -976,7 +948,7 @@ func (s *Store) Set(key, val []byte) error {
 	defer s.closeMu.RUnlock()
 
 	// Through write, whose journal makes it durable (badger does not sync).
-	err := s.write(&setsReq{keys: [][]byte{s.kp.stable(key)}, vals: [][]byte{bytes.Clone(val)}, committed: func(int, int) {}})
+	err := s.write(&setsReq{keys: [][]byte{s.kp.stable(key)}, vals: [][]byte{val}, committed: func(int, int) {}})
 	if err != nil {
 		return fmt.Errorf("logstore: set %q: %w", key, err)
 	}
