@@ -23,7 +23,8 @@ type cluster struct {
 	mu      sync.Mutex // guards nodes
 	peers   []Peer
 	dirs    []string
-	nodes   []*Store // nil while a node is down
+	nodes   []*Store                 // nil while a node is down
+	tweak   func(i int, cfg *Config) // adjusts node i's Config at each start; nil: none
 }
 
 func freeAddr(t testing.TB) string {
@@ -35,8 +36,11 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-func newCluster(t *testing.T, n int) *cluster {
-	c := &cluster{t: t, nodes: make([]*Store, n)}
+func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil) }
+
+// newClusterWith is newCluster with tweak applied to each node's Config.
+func newClusterWith(t *testing.T, n int, tweak func(i int, cfg *Config)) *cluster {
+	c := &cluster{t: t, nodes: make([]*Store, n), tweak: tweak}
 	for i := 0; i < n; i++ {
 		c.peers = append(c.peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: freeAddr(t)})
 		c.dirs = append(c.dirs, t.TempDir())
@@ -55,8 +59,12 @@ func newCluster(t *testing.T, n int) *cluster {
 }
 
 func (c *cluster) start(i int) {
-	s, err := Open(Config{NodeID: c.peers[i].ID, DataDir: c.dirs[i], PeerAddr: c.peers[i].Addr, Peers: c.peers,
-		ApplyTimeout: 3 * time.Second, SnapshotThreshold: 100, TrailingLogs: 20, faults: c.faults[i], observe: c.history[i].observe})
+	cfg := Config{NodeID: c.peers[i].ID, DataDir: c.dirs[i], PeerAddr: c.peers[i].Addr, Peers: c.peers,
+		ApplyTimeout: 3 * time.Second, SnapshotThreshold: 100, TrailingLogs: 20, faults: c.faults[i], observe: c.history[i].observe}
+	if c.tweak != nil {
+		c.tweak(i, &cfg)
+	}
+	s, err := Open(cfg)
 	if err != nil {
 		c.t.Fatalf("start %s: %v", c.peers[i].ID, err)
 	}

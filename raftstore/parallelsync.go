@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/appendpipe"
 )
 
 // The leader's own fsync runs while its followers write theirs.
@@ -30,11 +31,11 @@ import (
 // anywhere, so none was acknowledged.
 
 // capCommit is the group's Raft transport with every AppendEntries'
-// LeaderCommitIndex capped at what the leader's log has on disk. It embeds
-// the NetworkTransport, so hashicorp/raft sees every optional interface of it
-// (pre-vote, Close).
+// LeaderCommitIndex capped at what the leader's log has on disk, pipelined
+// or not. It embeds the transport as appendpipe.Inner, so hashicorp/raft
+// sees its optional interfaces (pre-vote, Close).
 type capCommit struct {
-	*raft.NetworkTransport
+	appendpipe.Inner
 	durable func() uint64 // logstore.Store.Durable of the group's log
 }
 
@@ -47,12 +48,12 @@ func (t capCommit) cap(args *raft.AppendEntriesRequest) {
 // AppendEntries sends one AppendEntries (or heartbeat), its commit capped.
 func (t capCommit) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	t.cap(args)
-	return t.NetworkTransport.AppendEntries(id, target, args, resp)
+	return t.Inner.AppendEntries(id, target, args, resp)
 }
 
 // AppendEntriesPipeline opens a pipeline whose requests' commits are capped.
 func (t capCommit) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	p, err := t.NetworkTransport.AppendEntriesPipeline(id, target)
+	p, err := t.Inner.AppendEntriesPipeline(id, target)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/lua"
+	"github.com/lockd/lockd/raftstore/appendpipe"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/forward"
 	"github.com/lockd/lockd/raftstore/fsm"
@@ -120,6 +121,9 @@ type Config struct {
 
 	// faults, set by tests only, injects partitions on the peer links.
 	faults *faults
+	// noAppendPipe, set by tests only, makes the group behave as a node from
+	// before appendpipe: it serves no pipe header and dials none (pipe.go).
+	noAppendPipe bool
 	// observe, set by tests only, sees every applied entry and its reply.
 	observe func(index uint64, e command.Entry, reply resp.Value)
 
@@ -205,8 +209,8 @@ type Store struct {
 	log   *slog.Logger
 	raft  *raft.Raft
 	logs  *logstore.Store
-	trans *raft.NetworkTransport
-	peer  *mux.Mux // the peer port: Raft traffic and forwarding
+	trans *appendpipe.Transport // hashicorp/raft's NetworkTransport, its pipelined appends on appendpipe
+	peer  *mux.Mux              // the peer port: Raft traffic and forwarding
 	// ownPeer: this Store opened the peer port (Open) and closes it; a
 	// Node's groups share the Node's and close only their own layers.
 	ownPeer  bool
@@ -296,10 +300,13 @@ func Open(cfg Config) (*Store, error) {
 	}
 	dial := forwardDialer(cfg.PeerTLS, fwdHdr)
 	stream, dial = withDialVia(cfg.DialVia, stream, dial) // fault tests only
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	netTrans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: raftLog("transport"),
 	})
+	// The leader's stream of appends to each follower goes on a pipe of its
+	// own, in appendpipe's binary frames (everything else stays on netTrans).
+	trans := newPipeTransport(cfg, peer, netTrans, lg)
 	fwdLayer := peer.Handle(fwdHdr)
 	if ownPeer {
 		go peer.Serve()
@@ -400,7 +407,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.sharedLog != nil { // the leader's fsync runs while the followers write theirs (parallelsync.go)
 		logs.DeferSyncWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader })
 		m.durable = logs.WaitDurable
-		transport = capCommit{NetworkTransport: trans, durable: logs.Durable}
+		transport = capCommit{Inner: trans, durable: logs.Durable}
 	}
 	if cfg.WrapLogStore != nil { // fault tests only
 		logStore = cfg.WrapLogStore(logs)

@@ -1,0 +1,274 @@
+package appendpipe
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// ErrMalformed is returned for a frame that does not decode: the connection
+// carrying it is closed (the peer speaks something else, or the bytes were
+// damaged).
+var ErrMalformed = errors.New("appendpipe: malformed frame")
+
+// MaxFrame bounds one frame (one request or response). hashicorp/raft sends at
+// most MaxAppendEntries entries per request; a frame announcing more than this
+// is refused before anything is allocated for it.
+const MaxFrame = 1 << 30
+
+// The wire format. Every frame is a uvarint payload length, then the payload.
+// Integers are uvarints, byte strings a uvarint of length+1 (0 for nil, so
+// nil and empty stay apart) and then the bytes; a time is 0 for the zero
+// time, else 1 and a zigzag varint of Unix nanoseconds.
+//
+// Request payload: header (protocol version, ID, Addr), Term, Leader,
+// PrevLogEntry, PrevLogTerm, LeaderCommitIndex, the entry count, then each
+// entry: Index, Term, Type, Data, Extensions, AppendedAt.
+//
+// Response payload: header, Term, LastLog, flags (bit 0 Success, bit 1
+// NoRetryBackoff), then the error the follower answered with (nil: none).
+
+func appendBytes(b, v []byte) []byte {
+	if v == nil {
+		return append(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(v))+1)
+	return append(b, v...)
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(b, 0)
+	}
+	return binary.AppendVarint(append(b, 1), t.UnixNano())
+}
+
+func appendHeader(b []byte, h raft.RPCHeader) []byte {
+	b = binary.AppendUvarint(b, uint64(h.ProtocolVersion))
+	b = appendBytes(b, h.ID)
+	return appendBytes(b, h.Addr)
+}
+
+// appendRequest appends req's payload to b.
+func appendRequest(b []byte, req *raft.AppendEntriesRequest) []byte {
+	b = appendHeader(b, req.RPCHeader)
+	b = binary.AppendUvarint(b, req.Term)
+	b = appendBytes(b, req.Leader)
+	b = binary.AppendUvarint(b, req.PrevLogEntry)
+	b = binary.AppendUvarint(b, req.PrevLogTerm)
+	b = binary.AppendUvarint(b, req.LeaderCommitIndex)
+	b = binary.AppendUvarint(b, uint64(len(req.Entries)))
+	for _, l := range req.Entries {
+		b = binary.AppendUvarint(b, l.Index)
+		b = binary.AppendUvarint(b, l.Term)
+		b = append(b, byte(l.Type))
+		b = appendBytes(b, l.Data)
+		b = appendBytes(b, l.Extensions)
+		b = appendTime(b, l.AppendedAt)
+	}
+	return b
+}
+
+// appendResponse appends resp's payload, and the follower's error, to b.
+func appendResponse(b []byte, resp *raft.AppendEntriesResponse, rpcErr error) []byte {
+	b = appendHeader(b, resp.RPCHeader)
+	b = binary.AppendUvarint(b, resp.Term)
+	b = binary.AppendUvarint(b, resp.LastLog)
+	var flags byte
+	if resp.Success {
+		flags |= 1
+	}
+	if resp.NoRetryBackoff {
+		flags |= 2
+	}
+	b = append(b, flags)
+	if rpcErr == nil {
+		return append(b, 0)
+	}
+	return appendBytes(b, []byte(rpcErr.Error()))
+}
+
+// decoder reads a payload front to back; the first failure sticks.
+type decoder struct {
+	p   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrMalformed, what)
+	}
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.p)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.p = d.p[n:]
+	return v
+}
+
+func (d *decoder) byte(what string) byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.p) == 0 {
+		d.fail(what)
+		return 0
+	}
+	c := d.p[0]
+	d.p = d.p[1:]
+	return c
+}
+
+// bytes returns a byte string that aliases the payload (capacity clipped,
+// so an append by its owner never writes into the next field).
+func (d *decoder) bytes(what string) []byte {
+	n := d.uvarint(what)
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	n--
+	if n > uint64(len(d.p)) {
+		d.fail(what)
+		return nil
+	}
+	v := d.p[:n:n]
+	d.p = d.p[n:]
+	return v
+}
+
+func (d *decoder) time(what string) time.Time {
+	switch d.byte(what) {
+	case 0:
+		return time.Time{}
+	case 1:
+		if d.err != nil {
+			return time.Time{}
+		}
+		v, n := binary.Varint(d.p)
+		if n <= 0 {
+			d.fail(what)
+			return time.Time{}
+		}
+		d.p = d.p[n:]
+		return time.Unix(0, v)
+	}
+	d.fail(what)
+	return time.Time{}
+}
+
+func (d *decoder) header() raft.RPCHeader {
+	return raft.RPCHeader{
+		ProtocolVersion: raft.ProtocolVersion(d.uvarint("protocol version")),
+		ID:              d.bytes("id"),
+		Addr:            d.bytes("addr"),
+	}
+}
+
+func (d *decoder) done() error {
+	if d.err == nil && len(d.p) != 0 {
+		d.fail("trailing bytes")
+	}
+	return d.err
+}
+
+// decodeRequest parses a request payload. The entries' Data and Extensions
+// alias p, which must not be reused: hashicorp/raft keeps the entries (its
+// log cache holds them).
+func decodeRequest(p []byte) (*raft.AppendEntriesRequest, error) {
+	d := &decoder{p: p}
+	req := &raft.AppendEntriesRequest{RPCHeader: d.header()}
+	req.Term = d.uvarint("term")
+	req.Leader = d.bytes("leader")
+	req.PrevLogEntry = d.uvarint("prev log entry")
+	req.PrevLogTerm = d.uvarint("prev log term")
+	req.LeaderCommitIndex = d.uvarint("leader commit index")
+	n := d.uvarint("entry count")
+	// Every entry takes at least 6 bytes: a count beyond that is a lie, and
+	// is refused before a slab is allocated for it.
+	if d.err == nil && n > uint64(len(d.p))/6 {
+		d.fail("entry count")
+	}
+	if d.err == nil && n > 0 {
+		slab := make([]raft.Log, n)
+		req.Entries = make([]*raft.Log, n)
+		for i := range slab {
+			l := &slab[i]
+			l.Index = d.uvarint("entry index")
+			l.Term = d.uvarint("entry term")
+			l.Type = raft.LogType(d.byte("entry type"))
+			l.Data = d.bytes("entry data")
+			l.Extensions = d.bytes("entry extensions")
+			l.AppendedAt = d.time("entry appended at")
+			req.Entries[i] = l
+		}
+	}
+	if err := d.done(); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// decodeResponse parses a response payload into resp, and returns the error
+// the follower answered with (nil when none) or, for a payload that does not
+// decode, an error wrapping ErrMalformed as malformed.
+func decodeResponse(p []byte, resp *raft.AppendEntriesResponse) (rpcErr, malformed error) {
+	d := &decoder{p: p}
+	resp.RPCHeader = d.header()
+	resp.Term = d.uvarint("term")
+	resp.LastLog = d.uvarint("last log")
+	flags := d.byte("flags")
+	resp.Success = flags&1 != 0
+	resp.NoRetryBackoff = flags&2 != 0
+	if d.err == nil && flags&^3 != 0 {
+		d.fail("flags")
+	}
+	msg := d.bytes("error")
+	if err := d.done(); err != nil {
+		return nil, err
+	}
+	if msg != nil {
+		return errors.New(string(msg)), nil
+	}
+	return nil, nil
+}
+
+// writeFrame writes payload as one frame to w (not flushed).
+func writeFrame(w *bufio.Writer, payload []byte) error {
+	var n [binary.MaxVarintLen64]byte
+	if _, err := w.Write(n[:binary.PutUvarint(n[:], uint64(len(payload)))]); err != nil {
+		return err
+	}
+	_, err := w.Write(payload)
+	return err
+}
+
+// readFrame reads one frame's payload from r into a new buffer of its own.
+func readFrame(r *bufio.Reader) ([]byte, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > MaxFrame {
+		return nil, fmt.Errorf("%w: a frame of %d bytes (limit %d)", ErrMalformed, n, MaxFrame)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(r, p); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,0 +1,283 @@
+package appendpipe
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// node is one side of a test: an appendpipe Transport over an in-memory
+// raft transport, its pipe listener on 127.0.0.1.
+type node struct {
+	t     *Transport
+	inner *raft.InmemTransport
+	ln    net.Listener
+}
+
+func newNode(t *testing.T, dial func(raft.ServerAddress, time.Duration) (net.Conn, error)) *node {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, inner := raft.NewInmemTransport(raft.ServerAddress(ln.Addr().String()))
+	if dial == nil {
+		dial = func(target raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", string(target), timeout)
+		}
+	}
+	n := &node{inner: inner, ln: ln}
+	n.t = New(Config{Inner: inner, Listener: ln, Dial: dial, Timeout: 5 * time.Second})
+	t.Cleanup(func() { n.t.Close() })
+	return n
+}
+
+func (n *node) addr() raft.ServerAddress { return raft.ServerAddress(n.ln.Addr().String()) }
+
+// follow answers every AppendEntries n's consumer delivers, as a follower
+// would: the term echoed, LastLog the last entry's index, and the error
+// "refused" for a request whose Term is 13. Each request is passed to seen.
+func (n *node) follow(seen chan<- *raft.AppendEntriesRequest) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case rpc := <-n.t.Consumer():
+				switch req := rpc.Command.(type) {
+				case *raft.AppendEntriesRequest:
+					if seen != nil {
+						seen <- req
+					}
+					resp := &raft.AppendEntriesResponse{RPCHeader: raft.RPCHeader{ID: []byte("f")}, Term: req.Term, Success: true}
+					if k := len(req.Entries); k > 0 {
+						resp.LastLog = req.Entries[k-1].Index
+					}
+					var err error
+					if req.Term == 13 {
+						err = errors.New("refused")
+					}
+					rpc.Respond(resp, err)
+				case *raft.RequestVoteRequest:
+					rpc.Respond(&raft.RequestVoteResponse{Term: req.Term, Granted: true}, nil)
+				default:
+					rpc.Respond(nil, fmt.Errorf("unexpected %T", req))
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func request(i int) *raft.AppendEntriesRequest {
+	idx := uint64(i) * 2
+	return &raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ID: []byte("leader"), Addr: []byte("l:1")}, Term: uint64(i%20 + 1),
+		PrevLogEntry: idx - 1, PrevLogTerm: 1, LeaderCommitIndex: idx - 2,
+		Entries: []*raft.Log{
+			{Index: idx, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("cmd %d", i)), AppendedAt: time.Unix(0, int64(i))},
+			{Index: idx + 1, Term: 1, Type: raft.LogCommand, Data: []byte(strings.Repeat("x", i))},
+		},
+	}
+}
+
+// 300 pipelined requests (far more than MaxInFlight, so the sender waits on the
+// answers) reach the follower intact and in order, and their answers come
+// back in order, each on its own request's future; a follower's error is its
+// future's error.
+func TestPipelineCarriesAppends(t *testing.T) {
+	leader, follower := newNode(t, nil), newNode(t, nil)
+	seen := make(chan *raft.AppendEntriesRequest, 400)
+	defer follower.follow(seen)()
+	p, err := leader.t.AppendEntriesPipeline("f", follower.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, ok := p.(*pipeline); !ok {
+		t.Fatalf("pipeline is a %T, not appendpipe's", p)
+	}
+	const n = 300
+	sent := make(chan []*raft.AppendEntriesRequest, 1)
+	go func() {
+		var reqs []*raft.AppendEntriesRequest
+		for i := 1; i <= n; i++ {
+			req := request(i)
+			if _, err := p.AppendEntries(req, &raft.AppendEntriesResponse{}); err != nil {
+				t.Errorf("send %d: %v", i, err)
+				break
+			}
+			reqs = append(reqs, req)
+		}
+		sent <- reqs
+	}()
+	timeout := time.After(10 * time.Second)
+	for i := 1; i <= n; i++ {
+		var f raft.AppendFuture
+		select {
+		case f = <-p.Consumer():
+		case <-timeout:
+			t.Fatalf("answer %d did not come", i)
+		}
+		req, resp := f.Request(), f.Response()
+		if req.Term != uint64(i%20+1) || resp.Term != req.Term || resp.LastLog != req.Entries[1].Index || !resp.Success {
+			t.Fatalf("answer %d: request term %d, response %+v", i, req.Term, resp)
+		}
+		if string(resp.ID) != "f" {
+			t.Fatalf("answer %d: header %+v", i, resp.RPCHeader)
+		}
+		wantErr := req.Term == 13
+		if err := f.Error(); (err != nil) != wantErr || (wantErr && err.Error() != "refused") {
+			t.Fatalf("answer %d (term %d): error %v", i, req.Term, err)
+		}
+		if f.Start().IsZero() {
+			t.Fatalf("answer %d: no start time", i)
+		}
+	}
+	reqs := <-sent
+	for i, want := range reqs {
+		got := <-seen
+		for j := range want.Entries { // time.Unix gives a local time without a monotonic reading
+			if !got.Entries[j].AppendedAt.Equal(want.Entries[j].AppendedAt) {
+				t.Fatalf("request %d entry %d: AppendedAt %v, want %v", i+1, j, got.Entries[j].AppendedAt, want.Entries[j].AppendedAt)
+			}
+			got.Entries[j].AppendedAt = want.Entries[j].AppendedAt
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("request %d arrived as\n%+v\nwant\n%+v", i+1, got, want)
+		}
+	}
+	if s, _, _ := leader.t.Stats(); s != n {
+		t.Fatalf("leader sent %d on pipes, want %d", s, n)
+	}
+	if _, s, _ := follower.t.Stats(); s != n {
+		t.Fatalf("follower served %d from pipes, want %d", s, n)
+	}
+}
+
+// A target that closes the connection instead of greeting (a peer from
+// before appendpipe: its mux closes an unknown header) gets the wrapped
+// transport's pipeline.
+func TestFallsBackToInner(t *testing.T) {
+	old, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	go func() {
+		for {
+			c, err := old.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	follower := newNode(t, nil)
+	leader := newNode(t, func(raft.ServerAddress, time.Duration) (net.Conn, error) {
+		return net.DialTimeout("tcp", old.Addr().String(), time.Second)
+	})
+	leader.inner.Connect(follower.addr(), follower.inner)
+	defer follower.follow(nil)()
+	p, err := leader.t.AppendEntriesPipeline("f", follower.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, ours := p.(*pipeline); ours {
+		t.Fatal("got appendpipe's pipeline from a peer that does not serve it")
+	}
+	if _, _, fb := leader.t.Stats(); fb != 1 {
+		t.Fatalf("fallbacks = %d, want 1", fb)
+	}
+	// The wrapped transport's pipeline works, through the follower's relay.
+	f, err := p.AppendEntries(request(1), &raft.AppendEntriesResponse{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Error(); err != nil || f.Response().LastLog != 3 {
+		t.Fatalf("fallback append: %v, %+v", err, f.Response())
+	}
+}
+
+// RPCs of the wrapped transport reach the consumer too.
+func TestRelaysInnerRPCs(t *testing.T) {
+	a, b := newNode(t, nil), newNode(t, nil)
+	a.inner.Connect(b.addr(), b.inner)
+	defer b.follow(nil)()
+	var resp raft.RequestVoteResponse
+	if err := a.t.RequestVote("b", b.addr(), &raft.RequestVoteRequest{Term: 5}, &resp); err != nil || !resp.Granted || resp.Term != 5 {
+		t.Fatalf("vote through the relay: %v, %+v", err, resp)
+	}
+}
+
+// Close ends a follower's connections even while a request waits for an
+// answer that never comes; the leader's outstanding future then fails.
+func TestCloseWithRequestInFlight(t *testing.T) {
+	leader, follower := newNode(t, nil), newNode(t, nil)
+	p, err := leader.t.AppendEntriesPipeline("f", follower.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	f, err := p.AppendEntries(request(1), &raft.AppendEntriesResponse{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select { // the follower's raft has the request and never answers
+	case <-follower.t.Consumer():
+	case <-time.After(5 * time.Second):
+		t.Fatal("request did not arrive")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- follower.t.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hung on an unanswered request")
+	}
+	select {
+	case got := <-p.Consumer():
+		if got.Error() == nil {
+			t.Fatal("unanswered request reported success")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the leader's future never failed")
+	}
+	if f.Error() == nil {
+		t.Fatal("future has no error")
+	}
+}
+
+// A follower that receives a frame it cannot decode closes the connection:
+// the request's future fails rather than being answered.
+func TestGarbageClosesConnection(t *testing.T) {
+	follower := newNode(t, nil)
+	defer follower.follow(nil)()
+	c, err := net.Dial("tcp", string(follower.addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	var g [1]byte
+	if _, err := c.Read(g[:]); err != nil || g[0] != greeting {
+		t.Fatalf("greeting: %v %x", err, g)
+	}
+	if _, err := c.Write([]byte{3, 0xff, 0xff, 0xff}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Read(g[:]); err == nil {
+		t.Fatalf("follower answered garbage with %d bytes", n)
+	}
+	if _, s, _ := follower.t.Stats(); s != 0 {
+		t.Fatalf("served %d requests from garbage", s)
+	}
+}

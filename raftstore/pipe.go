@@ -1,0 +1,41 @@
+package raftstore
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/appendpipe"
+	"github.com/lockd/lockd/raftstore/mux"
+)
+
+// pipeHeader is group g's appendpipe header on the peer port: 0x00+g, free
+// beside the Raft ('R', 0x81+) and forwarding ('F', 0xC1+) headers.
+func pipeHeader(g int) byte { return byte(g) }
+
+// errNoAppendPipe is the dial error of a group with Config.noAppendPipe.
+var errNoAppendPipe = errors.New("raftstore: appendpipe disabled (test)")
+
+// newPipeTransport wraps the group's NetworkTransport in an
+// appendpipe.Transport serving the group's pipe header on the peer port. Its
+// dials go through the same fault-test wrappers as the Raft layer's (a
+// partition cuts the pipe too). With cfg.noAppendPipe (tests of a rolling
+// upgrade: a node from before appendpipe) the header is not served and the
+// node's own pipelines fall back, as its peers' do when they dial it.
+func newPipeTransport(cfg Config, peer *mux.Mux, inner *raft.NetworkTransport, lg *slog.Logger) *appendpipe.Transport {
+	layer := peer.Handle(pipeHeader(cfg.Group))
+	var stream raft.StreamLayer = layer
+	if cfg.faults != nil {
+		stream = faultLayer{layer, cfg.faults}
+	}
+	stream, _ = withDialVia(cfg.DialVia, stream, nil)
+	dial := stream.Dial
+	if cfg.noAppendPipe {
+		layer.Close()
+		dial = func(raft.ServerAddress, time.Duration) (net.Conn, error) { return nil, errNoAppendPipe }
+	}
+	return appendpipe.New(appendpipe.Config{Inner: inner, Listener: layer, Dial: dial,
+		Timeout: 10 * time.Second, Logger: lg.With("group", cfg.Group)})
+}

@@ -1,0 +1,98 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// writeSome commits n SETs through the leader and waits for every node to
+// apply them.
+func writeSome(t *testing.T, c *cluster, n int) {
+	t.Helper()
+	_, s := c.leader()
+	for i := 0; i < n; i++ {
+		v := s.Do(context.Background(), []command.Request{req("SET", fmt.Sprintf("k%d", i), "v", "PX", "60000")})[0]
+		if v.Kind != resp.KindSimple {
+			t.Fatalf("SET %d: %v", i, v)
+		}
+	}
+	c.converge()
+}
+
+// A cluster's replication runs on appendpipe: the leader's appends reach
+// both followers on pipes, and none falls back to msgpack.
+func TestReplicationUsesAppendPipe(t *testing.T) {
+	c := newCluster(t, 3)
+	writeSome(t, c, 50)
+	li, leader := c.leader()
+	if sent, _, fallbacks := leader.trans.Stats(); sent == 0 || fallbacks != 0 {
+		t.Fatalf("leader: %d appends on pipes, %d fallbacks; want some and none", sent, fallbacks)
+	}
+	for i, s := range c.running() {
+		if _, served, _ := s.trans.Stats(); i != li && served == 0 {
+			t.Fatalf("follower %s served nothing from a pipe", c.peers[i].ID)
+		}
+	}
+}
+
+// A rolling upgrade: a node that does not serve appendpipe (one from before
+// it) is replicated to through hashicorp/raft's own pipeline, and replicates
+// that way itself when it leads; every node applies every write either way.
+func TestAppendPipeMixedCluster(t *testing.T) {
+	const old = 2
+	c := newClusterWith(t, 3, func(i int, cfg *Config) { cfg.noAppendPipe = i == old })
+	for _, to := range []int{old, 0, old, 1} {
+		li, s := c.leader()
+		if li != to {
+			if err := s.raft.LeadershipTransferToServer(raft.ServerID(c.peers[to].ID), raft.ServerAddress(c.peers[to].Addr)).Error(); err != nil {
+				t.Fatalf("transfer to %s: %v", c.peers[to].ID, err)
+			}
+		}
+		if li, _ = c.leader(); li != to {
+			t.Fatalf("%s leads, want %s", c.peers[li].ID, c.peers[to].ID)
+		}
+		before, _, _ := c.node(to).trans.Stats()
+		writeSome(t, c, 20)
+		sent, _, fallbacks := c.node(to).trans.Stats()
+		sent -= before
+		if to == old && sent != 0 {
+			t.Fatalf("the old node, leading, sent %d appends on pipes", sent)
+		}
+		if to != old && sent == 0 {
+			t.Fatalf("%s, leading, sent no appends on pipes", c.peers[to].ID)
+		}
+		if fallbacks == 0 {
+			t.Fatalf("%s, leading, opened no pipeline of hashicorp/raft's (to the old node, or as it)", c.peers[to].ID)
+		}
+	}
+	if _, served, _ := c.node(old).trans.Stats(); served != 0 {
+		t.Fatalf("the old node served %d pipe requests", served)
+	}
+	_, leader := c.leader()
+	if _, _, fallbacks := leader.trans.Stats(); fallbacks == 0 {
+		t.Fatal("no leader fell back to hashicorp/raft's pipeline for the old node")
+	}
+}
+
+// Every group's three headers on the peer port are distinct from every
+// other header: a collision would hand one group's connections to another.
+func TestPeerHeadersDistinct(t *testing.T) {
+	seen := map[byte]string{}
+	for g := 0; g < MaxGroups; g++ {
+		r, f := groupHeaders(g)
+		for _, h := range []struct {
+			b    byte
+			what string
+		}{{r, "raft"}, {f, "forward"}, {pipeHeader(g), "pipe"}} {
+			if prev, dup := seen[h.b]; dup {
+				t.Fatalf("header %#x: group %d %s and %s", h.b, g, h.what, prev)
+			}
+			seen[h.b] = fmt.Sprintf("group %d %s", g, h.what)
+		}
+	}
+}
