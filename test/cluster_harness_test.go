@@ -137,7 +137,7 @@ func (cl *lockdCluster) kill(nd *clusterNode) {
 }
 
 // restart starts nd again on its data directory and addresses and waits until
-// it follows the leader. It returns the leader's id.
+// it is back in the cluster (waitRejoined). It returns the leader's id (its own when it leads).
 func (cl *lockdCluster) restart(nd *clusterNode) string {
 	cl.t.Helper()
 	for attempt := 1; ; attempt++ {
@@ -154,9 +154,9 @@ func (cl *lockdCluster) restart(nd *clusterNode) string {
 		}
 		cl.t.Fatalf("%s: %v\nstderr:\n%s", nd.proc.name, err, nd.proc.stderr)
 	}
-	leader, err := cl.waitFollower(nd, rejoinTimeout)
+	leader, err := cl.waitRejoined(nd, rejoinTimeout)
 	if err != nil {
-		cl.t.Fatalf("%s restarted but did not rejoin as a follower: %v", nd.proc.name, err)
+		cl.t.Fatalf("%s restarted but did not rejoin: %v", nd.proc.name, err)
 	}
 	nd.up.Store(true)
 	return leader
@@ -232,6 +232,41 @@ func (cl *lockdCluster) waitLeader(bound time.Duration) *clusterNode {
 			cl.t.Fatalf("no leader that every running node agrees on within %v: %s", bound, views)
 		}
 		time.Sleep(pollEvery)
+	}
+}
+
+// waitRejoined polls until nd, restarted, is back in the cluster: a follower
+// of a leader that leads (waitFollower), or itself the leader that another
+// running node follows. A node that comes back may lead group 0 at once: the
+// balancer hands each group to its preferred leader as soon as that node has
+// caught up, and a restarted n1 is group 0's. It returns the leader's id.
+func (cl *lockdCluster) waitRejoined(nd *clusterNode, bound time.Duration) (string, error) {
+	deadline := time.Now().Add(bound)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return "", fmt.Errorf("neither following a leader nor leading within %v", bound)
+		}
+		leader, err := cl.waitFollower(nd, min(left, 10*pollEvery))
+		if err == nil {
+			return leader, nil
+		}
+		if nd.proc.hasExited() {
+			return "", err
+		}
+		if info, ierr := raftInfo(nd.addrs.resp); ierr == nil && info["raft_state"] == "leader" {
+			for _, o := range cl.running() {
+				if o == nd {
+					continue
+				}
+				if oi, oerr := raftInfo(o.addrs.resp); oerr == nil && oi["raft_state"] == "follower" && oi["raft_leader"] == nd.id {
+					return nd.id, nil
+				}
+			}
+		}
+		if time.Until(deadline) <= 0 {
+			return "", err
+		}
 	}
 }
 
