@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/logcodec"
 )
 
 // ErrMalformed is returned for a frame that does not decode: the connection
@@ -23,12 +23,12 @@ const MaxFrame = 1 << 30
 
 // The wire format. Every frame is a uvarint payload length, then the payload.
 // Integers are uvarints, byte strings a uvarint of length+1 (0 for nil, so
-// nil and empty stay apart) and then the bytes; a time is 0 for the zero
-// time, else 1 and a zigzag varint of Unix nanoseconds.
+// nil and empty stay apart) and then the bytes.
 //
 // Request payload: header (protocol version, ID, Addr), Term, Leader,
 // PrevLogEntry, PrevLogTerm, LeaderCommitIndex, the entry count, then each
-// entry: Index, Term, Type, Data, Extensions, AppendedAt.
+// entry in logcodec's encoding (the log store's, so an entry's Data and
+// Extensions come back nil when empty, as from the store).
 //
 // Response payload: header, Term, LastLog, flags (bit 0 Success, bit 1
 // NoRetryBackoff), then the error the follower answered with (nil: none).
@@ -39,13 +39,6 @@ func appendBytes(b, v []byte) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(v))+1)
 	return append(b, v...)
-}
-
-func appendTime(b []byte, t time.Time) []byte {
-	if t.IsZero() {
-		return append(b, 0)
-	}
-	return binary.AppendVarint(append(b, 1), t.UnixNano())
 }
 
 func appendHeader(b []byte, h raft.RPCHeader) []byte {
@@ -64,12 +57,7 @@ func appendRequest(b []byte, req *raft.AppendEntriesRequest) []byte {
 	b = binary.AppendUvarint(b, req.LeaderCommitIndex)
 	b = binary.AppendUvarint(b, uint64(len(req.Entries)))
 	for _, l := range req.Entries {
-		b = binary.AppendUvarint(b, l.Index)
-		b = binary.AppendUvarint(b, l.Term)
-		b = append(b, byte(l.Type))
-		b = appendBytes(b, l.Data)
-		b = appendBytes(b, l.Extensions)
-		b = appendTime(b, l.AppendedAt)
+		b = logcodec.Append(b, l)
 	}
 	return b
 }
@@ -148,26 +136,6 @@ func (d *decoder) bytes(what string) []byte {
 	return v
 }
 
-func (d *decoder) time(what string) time.Time {
-	switch d.byte(what) {
-	case 0:
-		return time.Time{}
-	case 1:
-		if d.err != nil {
-			return time.Time{}
-		}
-		v, n := binary.Varint(d.p)
-		if n <= 0 {
-			d.fail(what)
-			return time.Time{}
-		}
-		d.p = d.p[n:]
-		return time.Unix(0, v)
-	}
-	d.fail(what)
-	return time.Time{}
-}
-
 func (d *decoder) header() raft.RPCHeader {
 	return raft.RPCHeader{
 		ProtocolVersion: raft.ProtocolVersion(d.uvarint("protocol version")),
@@ -183,6 +151,10 @@ func (d *decoder) done() error {
 	return d.err
 }
 
+// minEntry is the fewest bytes a logcodec entry takes (version, index,
+// term, type, flags, and two empty byte strings).
+const minEntry = 7
+
 // decodeRequest parses a request payload. The entries' Data and Extensions
 // alias p, which must not be reused: hashicorp/raft keeps the entries (its
 // log cache holds them).
@@ -195,23 +167,22 @@ func decodeRequest(p []byte) (*raft.AppendEntriesRequest, error) {
 	req.PrevLogTerm = d.uvarint("prev log term")
 	req.LeaderCommitIndex = d.uvarint("leader commit index")
 	n := d.uvarint("entry count")
-	// Every entry takes at least 6 bytes: a count beyond that is a lie, and
-	// is refused before a slab is allocated for it.
-	if d.err == nil && n > uint64(len(d.p))/6 {
+	// Every entry takes at least minEntry bytes: a count beyond that is a
+	// lie, and is refused before a slab is allocated for it.
+	if d.err == nil && n > uint64(len(d.p))/minEntry {
 		d.fail("entry count")
 	}
 	if d.err == nil && n > 0 {
 		slab := make([]raft.Log, n)
 		req.Entries = make([]*raft.Log, n)
 		for i := range slab {
-			l := &slab[i]
-			l.Index = d.uvarint("entry index")
-			l.Term = d.uvarint("entry term")
-			l.Type = raft.LogType(d.byte("entry type"))
-			l.Data = d.bytes("entry data")
-			l.Extensions = d.bytes("entry extensions")
-			l.AppendedAt = d.time("entry appended at")
-			req.Entries[i] = l
+			rest, err := logcodec.Decode(d.p, &slab[i])
+			if err != nil {
+				d.err = fmt.Errorf("%w: entry %d: %v", ErrMalformed, i, err)
+				break
+			}
+			d.p = rest
+			req.Entries[i] = &slab[i]
 		}
 	}
 	if err := d.done(); err != nil {

@@ -3,9 +3,9 @@ package logstore
 import (
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/logcodec"
 )
 
 // Key layout. Every key starts with a one-byte prefix that selects the
@@ -66,158 +66,19 @@ func logKey(index uint64) []byte                { return keyPrefix(nil).log(inde
 func parseLogKey(key []byte) (uint64, bool)     { return keyPrefix(nil).parseLog(key) }
 func stableKey(key []byte) []byte               { return keyPrefix(nil).stable(key) }
 
-// Log value encoding, version 1:
-//
-//	byte     version (= 1)
-//	uvarint  Index
-//	uvarint  Term
-//	byte     Type
-//	byte     flags (bit 0: AppendedAt is set)
-//	varint   AppendedAt as Unix nanoseconds (present only if flag bit 0)
-//	uvarint  len(Data), then Data
-//	uvarint  len(Extensions), then Extensions
-//
-// Empty and nil Data/Extensions both decode as nil. A zero AppendedAt decodes
-// as the zero time.Time; a non-zero one decodes as time.Unix(0, n) (location
-// and monotonic clock reading are not preserved).
-const (
-	encodingV1 byte = 1
+// A log entry's value is its logcodec encoding (logcodec documents the
+// format, which is part of the on-disk format).
 
-	flagAppendedAt byte = 1 << 0
-)
-
-// encodedLogSize returns an upper bound of the encoded size of l.
-func encodedLogSize(l *raft.Log) int {
-	return 1 + // version
-		binary.MaxVarintLen64 + // index
-		binary.MaxVarintLen64 + // term
-		1 + // type
-		1 + // flags
-		binary.MaxVarintLen64 + // appended at
-		binary.MaxVarintLen64 + len(l.Data) +
-		binary.MaxVarintLen64 + len(l.Extensions)
-}
-
-// appendLog appends the encoding of l to dst and returns the extended slice.
-func appendLog(dst []byte, l *raft.Log) []byte {
-	dst = append(dst, encodingV1)
-	dst = binary.AppendUvarint(dst, l.Index)
-	dst = binary.AppendUvarint(dst, l.Term)
-	dst = append(dst, byte(l.Type))
-	if l.AppendedAt.IsZero() {
-		dst = append(dst, 0)
-	} else {
-		dst = append(dst, flagAppendedAt)
-		dst = binary.AppendVarint(dst, l.AppendedAt.UnixNano())
-	}
-	dst = binary.AppendUvarint(dst, uint64(len(l.Data)))
-	dst = append(dst, l.Data...)
-	dst = binary.AppendUvarint(dst, uint64(len(l.Extensions)))
-	dst = append(dst, l.Extensions...)
-	return dst
-}
-
-// decodeLog decodes buf into l, overwriting every field. Data and Extensions
-// alias buf (with their capacity clipped so that appending to one cannot
-// clobber the other), so buf must not be reused by the caller.
+// decodeLog decodes a stored value into l, overwriting every field. Data and
+// Extensions alias buf, so buf must not be reused by the caller. Bytes that
+// do not decode, or that follow the entry, are ErrCorrupt.
 func decodeLog(buf []byte, l *raft.Log) error {
-	d := decoder{buf: buf}
-	version := d.byte()
-	if d.err == nil && version != encodingV1 {
-		return fmt.Errorf("%w: unknown log encoding version %d", ErrCorrupt, version)
+	rest, err := logcodec.Decode(buf, l)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	index := d.uvarint()
-	term := d.uvarint()
-	typ := d.byte()
-	flags := d.byte()
-	var appendedAt time.Time
-	if flags&flagAppendedAt != 0 {
-		appendedAt = time.Unix(0, d.varint())
-	}
-	data := d.bytes()
-	ext := d.bytes()
-	if d.err != nil {
-		return d.err
-	}
-	if flags&^flagAppendedAt != 0 {
-		return fmt.Errorf("%w: unknown log flags %#x", ErrCorrupt, flags)
-	}
-	if len(d.buf) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes after log entry", ErrCorrupt, len(d.buf))
-	}
-	*l = raft.Log{
-		Index:      index,
-		Term:       term,
-		Type:       raft.LogType(typ),
-		Data:       data,
-		Extensions: ext,
-		AppendedAt: appendedAt,
+	if len(rest) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes after log entry", ErrCorrupt, len(rest))
 	}
 	return nil
-}
-
-// decoder reads the fields of an encoded log; the first error sticks.
-type decoder struct {
-	buf []byte
-	err error
-}
-
-func (d *decoder) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: truncated or malformed %s", ErrCorrupt, what)
-	}
-	d.buf = nil
-}
-
-func (d *decoder) byte() byte {
-	if d.err != nil || len(d.buf) < 1 {
-		d.fail("byte")
-		return 0
-	}
-	b := d.buf[0]
-	d.buf = d.buf[1:]
-	return b
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.buf)
-	if n <= 0 {
-		d.fail("uvarint")
-		return 0
-	}
-	d.buf = d.buf[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.buf)
-	if n <= 0 {
-		d.fail("varint")
-		return 0
-	}
-	d.buf = d.buf[n:]
-	return v
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.buf)) {
-		d.fail("byte string")
-		return nil
-	}
-	if n == 0 {
-		return nil
-	}
-	b := d.buf[:n:n]
-	d.buf = d.buf[n:]
-	return b
 }

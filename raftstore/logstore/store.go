@@ -16,6 +16,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/logcodec"
 )
 
 // Sentinel errors. Compare with errors.Is.
@@ -677,7 +678,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		if l.Index == 0 {
 			return errors.New("logstore: store logs: log index 0 is reserved")
 		}
-		size += encodedLogSize(l)
+		size += logcodec.Size(l)
 	}
 	valSlab := make([]byte, 0, size)
 	keys := make([][]byte, len(logs))
@@ -685,7 +686,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	for i, l := range logs {
 		keys[i] = s.kp.putLog(keySlab[i*keyLen:], l.Index)
 		start := len(valSlab)
-		valSlab = appendLog(valSlab, l)
+		valSlab = logcodec.Append(valSlab, l)
 		if n := len(valSlab) - start; n > s.maxValue {
 			return fmt.Errorf("logstore: store logs: entry %d: %w: %d bytes encoded, limit %d",
 				l.Index, ErrEntryTooLarge, n, s.maxValue)
