@@ -260,9 +260,90 @@ func (t *Transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAd
 	if err != nil {
 		t.fallbacks.Add(1)
 		t.log.Debug("appendpipe: falling back to the raft transport's pipeline", "target", string(target), "err", err)
-		return t.Inner.AppendEntriesPipeline(id, target)
+		p, err := t.Inner.AppendEntriesPipeline(id, target)
+		if err != nil {
+			return nil, err
+		}
+		return guard(p), nil
 	}
 	return newPipeline(t, conn), nil
+}
+
+// ends reports whether hashicorp/raft stops reading a pipeline's answers at
+// f: its pipelineDecode returns on an answer that is not a success (a
+// follower that refuses or fails answers Success false, and a lost
+// connection leaves the response zero) or that carries a newer term. It
+// reads only the response: hashicorp/raft's own futures answer Error once.
+//
+// Past that answer nothing reads the pipeline's Consumer, while the sending
+// loop may still hand the pipeline one more request before it notices (it
+// selects between the decoder's exit and a new trigger). With two requests
+// in flight both of the pipeline's channels are unbuffered, so that send
+// parks until the decoder delivers an answer nobody takes, and the decoder
+// parks delivering it: replication to that follower stops for good while its
+// heartbeats go on, so no election heals it (hashicorp/raft issue 612;
+// grafana/pyroscope#5518 traced the same in its NetworkTransport pipeline;
+// lockd's chaos campaign met it as a follower that never caught up). A
+// pipeline therefore fails every send once an answer ends it.
+func ends(f raft.AppendFuture) bool {
+	resp := f.Response()
+	return !resp.Success || resp.Term > f.Request().Term
+}
+
+// guarded is a pipeline of the wrapped transport with the same rule: the
+// answer that ends it closes it (which fails a send parked in it) before it
+// reaches hashicorp/raft.
+type guarded struct {
+	p         raft.AppendPipeline
+	done      chan raft.AppendFuture
+	broken    chan struct{}
+	stop      chan struct{}
+	closeOnce sync.Once
+}
+
+func guard(p raft.AppendPipeline) *guarded {
+	g := &guarded{p: p, done: make(chan raft.AppendFuture), broken: make(chan struct{}), stop: make(chan struct{})}
+	go g.relay()
+	return g
+}
+
+func (g *guarded) relay() {
+	for {
+		select {
+		case f := <-g.p.Consumer():
+			ends := ends(f)
+			if ends {
+				close(g.broken)
+				g.p.Close()
+			}
+			select {
+			case g.done <- f:
+			case <-g.stop:
+				return
+			}
+			if ends {
+				return
+			}
+		case <-g.stop:
+			return
+		}
+	}
+}
+
+func (g *guarded) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	select {
+	case <-g.broken:
+		return nil, raft.ErrPipelineShutdown
+	default:
+	}
+	return g.p.AppendEntries(args, resp)
+}
+
+func (g *guarded) Consumer() <-chan raft.AppendFuture { return g.done }
+
+func (g *guarded) Close() error {
+	g.closeOnce.Do(func() { close(g.stop) })
+	return g.p.Close()
 }
 
 // dial connects to target's pipe listener and reads its greeting.
@@ -297,6 +378,7 @@ type pipeline struct {
 	buf      []byte
 	inflight chan *future
 	done     chan raft.AppendFuture
+	broken   chan struct{} // closed once an answer ends the pipeline (ends)
 
 	shutdown  chan struct{}
 	closeOnce sync.Once
@@ -309,7 +391,7 @@ func newPipeline(t *Transport, conn net.Conn) *pipeline {
 		// more may be sent meanwhile, so a buffer of MaxInFlight-2 lets
 		// MaxInFlight be out.
 		inflight: make(chan *future, t.cfg.MaxInFlight-2), done: make(chan raft.AppendFuture, t.cfg.MaxInFlight-2),
-		shutdown: make(chan struct{})}
+		broken: make(chan struct{}), shutdown: make(chan struct{})}
 	go p.decodeResponses()
 	return p
 }
@@ -317,6 +399,11 @@ func newPipeline(t *Transport, conn net.Conn) *pipeline {
 // AppendEntries sends one request; it blocks while Config.MaxInFlight
 // requests await their answers. hashicorp/raft calls it from one goroutine.
 func (p *pipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	select {
+	case <-p.broken:
+		return nil, raft.ErrPipelineShutdown
+	default:
+	}
 	f := &future{start: time.Now(), args: args, resp: resp, ready: make(chan struct{})}
 	if d := p.t.cfg.Timeout; d > 0 {
 		_ = p.conn.SetWriteDeadline(time.Now().Add(d))
@@ -335,12 +422,15 @@ func (p *pipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.App
 	select {
 	case p.inflight <- f:
 		return f, nil
+	case <-p.broken:
+		return nil, raft.ErrPipelineShutdown
 	case <-p.shutdown:
 		return nil, raft.ErrPipelineShutdown
 	}
 }
 
-// decodeResponses answers the futures in the order their requests went out.
+// decodeResponses answers the futures in the order their requests went out,
+// until an answer ends the pipeline (ends): it delivers that one and stops.
 func (p *pipeline) decodeResponses() {
 	for {
 		select {
@@ -349,9 +439,16 @@ func (p *pipeline) decodeResponses() {
 				_ = p.conn.SetReadDeadline(time.Now().Add(d))
 			}
 			f.respond(p.readResponse(f.resp))
+			ends := ends(f)
+			if ends {
+				close(p.broken) // a send parked behind this answer fails now
+			}
 			select {
 			case p.done <- f:
 			case <-p.shutdown:
+				return
+			}
+			if ends {
 				return
 			}
 		case <-p.shutdown:

@@ -41,8 +41,8 @@ func newNode(t *testing.T, dial func(raft.ServerAddress, time.Duration) (net.Con
 func (n *node) addr() raft.ServerAddress { return raft.ServerAddress(n.ln.Addr().String()) }
 
 // follow answers every AppendEntries n's consumer delivers, as a follower
-// would: the term echoed, LastLog the last entry's index, and the error
-// "refused" for a request whose Term is 13. Each request is passed to seen.
+// would: the term echoed, LastLog the last entry's index, and for a request
+// whose Term is 13 a refusal (Success false, the error "refused"). Each request is passed to seen.
 func (n *node) follow(seen chan<- *raft.AppendEntriesRequest) (stop func()) {
 	done := make(chan struct{})
 	go func() {
@@ -59,8 +59,8 @@ func (n *node) follow(seen chan<- *raft.AppendEntriesRequest) (stop func()) {
 						resp.LastLog = req.Entries[k-1].Index
 					}
 					var err error
-					if req.Term == 13 {
-						err = errors.New("refused")
+					if req.Term == 13 { // as hashicorp/raft's follower fails: Success false, and the error
+						resp.Success, err = false, errors.New("refused")
 					}
 					rpc.Respond(resp, err)
 				case *raft.RequestVoteRequest:
@@ -79,7 +79,7 @@ func (n *node) follow(seen chan<- *raft.AppendEntriesRequest) (stop func()) {
 func request(i int) *raft.AppendEntriesRequest {
 	idx := uint64(i) * 2
 	return &raft.AppendEntriesRequest{
-		RPCHeader: raft.RPCHeader{ID: []byte("leader"), Addr: []byte("l:1")}, Term: uint64(i%20 + 1),
+		RPCHeader: raft.RPCHeader{ID: []byte("leader"), Addr: []byte("l:1")}, Term: uint64(i%12 + 1),
 		PrevLogEntry: idx - 1, PrevLogTerm: 1, LeaderCommitIndex: idx - 2,
 		Entries: []*raft.Log{
 			{Index: idx, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("cmd %d", i)), AppendedAt: time.Unix(0, int64(i))},
@@ -90,8 +90,7 @@ func request(i int) *raft.AppendEntriesRequest {
 
 // 300 pipelined requests (far more than MaxInFlight, so the sender waits on the
 // answers) reach the follower intact and in order, and their answers come
-// back in order, each on its own request's future; a follower's error is its
-// future's error.
+// back in order, each on its own request's future.
 func TestPipelineCarriesAppends(t *testing.T) {
 	leader, follower := newNode(t, nil), newNode(t, nil)
 	seen := make(chan *raft.AppendEntriesRequest, 400)
@@ -127,15 +126,14 @@ func TestPipelineCarriesAppends(t *testing.T) {
 			t.Fatalf("answer %d did not come", i)
 		}
 		req, resp := f.Request(), f.Response()
-		if req.Term != uint64(i%20+1) || resp.Term != req.Term || resp.LastLog != req.Entries[1].Index || !resp.Success {
+		if req.Term != uint64(i%12+1) || resp.Term != req.Term || resp.LastLog != req.Entries[1].Index || !resp.Success {
 			t.Fatalf("answer %d: request term %d, response %+v", i, req.Term, resp)
 		}
 		if string(resp.ID) != "f" {
 			t.Fatalf("answer %d: header %+v", i, resp.RPCHeader)
 		}
-		wantErr := req.Term == 13
-		if err := f.Error(); (err != nil) != wantErr || (wantErr && err.Error() != "refused") {
-			t.Fatalf("answer %d (term %d): error %v", i, req.Term, err)
+		if err := f.Error(); err != nil {
+			t.Fatalf("answer %d: error %v", i, err)
 		}
 		if f.Start().IsZero() {
 			t.Fatalf("answer %d: no start time", i)
@@ -279,5 +277,78 @@ func TestGarbageClosesConnection(t *testing.T) {
 	}
 	if _, s, _ := follower.t.Stats(); s != 0 {
 		t.Fatalf("served %d requests from garbage", s)
+	}
+}
+
+// An answer after which hashicorp/raft stops reading the pipeline (here the
+// follower's error) reaches the consumer with its error, and every later
+// send fails at once instead of parking for good: with two requests in
+// flight, a send behind an answer nobody takes would wait forever, and
+// replication to that follower with it (hashicorp/raft issue 612). Both for
+// appendpipe's pipeline and for the wrapped transport's (the fallback).
+func TestAnswerEndsPipeline(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
+			follower := newNode(t, nil)
+			var dial func(raft.ServerAddress, time.Duration) (net.Conn, error)
+			if fallback {
+				dial = func(raft.ServerAddress, time.Duration) (net.Conn, error) { return nil, errors.New("no pipe") }
+			}
+			leader := newNode(t, dial)
+			leader.inner.Connect(follower.addr(), follower.inner)
+			defer follower.follow(nil)()
+			p, err := leader.t.AppendEntriesPipeline("f", follower.addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if _, ours := p.(*pipeline); ours == fallback {
+				t.Fatalf("fallback %v: got a %T", fallback, p)
+			}
+			// A reader like hashicorp/raft's: it takes answers until one
+			// ends the pipeline, then reads no more.
+			answers := make(chan error, 2)
+			go func() {
+				for range 2 {
+					f := <-p.Consumer()
+					answers <- f.Error()
+				}
+			}()
+			refused := request(2)
+			refused.Term = 13 // the follower refuses it
+			for _, req := range []*raft.AppendEntriesRequest{request(1), refused} {
+				if _, err := p.AppendEntries(req, &raft.AppendEntriesResponse{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, want := range []error{nil, errors.New("refused")} {
+				select {
+				case err := <-answers:
+					if fmt.Sprint(err) != fmt.Sprint(want) {
+						t.Fatalf("answer %d: error %v, want %v", i, err, want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("answer %d did not come", i)
+				}
+			}
+			// Nobody reads the consumer any more, as in hashicorp/raft after
+			// such an answer: sends must fail, not park.
+			sent := make(chan error, 1)
+			go func() {
+				var err error
+				for i := 0; i < 3 && err == nil; i++ {
+					_, err = p.AppendEntries(request(20+i), &raft.AppendEntriesResponse{})
+				}
+				sent <- err
+			}()
+			select {
+			case err := <-sent:
+				if err == nil {
+					t.Fatal("three sends after the pipeline ended all succeeded")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a send after the pipeline ended parked")
+			}
+		})
 	}
 }
