@@ -236,43 +236,23 @@ func (cl *lockdCluster) waitLeader(bound time.Duration) *clusterNode {
 }
 
 // waitRejoined polls until nd, restarted, is back in the cluster: a follower
-// of a leader that leads (waitFollower), or itself the leader that another
-// running node follows. A node that comes back may lead group 0 at once: the
-// balancer hands each group to its preferred leader as soon as that node has
-// caught up, and a restarted n1 is group 0's. It returns the leader's id.
+// of a leader that leads, or itself the leader that another running node
+// follows. A node that comes back may lead group 0 at once: the balancer
+// hands each group to its preferred leader as soon as that node has caught
+// up, and a restarted n1 is group 0's. It returns the leader's id.
 func (cl *lockdCluster) waitRejoined(nd *clusterNode, bound time.Duration) (string, error) {
-	deadline := time.Now().Add(bound)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return "", fmt.Errorf("neither following a leader nor leading within %v", bound)
-		}
-		leader, err := cl.waitFollower(nd, min(left, 10*pollEvery))
-		if err == nil {
-			return leader, nil
-		}
-		if nd.proc.hasExited() {
-			return "", err
-		}
-		if info, ierr := raftInfo(nd.addrs.resp); ierr == nil && info["raft_state"] == "leader" {
-			for _, o := range cl.running() {
-				if o == nd {
-					continue
-				}
-				if oi, oerr := raftInfo(o.addrs.resp); oerr == nil && oi["raft_state"] == "follower" && oi["raft_leader"] == nd.id {
-					return nd.id, nil
-				}
-			}
-		}
-		if time.Until(deadline) <= 0 {
-			return "", err
-		}
-	}
+	return cl.waitMember(nd, bound, true)
 }
 
 // waitFollower polls until nd is a follower of a leader that leads. It returns
 // the leader's id.
 func (cl *lockdCluster) waitFollower(nd *clusterNode, bound time.Duration) (string, error) {
+	return cl.waitMember(nd, bound, false)
+}
+
+// waitMember polls until nd follows a leader that leads or, with mayLead,
+// leads with another running node following it. It returns the leader's id.
+func (cl *lockdCluster) waitMember(nd *clusterNode, bound time.Duration, mayLead bool) (string, error) {
 	deadline := time.Now().Add(bound)
 	var last string
 	for time.Now().Before(deadline) {
@@ -280,19 +260,43 @@ func (cl *lockdCluster) waitFollower(nd *clusterNode, bound time.Duration) (stri
 			return "", fmt.Errorf("exited (%v)", nd.proc.cmd.ProcessState)
 		}
 		info, err := raftInfo(nd.addrs.resp)
-		if err == nil {
-			last = fmt.Sprintf("state %s, leader %q", info["raft_state"], info["raft_leader"])
-			if l := cl.byID(info["raft_leader"]); info["raft_state"] == "follower" && l != nil && l != nd && l.proc != nil {
+		if err != nil {
+			last = err.Error()
+			time.Sleep(pollEvery)
+			continue
+		}
+		last = fmt.Sprintf("state %s, leader %q", info["raft_state"], info["raft_leader"])
+		switch info["raft_state"] {
+		case "follower":
+			if l := cl.byID(info["raft_leader"]); l != nil && l != nd && l.proc != nil {
 				if li, err := raftInfo(l.addrs.resp); err == nil && li["raft_state"] == "leader" {
 					return l.id, nil
 				}
 			}
-		} else {
-			last = err.Error()
+		case "leader":
+			if mayLead && cl.followedBy(nd) {
+				return nd.id, nil
+			}
 		}
 		time.Sleep(pollEvery)
 	}
+	if mayLead {
+		return "", fmt.Errorf("neither following a leader nor leading within %v (last: %s)", bound, last)
+	}
 	return "", fmt.Errorf("not a follower of a leader within %v (last: %s)", bound, last)
+}
+
+// followedBy reports whether another running node follows nd.
+func (cl *lockdCluster) followedBy(nd *clusterNode) bool {
+	for _, o := range cl.running() {
+		if o == nd {
+			continue
+		}
+		if oi, err := raftInfo(o.addrs.resp); err == nil && oi["raft_state"] == "follower" && oi["raft_leader"] == nd.id {
+			return true
+		}
+	}
+	return false
 }
 
 // transfer hands leadership to nd (RAFT TRANSFER, sent to nd, which forwards it

@@ -193,15 +193,17 @@ func decodeRequest(p []byte) (*raft.AppendEntriesRequest, error) {
 
 // decodeResponse parses a response payload into resp, and returns the error
 // the follower answered with (nil when none) or, for a payload that does not
-// decode, an error wrapping ErrMalformed as malformed.
+// decode, an error wrapping ErrMalformed as malformed; resp is then left
+// as it was. hashicorp/raft reads a pipelined answer's response, not its
+// error: a half-decoded Success must never reach it.
 func decodeResponse(p []byte, resp *raft.AppendEntriesResponse) (rpcErr, malformed error) {
 	d := &decoder{p: p}
-	resp.RPCHeader = d.header()
-	resp.Term = d.uvarint("term")
-	resp.LastLog = d.uvarint("last log")
+	r := raft.AppendEntriesResponse{RPCHeader: d.header()}
+	r.Term = d.uvarint("term")
+	r.LastLog = d.uvarint("last log")
 	flags := d.byte("flags")
-	resp.Success = flags&1 != 0
-	resp.NoRetryBackoff = flags&2 != 0
+	r.Success = flags&1 != 0
+	r.NoRetryBackoff = flags&2 != 0
 	if d.err == nil && flags&^3 != 0 {
 		d.fail("flags")
 	}
@@ -209,6 +211,7 @@ func decodeResponse(p []byte, resp *raft.AppendEntriesResponse) (rpcErr, malform
 	if err := d.done(); err != nil {
 		return nil, err
 	}
+	*resp = r
 	if msg != nil {
 		return errors.New(string(msg)), nil
 	}

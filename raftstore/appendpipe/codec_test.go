@@ -92,8 +92,14 @@ func TestMalformedRefused(t *testing.T) {
 	}
 	r := appendResponse(nil, &raft.AppendEntriesResponse{Term: 1, Success: true}, errors.New("x"))
 	for n := 0; n < len(r); n++ {
-		if _, err := decodeResponse(r[:n], &raft.AppendEntriesResponse{}); !errors.Is(err, ErrMalformed) {
+		var got raft.AppendEntriesResponse
+		if _, err := decodeResponse(r[:n], &got); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("response cut to %d of %d bytes: err = %v, want ErrMalformed", n, len(r), err)
+		}
+		// hashicorp/raft reads only the response: a cut one must not
+		// leave a Success (or anything else) behind.
+		if !reflect.DeepEqual(got, raft.AppendEntriesResponse{}) {
+			t.Fatalf("response cut to %d of %d bytes left %+v", n, len(r), got)
 		}
 	}
 	bad := append([]byte(nil), r...)

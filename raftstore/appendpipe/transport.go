@@ -234,11 +234,8 @@ func (t *Transport) serve(conn net.Conn) {
 			return
 		}
 		ae, _ := resp.Response.(*raft.AppendEntriesResponse)
-		if ae == nil {
+		if ae == nil { // not one raft gives; a zero answer is a failure to the leader
 			ae = &raft.AppendEntriesResponse{}
-			if resp.Error == nil {
-				resp.Error = errors.New("appendpipe: no response")
-			}
 		}
 		out = appendResponse(out[:0], ae, resp.Error)
 		if err := writeFrame(w, out); err != nil {
@@ -290,9 +287,25 @@ func ends(f raft.AppendFuture) bool {
 	return !resp.Success || resp.Term > f.Request().Term
 }
 
-// guarded is a pipeline of the wrapped transport with the same rule: the
-// answer that ends it closes it (which fails a send parked in it) before it
-// reaches hashicorp/raft.
+// deliver hands the answer f to hashicorp/raft on done, unless stop closes
+// first, and reports whether the pipeline goes on. An answer that ends it
+// (ends) first closes broken, on which every later send fails.
+func deliver(f raft.AppendFuture, done chan<- raft.AppendFuture, broken chan struct{}, stop <-chan struct{}) bool {
+	end := ends(f)
+	if end {
+		close(broken)
+	}
+	select {
+	case done <- f:
+		return !end
+	case <-stop:
+		return false
+	}
+}
+
+// guarded is a pipeline of the wrapped transport with the same rule
+// (deliver); the answer that ends it also closes it, which fails a send
+// already parked inside it.
 type guarded struct {
 	p         raft.AppendPipeline
 	done      chan raft.AppendFuture
@@ -311,17 +324,8 @@ func (g *guarded) relay() {
 	for {
 		select {
 		case f := <-g.p.Consumer():
-			ends := ends(f)
-			if ends {
-				close(g.broken)
-				g.p.Close()
-			}
-			select {
-			case g.done <- f:
-			case <-g.stop:
-				return
-			}
-			if ends {
+			if !deliver(f, g.done, g.broken, g.stop) {
+				g.p.Close() // fails a send parked inside it
 				return
 			}
 		case <-g.stop:
@@ -378,7 +382,7 @@ type pipeline struct {
 	buf      []byte
 	inflight chan *future
 	done     chan raft.AppendFuture
-	broken   chan struct{} // closed once an answer ends the pipeline (ends)
+	broken   chan struct{} // closed once an answer ends the pipeline (deliver)
 
 	shutdown  chan struct{}
 	closeOnce sync.Once
@@ -430,7 +434,7 @@ func (p *pipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.App
 }
 
 // decodeResponses answers the futures in the order their requests went out,
-// until an answer ends the pipeline (ends): it delivers that one and stops.
+// until an answer ends the pipeline: it delivers that one and stops.
 func (p *pipeline) decodeResponses() {
 	for {
 		select {
@@ -439,16 +443,7 @@ func (p *pipeline) decodeResponses() {
 				_ = p.conn.SetReadDeadline(time.Now().Add(d))
 			}
 			f.respond(p.readResponse(f.resp))
-			ends := ends(f)
-			if ends {
-				close(p.broken) // a send parked behind this answer fails now
-			}
-			select {
-			case p.done <- f:
-			case <-p.shutdown:
-				return
-			}
-			if ends {
+			if !deliver(f, p.done, p.broken, p.shutdown) {
 				return
 			}
 		case <-p.shutdown:

@@ -76,6 +76,25 @@ func (n *node) follow(seen chan<- *raft.AppendEntriesRequest) (stop func()) {
 	return func() { close(done) }
 }
 
+// openPipeline connects leader's wrapped transport to follower's, has the
+// follower answer (follow), and opens leader's pipeline to it, which must be
+// appendpipe's own when ours is set and the wrapped transport's otherwise.
+// The test's end closes it.
+func openPipeline(t *testing.T, leader, follower *node, ours bool) raft.AppendPipeline {
+	t.Helper()
+	leader.inner.Connect(follower.addr(), follower.inner)
+	t.Cleanup(follower.follow(nil))
+	p, err := leader.t.AppendEntriesPipeline("f", follower.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if _, isOurs := p.(*pipeline); isOurs != ours {
+		t.Fatalf("got a %T, want appendpipe's own pipeline: %v", p, ours)
+	}
+	return p
+}
+
 func request(i int) *raft.AppendEntriesRequest {
 	idx := uint64(i) * 2
 	return &raft.AppendEntriesRequest{
@@ -182,16 +201,7 @@ func TestFallsBackToInner(t *testing.T) {
 	leader := newNode(t, func(raft.ServerAddress, time.Duration) (net.Conn, error) {
 		return net.DialTimeout("tcp", old.Addr().String(), time.Second)
 	})
-	leader.inner.Connect(follower.addr(), follower.inner)
-	defer follower.follow(nil)()
-	p, err := leader.t.AppendEntriesPipeline("f", follower.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if _, ours := p.(*pipeline); ours {
-		t.Fatal("got appendpipe's pipeline from a peer that does not serve it")
-	}
+	p := openPipeline(t, leader, follower, false)
 	if _, _, fb := leader.t.Stats(); fb != 1 {
 		t.Fatalf("fallbacks = %d, want 1", fb)
 	}
@@ -294,17 +304,7 @@ func TestAnswerEndsPipeline(t *testing.T) {
 			if fallback {
 				dial = func(raft.ServerAddress, time.Duration) (net.Conn, error) { return nil, errors.New("no pipe") }
 			}
-			leader := newNode(t, dial)
-			leader.inner.Connect(follower.addr(), follower.inner)
-			defer follower.follow(nil)()
-			p, err := leader.t.AppendEntriesPipeline("f", follower.addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			if _, ours := p.(*pipeline); ours == fallback {
-				t.Fatalf("fallback %v: got a %T", fallback, p)
-			}
+			p := openPipeline(t, newNode(t, dial), follower, !fallback)
 			// A reader like hashicorp/raft's: it takes answers until one
 			// ends the pipeline, then reads no more.
 			answers := make(chan error, 2)
