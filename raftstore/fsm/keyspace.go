@@ -71,11 +71,11 @@ func newItem[V string | []byte](key []byte, val V) *item {
 }
 
 // newLockItem returns an item for key holding rec packed (packLock), with
-// the wake time wake.
-func newLockItem(key []byte, rec *lockRec, wake int64) *item {
-	d, owner := packLock(rec, wake)
+// the wake time wake, the deadline deadline and the token token.
+func newLockItem(key []byte, rec *lockRec, wake, deadline int64, token uint64) *item {
+	d, owner := packLock(rec, wake, deadline, token)
 	it := newItem(key, owner)
-	it.lock = d
+	it.lock, it.deadline, it.token = d, deadline, token
 	return it
 }
 
@@ -427,11 +427,17 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 		return
 	}
 	k.unindexItem(it)
-	cp := *it
+	var cp *item
+	if it.kind() == KindLock {
+		cp = it.repack() // its holder keeps its own lease
+	} else {
+		c := *it
+		cp = &c
+	}
 	cp.deadline = d
 	cp.mod = k.logical()
-	k.items.Set(&cp)
-	k.indexItem(&cp)
+	k.items.Set(cp)
+	k.indexItem(cp)
 }
 
 // put stores a string value under key, replacing any earlier item (live or not).

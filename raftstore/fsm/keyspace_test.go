@@ -717,3 +717,19 @@ func TestSessionListStaysShort(t *testing.T) {
 		}
 	}
 }
+
+// PEXPIRE and PERSIST on a held lock's name change the key's TTL, never the
+// holder's lease: the lease still ends when LOCK.ACQUIRE said, and another
+// owner is granted then (a plain record takes its holder's lease from its
+// item, so changing the item's deadline must move the lease aside first).
+func TestExpireKeepsLease(t *testing.T) {
+	runSteps(t, []step{
+		{0, "LOCK.ACQUIRE l a PX 1000", num(1)},
+		{0, "PEXPIRE l 5000", num(1)},
+		{0, "PTTL l", num(5000)},
+		{999, "LOCK.ACQUIRE l b PX 1000", nilb},
+		{1, "LOCK.ACQUIRE l b PX 1000", num(5)},
+		{0, "PERSIST l", num(1)},
+		{0, "LOCK.RELEASE l 5", num(1)},
+	})
+}

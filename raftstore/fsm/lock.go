@@ -61,25 +61,26 @@ type waiter struct {
 
 // lockData is a lock record as a stored item keeps it: a lockRec (without
 // expired) plus the item's wake time, packed for memory. Most records have one
-// holder granted at once, no waiter and no lock-delay: they are one 48-byte
+// holder granted at once, no waiter and no lock-delay: they are one 32-byte
 // allocation, the holder inline and more nil. Everything else sits in more.
 // The first holder's owner is not here but in the item's val (unused by a
-// lock item), which shares one allocation with the item's key (join).
+// lock item), which shares one allocation with the item's key (join); when
+// more is nil, the first holder's token and lease deadline are the item's own
+// token and deadline (plain requires it), so they are not kept twice.
 // Like every stored item it is immutable: a change packs a new one
 // (packLock), and viewing an item that holds packLock(r) gives back every
 // field of r exactly, so the snapshot bytes do not depend on the layout.
 type lockData struct {
-	// The first holder, but for its owner (the item's val), its via (in
+	// The first holder, but for its owner (the item's val), its token and
+	// deadline (the item's when more is nil, else in more), its via (in
 	// more; 0 when more is nil) and, when more is set, its count (in more);
 	// zero when held is false.
-	session  uint64
-	token    uint64
-	since    int64
-	deadline int64
-	more     *lockMore // nil: see plain
-	count    int32     // the first holder's re-entry count when more is nil
-	mode     command.LockMode
-	held     bool // the first holder is set
+	session uint64
+	since   int64
+	more    *lockMore // nil: see plain
+	count   int32     // the first holder's re-entry count when more is nil
+	mode    command.LockMode
+	held    bool // the first holder is set
 }
 
 // lockMore is the rarer part of a stored lock record.
@@ -93,6 +94,8 @@ type lockMore struct {
 	granted   uint64 // the record's
 	via       uint64 // the first holder's
 	count     int64  // the first holder's
+	token     uint64 // the first holder's
+	deadline  int64  // the first holder's
 }
 
 // plainLimit is the limit a record of mode has unless it is a semaphore: the
@@ -104,54 +107,74 @@ func plainLimit(mode command.LockMode) int64 {
 	return 1
 }
 
-// plain reports whether r, with wake time wake, packs without lockMore: one
-// holder, granted at once by the entry that granted the name last, re-entered
-// fewer than 2^31 times, no waiter, no lock-delay (neither running nor
-// configured), no wake time and its mode's plain limit.
-func plain(r *lockRec, wake int64) bool {
+// plain reports whether r, with wake time wake, kept by an item whose token
+// is token and whose deadline is deadline, packs without lockMore: one
+// holder, granted at once by the entry that granted the name last, with the
+// item's token and deadline, re-entered fewer than 2^31 times, no waiter, no
+// lock-delay (neither running nor configured), no wake time and its mode's
+// plain limit.
+func plain(r *lockRec, wake, deadline int64, token uint64) bool {
 	return len(r.holders) == 1 && r.holders[0].via == 0 && r.granted == r.holders[0].token &&
+		r.holders[0].token == token && r.holders[0].deadline == deadline &&
 		r.holders[0].count <= math.MaxInt32 && len(r.waiters) == 0 && r.delay == 0 && r.lockDelay == 0 &&
 		wake == 0 && r.limit == plainLimit(r.mode)
 }
 
-// packLock packs r, with the wake time wake, for storing: the item that keeps
-// it keeps owner, the first holder's owner ("" when r has no holder), as its
-// val. The stored record shares no slice with r.
-func packLock(r *lockRec, wake int64) (d *lockData, owner string) {
+// packLock packs r, with the wake time wake, for storing in an item whose
+// token is token and whose deadline is deadline: that item keeps owner, the
+// first holder's owner ("" when r has no holder), as its val. The stored
+// record shares no slice with r.
+func packLock(r *lockRec, wake, deadline int64, token uint64) (d *lockData, owner string) {
 	d = &lockData{mode: r.mode}
 	var rest []holder
-	var via uint64
-	var count int64
+	var first holder
 	if len(r.holders) > 0 {
-		h := r.holders[0]
-		owner = h.owner
-		d.session, d.token, d.since, d.deadline, d.held = h.session, h.token, h.since, h.deadline, true
-		rest, via, count = r.holders[1:], h.via, h.count
+		first = r.holders[0]
+		owner = first.owner
+		d.session, d.since, d.held = first.session, first.since, true
+		rest = r.holders[1:]
 	}
-	if plain(r, wake) {
-		d.count = int32(count)
+	if plain(r, wake, deadline, token) {
+		d.count = int32(first.count)
 	} else {
 		d.more = &lockMore{holders: append([]holder(nil), rest...), waiters: append([]waiter(nil), r.waiters...),
-			limit: r.limit, delay: r.delay, lockDelay: r.lockDelay, wake: wake, granted: r.granted, via: via, count: count}
+			limit: r.limit, delay: r.delay, lockDelay: r.lockDelay, wake: wake, granted: r.granted,
+			via: first.via, count: first.count, token: first.token, deadline: first.deadline}
 	}
 	return d, owner
 }
 
-// first is the first holder, whose owner is owner; held must be set.
-func (d *lockData) first(owner string) holder {
-	h := holder{owner: owner, session: d.session, token: d.token, count: int64(d.count), since: d.since, deadline: d.deadline}
-	if d.more != nil {
-		h.via, h.count = d.more.via, d.more.count
+// repack returns a copy of lock item it that keeps the same record once the
+// copy's token or deadline changes (setDeadline): a plain record takes its
+// first holder's token and deadline from its item, so it moves them into a
+// lockMore first. The copy is not in any tree.
+func (it *item) repack() *item {
+	cp := *it
+	if d := it.lock; d.more == nil {
+		h := it.first()
+		nd := *d
+		nd.more = &lockMore{limit: plainLimit(d.mode), granted: h.token, count: h.count, token: h.token, deadline: h.deadline}
+		cp.lock = &nd
+	}
+	return &cp
+}
+
+// first is a lock item's first holder; its lock's held must be set.
+func (it *item) first() holder {
+	d := it.lock
+	h := holder{owner: it.val(), session: d.session, token: it.token, count: int64(d.count), since: d.since, deadline: it.deadline}
+	if m := d.more; m != nil {
+		h.via, h.count, h.token, h.deadline = m.via, m.count, m.token, m.deadline
 	}
 	return h
 }
 
-// granted is the index of the entry that last granted the name.
-func (d *lockData) granted() uint64 {
-	if d.more == nil {
-		return d.token
+// granted is the index of the entry that last granted a lock item's name.
+func (it *item) granted() uint64 {
+	if it.lock.more == nil {
+		return it.token
 	}
-	return d.more.granted
+	return it.lock.more.granted
 }
 
 // limit, delay, lockDelay and wake are the record's; 0 when more is nil (limit: plainLimit).
@@ -208,7 +231,7 @@ func (d *lockData) numWaiters() int {
 // it.holders).
 func (it *item) holders(yield func(holder) bool) {
 	d := it.lock
-	if !d.held || !yield(d.first(it.val())) {
+	if !d.held || !yield(it.first()) {
 		return
 	}
 	if d.more != nil {
@@ -293,7 +316,7 @@ func (r *lockRec) add(h holder, mode command.LockMode, limit int64) {
 // anything was left out.
 func (k *Keyspace) view(it *item, now int64) (v lockRec, dropped []uint64, changed bool) {
 	r := it.lock
-	v = lockRec{mode: r.mode, limit: r.limit(), delay: r.delay(), lockDelay: r.lockDelay(), granted: r.granted()}
+	v = lockRec{mode: r.mode, limit: r.limit(), delay: r.delay(), lockDelay: r.lockDelay(), granted: it.granted()}
 	v.holders = make([]holder, 0, r.numHolders()+1)
 	for h := range it.holders {
 		if h.deadline > now {
@@ -418,9 +441,7 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	if old != nil {
 		token = max(token, old.token)
 	}
-	it := newLockItem(name, &rec, rec.wakeAt(c.Now))
-	it.deadline, it.token = deadline, token
-	k.putItem(it)
+	k.putItem(newLockItem(name, &rec, rec.wakeAt(c.Now), deadline, token))
 }
 
 // dropWaiters tells the waiters of a lock item that is being deleted or

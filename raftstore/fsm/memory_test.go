@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"os"
 	"reflect"
@@ -87,10 +88,10 @@ func liveHeap() uint64 {
 
 // maxLockBytes is the budget of one held lease lock in the keyspace (item,
 // record, key and owner in one allocation, and its share of the two trees
-// that index it): 168 B measured (64 item, 48 record, 24 key+owner, ~32
+// that index it): 152 B measured (64 item, 32 record, 24 key+owner, ~32
 // trees) plus ~15%. Issue 9: the whole node must stay within 2x Redis's
 // ~150 B per key with a TTL.
-const maxLockBytes = 195
+const maxLockBytes = 175
 
 // TestLockMemory measures the heap one held lock costs: memoryKeys entries
 // LOCK.ACQUIRE lock:<i> owner-<i> PX 3600000, each granted, and fails when a
@@ -187,14 +188,16 @@ func TestItemLayout(t *testing.T) {
 	if n := unsafe.Sizeof(item{}); n > 64 {
 		t.Errorf("item is %d bytes, want at most 64", n)
 	}
-	if n := unsafe.Sizeof(lockData{}); n > 48 {
-		t.Errorf("lockData is %d bytes, want at most 48", n)
+	if n := unsafe.Sizeof(lockData{}); n > 32 {
+		t.Errorf("lockData is %d bytes, want at most 32", n)
 	}
 }
 
 // TestPackLockRoundTrip: viewing an item that keeps packLock(r) (its record
 // and its owner) gives back every field of r, for
-// plain records (no lockMore) and for each way a record is not plain.
+// plain records (no lockMore) and for each way a record is not plain; and so
+// does a copy of that item given another deadline (setDeadline: EXPIRE on a
+// lock's name changes the item's TTL, never its holder's lease).
 func TestPackLockRoundTrip(t *testing.T) {
 	const future = 1 << 40
 	h1 := holder{owner: "a", token: 7, count: 1, since: 3, deadline: future}
@@ -206,36 +209,53 @@ func TestPackLockRoundTrip(t *testing.T) {
 		return r
 	}
 	cases := []struct {
-		name  string
-		rec   lockRec
-		wake  int64
-		plain bool
+		name     string
+		rec      lockRec
+		wake     int64
+		plain    bool
+		deadline int64  // the item's; h1's when 0
+		token    uint64 // the item's; h1's when 0
 	}{
-		{"plain", excl(func(*lockRec) {}), 0, true},
-		{"plain shared", lockRec{mode: command.LockShared, holders: []holder{h1}, granted: 7}, 0, true},
-		{"granted later", excl(func(r *lockRec) { r.granted = 9 }), 0, false},
-		{"via a waiter", excl(func(r *lockRec) { r.holders[0].via = 5 }), 0, false},
-		{"two holders", lockRec{mode: command.LockShared, holders: []holder{h1, h2}, granted: 8}, 0, false},
-		{"semaphore", lockRec{mode: command.LockSemaphore, limit: 3, holders: []holder{h1}, granted: 7}, 0, false},
-		{"waiter", excl(func(r *lockRec) { r.waiters = []waiter{w1} }), 20, false},
-		{"delay only", lockRec{mode: command.LockExclusive, limit: 1, delay: 30, granted: 7}, 0, false},
-		{"wake only", excl(func(*lockRec) {}), 20, false},
-		{"lock-delay configured", excl(func(r *lockRec) { r.lockDelay = 50 }), 0, false},
-		{"re-entered 2^31 times", excl(func(r *lockRec) { r.holders[0].count = math.MaxInt32 + 1 }), 0, false},
-		{"re-entered 2^31-1 times", excl(func(r *lockRec) { r.holders[0].count = math.MaxInt32 }), 0, true},
+		{"plain", excl(func(*lockRec) {}), 0, true, 0, 0},
+		{"plain shared", lockRec{mode: command.LockShared, holders: []holder{h1}, granted: 7}, 0, true, 0, 0},
+		{"item lives longer", excl(func(*lockRec) {}), 0, false, future + 5, 0},
+		{"item token newer", excl(func(*lockRec) {}), 0, false, 0, 12},
+		{"session's lock", excl(func(r *lockRec) { r.holders[0].session, r.holders[0].deadline = 4, sessionBound }), 0, true, sessionBound, 0},
+		{"granted later", excl(func(r *lockRec) { r.granted = 9 }), 0, false, 0, 0},
+		{"via a waiter", excl(func(r *lockRec) { r.holders[0].via = 5 }), 0, false, 0, 0},
+		{"two holders", lockRec{mode: command.LockShared, holders: []holder{h1, h2}, granted: 8}, 0, false, 0, 0},
+		{"semaphore", lockRec{mode: command.LockSemaphore, limit: 3, holders: []holder{h1}, granted: 7}, 0, false, 0, 0},
+		{"waiter", excl(func(r *lockRec) { r.waiters = []waiter{w1} }), 20, false, 0, 0},
+		{"delay only", lockRec{mode: command.LockExclusive, limit: 1, delay: 30, granted: 7}, 0, false, 0, 0},
+		{"wake only", excl(func(*lockRec) {}), 20, false, 0, 0},
+		{"lock-delay configured", excl(func(r *lockRec) { r.lockDelay = 50 }), 0, false, 0, 0},
+		{"re-entered 2^31 times", excl(func(r *lockRec) { r.holders[0].count = math.MaxInt32 + 1 }), 0, false, 0, 0},
+		{"re-entered 2^31-1 times", excl(func(r *lockRec) { r.holders[0].count = math.MaxInt32 }), 0, true, 0, 0},
 	}
 	k := New()
 	for _, c := range cases {
-		d, owner := packLock(&c.rec, c.wake)
+		deadline, token := c.deadline, c.token
+		if len(c.rec.holders) > 0 {
+			deadline, token = cmp.Or(deadline, c.rec.holders[0].deadline), cmp.Or(token, c.rec.holders[0].token)
+		}
+		it := newLockItem([]byte("l"), &c.rec, c.wake, deadline, token)
+		d := it.lock
 		if (d.more == nil) != c.plain {
 			t.Errorf("%s: packed without lockMore = %v, want %v", c.name, d.more == nil, c.plain)
 		}
-		got, dropped, _ := k.view(&item{kv: "l" + owner, klen: 1, lock: d}, 0)
 		want := c.rec
 		want.holders = append([]holder{}, want.holders...)
 		want.waiters = append([]waiter{}, want.waiters...)
-		if !reflect.DeepEqual(got, want) || len(dropped) != 0 || d.wake() != c.wake {
-			t.Errorf("%s: view(packLock(r)) = %+v wake %d, want %+v wake %d", c.name, got, d.wake(), want, c.wake)
+		moved := it.repack()
+		moved.deadline, moved.token = deadline+1000, token+1
+		for _, v := range []struct {
+			what string
+			it   *item
+		}{{"packLock(r)", it}, {"packLock(r) given a later deadline", moved}} {
+			got, dropped, _ := k.view(v.it, 0)
+			if !reflect.DeepEqual(got, want) || len(dropped) != 0 || v.it.lock.wake() != c.wake {
+				t.Errorf("%s: view(%s) = %+v wake %d, want %+v wake %d", c.name, v.what, got, v.it.lock.wake(), want, c.wake)
+			}
 		}
 	}
 }

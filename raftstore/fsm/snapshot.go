@@ -106,7 +106,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			}
 			buf = binary.AppendVarint(buf, it.lock.delay())
 			buf = binary.AppendVarint(buf, it.lock.lockDelay())
-			buf = binary.AppendUvarint(buf, it.lock.granted())
+			buf = binary.AppendUvarint(buf, it.granted())
 			buf = binary.AppendVarint(buf, it.lock.wake())
 		case KindHash:
 			buf = binary.AppendUvarint(buf, uint64(len(*it.fields)))
@@ -378,6 +378,8 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 		return nil, err
 	}
 	var it *item
+	var rec *lockRec // KindLock: its item is made once its deadline and token are read
+	var wake int64
 	switch Kind(kind) {
 	case KindString:
 		val, err := readBytes(br)
@@ -386,11 +388,9 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 		}
 		it = newItem(key, val)
 	case KindLock:
-		rec, wake, err := readLock(br, version)
-		if err != nil {
+		if rec, wake, err = readLock(br, version); err != nil {
 			return nil, err
 		}
-		it = newLockItem(key, rec, wake)
 	case KindHash:
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
@@ -427,6 +427,9 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 	mod, err := binary.ReadUvarint(br)
 	if err != nil {
 		return nil, err
+	}
+	if rec != nil {
+		it = newLockItem(key, rec, wake, deadline, token)
 	}
 	it.deadline, it.token, it.mod = deadline, token, mod
 	return it, nil
