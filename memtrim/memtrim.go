@@ -20,6 +20,7 @@ import (
 const (
 	DefaultInterval = 5 * time.Second
 	DefaultMinGap   = 10 * time.Second
+	DefaultRecheck  = 15 * time.Second
 	// DefaultSlack is the reclaimable memory that is never worth a trim
 	// (small processes keep their headroom).
 	DefaultSlack = 32 << 20
@@ -30,6 +31,9 @@ type Config struct {
 	Interval time.Duration // how often the counters are read
 	MinGap   time.Duration // least time between two trims
 	Slack    uint64        // reclaimable memory below this is left alone
+	// Recheck is how long after a trim that ended a burst (see policy) Run
+	// trims once more, as soon as the process is quiet, whatever Worth says.
+	Recheck time.Duration
 	// OnTrim, when set, is called after each trim with the bytes held before
 	// and after it and how long the trim took (for logs and tests).
 	OnTrim func(before, after uint64, took time.Duration)
@@ -96,23 +100,18 @@ func Worth(prev, cur Sample, slack uint64) bool {
 }
 
 // Run trims the process's memory until ctx ends: every Interval it reads the
-// counters and, when Worth says so and MinGap has passed since the last trim,
-// calls debug.FreeOSMemory. Run blocks; start it on its own goroutine, once
-// per process.
+// counters and trims (debug.FreeOSMemory) when its policy says so: when Worth
+// does and MinGap has passed since the last trim, or once Recheck after a trim
+// that ended a burst. Run blocks; start it on its own goroutine, once per
+// process.
 func Run(ctx context.Context, cfg Config) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
-	if cfg.MinGap <= 0 {
-		cfg.MinGap = DefaultMinGap
-	}
-	if cfg.Slack == 0 {
-		cfg.Slack = DefaultSlack
-	}
+	p := newPolicy(cfg)
 	t := time.NewTicker(cfg.Interval)
 	defer t.Stop()
 	prev := Read()
-	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -120,18 +119,77 @@ func Run(ctx context.Context, cfg Config) {
 		case <-t.C:
 		}
 		cur := Read()
-		if Worth(prev, cur, cfg.Slack) && time.Since(last) >= cfg.MinGap {
-			start := time.Now()
+		if start := time.Now(); p.decide(prev, cur, start) {
 			debug.FreeOSMemory()
-			last = time.Now()
+			end := time.Now()
+			p.trimmed(cur, end)
 			after := Read()
 			if cfg.OnTrim != nil {
-				cfg.OnTrim(cur.Held, after.Held, last.Sub(start))
+				cfg.OnTrim(cur.Held, after.Held, end.Sub(start))
 			}
 			cur = after
 		}
 		prev = cur
 	}
+}
+
+// policy decides when Run trims, one reading at a time. It is deterministic:
+// the time is passed in.
+//
+// Why a recheck: Worth measures the garbage against the live heap of the last
+// collection, and a trim's collection is the last one for a long while (the
+// next comes when the heap doubles). A trim taken as a burst ends may find
+// the burst's tail still live (a 1M-lock fill: the first trim left 249 MB
+// live, the next one 169), and then Worth waits until garbage beyond that
+// stale figure builds up, minutes for an idle node, with the tail's memory
+// still held. So a trim that ended a burst (the process allocated more than
+// its live heap and the slack since the trim before) is followed by one more,
+// Recheck later, as soon as an interval allocates less than a quarter of the
+// slack. A steady, quiet process never allocates that much between trims and
+// gets no rechecks.
+type policy struct {
+	slack      uint64
+	minGap     time.Duration
+	recheck    time.Duration
+	last       time.Time // the last trim; zero before the first
+	lastAllocs uint64    // Sample.Allocs at the last trim
+	recheckAt  time.Time // when a recheck is due; zero when none is
+}
+
+func newPolicy(cfg Config) *policy {
+	p := &policy{slack: cfg.Slack, minGap: cfg.MinGap, recheck: cfg.Recheck}
+	if p.slack == 0 {
+		p.slack = DefaultSlack
+	}
+	if p.minGap <= 0 {
+		p.minGap = DefaultMinGap
+	}
+	if p.recheck <= 0 {
+		p.recheck = DefaultRecheck
+	}
+	return p
+}
+
+// decide reports whether to trim now, given the reading cur and the one an
+// interval before it, prev.
+func (p *policy) decide(prev, cur Sample, now time.Time) bool {
+	if !p.last.IsZero() && now.Sub(p.last) < p.minGap {
+		return false
+	}
+	if Worth(prev, cur, p.slack) {
+		return true
+	}
+	return !p.recheckAt.IsZero() && !now.Before(p.recheckAt) && cur.Allocs-prev.Allocs < p.slack/4
+}
+
+// trimmed records a trim that ended at now; before is the reading decide
+// was given for it.
+func (p *policy) trimmed(before Sample, now time.Time) {
+	p.recheckAt = time.Time{}
+	if before.Allocs-p.lastAllocs > before.Live+p.slack {
+		p.recheckAt = now.Add(p.recheck)
+	}
+	p.last, p.lastAllocs = now, before.Allocs
 }
 
 var (

@@ -113,3 +113,60 @@ func TestReclaimable(t *testing.T) {
 		t.Fatalf("after 128 MiB of garbage: reclaimable %d MiB, want at least 120", r>>20)
 	}
 }
+
+// TestPolicyRecheck: a trim that ends a burst is followed by one more,
+// Recheck later, once an interval is quiet, even where Worth sees nothing to
+// return (its live figure is the first trim's); a trim at the end of a quiet
+// stretch schedules none, and MinGap holds for both.
+func TestPolicyRecheck(t *testing.T) {
+	const mb = 1 << 20
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	p := newPolicy(Config{Slack: 32 * mb, MinGap: 10 * time.Second, Recheck: 15 * time.Second})
+
+	// A burst: 4 GiB allocated, much reclaimable, then a quiet interval.
+	prev := Sample{Allocs: 4000 * mb}
+	burst := Sample{Live: 250 * mb, Reclaimable: 300 * mb, Allocs: 4010 * mb}
+	if !p.decide(prev, burst, at(0)) {
+		t.Fatal("no trim after a burst with 300 MiB reclaimable")
+	}
+	p.trimmed(burst, at(0))
+
+	// After it, nothing Worth a trim: the garbage is under the slack.
+	idle := func(s int) (Sample, Sample) {
+		a := uint64(4010*mb + s*mb/4) // 0.25 MiB/s
+		return Sample{Live: 250 * mb, Reclaimable: 8 * mb, Allocs: a - 5*mb/4}, Sample{Live: 250 * mb, Reclaimable: 8 * mb, Allocs: a}
+	}
+	for s := 5; s < 15; s += 5 {
+		if prev, cur := idle(s); p.decide(prev, cur, at(s)) {
+			t.Fatalf("trim at %ds, before the recheck is due", s)
+		}
+	}
+	// Due, but the interval allocated a quarter of the slack: not quiet.
+	if p.decide(Sample{Allocs: 4020 * mb}, Sample{Live: 250 * mb, Reclaimable: 8 * mb, Allocs: 4028 * mb}, at(15)) {
+		t.Fatal("recheck taken during an interval that allocated 8 MiB")
+	}
+	prev, cur := idle(20)
+	if !p.decide(prev, cur, at(20)) {
+		t.Fatal("no recheck 20s after a trim that ended a burst")
+	}
+	p.trimmed(cur, at(20))
+
+	// The recheck followed a quiet stretch: nothing more until Worth says so.
+	for s := 25; s < 120; s += 5 {
+		if prev, cur := idle(s); p.decide(prev, cur, at(s)) {
+			t.Fatalf("trim at %ds after a recheck that ended no burst", s)
+		}
+	}
+	much := Sample{Live: 250 * mb, Reclaimable: 64 * mb, Allocs: 4100 * mb}
+	if !p.decide(Sample{Allocs: 4099 * mb}, much, at(120)) {
+		t.Fatal("no trim with 64 MiB reclaimable and a quiet interval")
+	}
+	p.trimmed(much, at(120))
+	if p.decide(Sample{Allocs: 4099 * mb}, much, at(125)) {
+		t.Fatal("trim 5s after the last one, inside MinGap")
+	}
+	if p.decide(prev, cur, at(200)) {
+		t.Fatal("recheck after a trim that ended no burst (90 MiB allocated since the one before, under live + slack)")
+	}
+}

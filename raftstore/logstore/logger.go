@@ -11,7 +11,8 @@ import (
 //
 // Badger is chatty at info level (table counts, compaction progress), so its
 // Infof and Debugf output is demoted to slog debug; Warningf maps to warn and
-// Errorf to error.
+// Errorf to error, but for the block cache's minutely report (cacheReport),
+// also debug.
 type badgerLogger struct {
 	l *slog.Logger
 }
@@ -21,7 +22,24 @@ func (b badgerLogger) Errorf(format string, args ...any) {
 }
 
 func (b badgerLogger) Warningf(format string, args ...any) {
-	b.log(slog.LevelWarn, format, args...)
+	level := slog.LevelWarn
+	if cacheReport(format) {
+		level = slog.LevelDebug
+	}
+	b.log(level, format, args...)
+}
+
+// cacheReport reports whether a badger warning's format is its cache
+// monitor's "might be too small" report (and the life-expectancy histogram
+// that follows it). Once a minute badger warns when its block cache keeps
+// blocks less than 10 s with a hit ratio under 0.4; lockd keeps that cache
+// small on purpose (blockCacheSize: replicas read the newest entries from
+// raft's LogCache, and badger's cached blocks would count against the node's
+// memory), so under any steady load the warning would fire every minute and
+// mean nothing to an operator.
+func cacheReport(format string) bool {
+	return strings.HasPrefix(format, "%s might be too small. Metrics:") ||
+		strings.HasPrefix(format, "Cache life expectancy")
 }
 
 func (b badgerLogger) Infof(format string, args ...any) {

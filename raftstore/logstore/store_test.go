@@ -548,10 +548,15 @@ func TestBadgerLoggerLevels(t *testing.T) {
 	l.Infof("i")
 	l.Debugf("d")
 	l.Infof("\n") // blank messages are dropped
+	// The cache monitor's minutely report (badger's own formats) is debug.
+	l.Warningf("%s might be too small. Metrics: %s\n", "Block cache", "hit: 1 miss: 9")
+	l.Warningf("Cache life expectancy (in seconds): %+v\n", "histogram")
 	want := []struct {
 		level slog.Level
 		msg   string
-	}{{slog.LevelError, "e 1"}, {slog.LevelWarn, "w 2"}, {slog.LevelDebug, "i"}, {slog.LevelDebug, "d"}}
+	}{{slog.LevelError, "e 1"}, {slog.LevelWarn, "w 2"}, {slog.LevelDebug, "i"}, {slog.LevelDebug, "d"},
+		{slog.LevelDebug, "Block cache might be too small. Metrics: hit: 1 miss: 9"},
+		{slog.LevelDebug, "Cache life expectancy (in seconds): histogram"}}
 	if len(h.records) != len(want) {
 		t.Fatalf("got %d records, want %d", len(h.records), len(want))
 	}
