@@ -20,7 +20,7 @@ import (
 const (
 	DefaultInterval = 5 * time.Second
 	DefaultMinGap   = 10 * time.Second
-	DefaultRecheck  = 15 * time.Second
+	DefaultRecheck  = 10 * time.Second
 	// DefaultSlack is the reclaimable memory that is never worth a trim
 	// (small processes keep their headroom).
 	DefaultSlack = 32 << 20
@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg Config) {
 		if start := time.Now(); p.decide(prev, cur, start) {
 			debug.FreeOSMemory()
 			end := time.Now()
-			p.trimmed(cur, end)
+			p.trimmed(cur, start)
 			after := Read()
 			if cfg.OnTrim != nil {
 				cfg.OnTrim(cur.Held, after.Held, end.Sub(start))
@@ -145,8 +145,8 @@ func Run(ctx context.Context, cfg Config) {
 // still held. So a trim that ended a burst (the process allocated more than
 // its live heap and the slack since the trim before) is followed by one more,
 // Recheck later, as soon as an interval allocates less than a quarter of the
-// slack. A steady, quiet process never allocates that much between trims and
-// gets no rechecks.
+// slack (and if that one ends a burst too, another follows). A steady, quiet
+// process never allocates that much between trims and gets no rechecks.
 type policy struct {
 	slack      uint64
 	minGap     time.Duration
@@ -182,8 +182,9 @@ func (p *policy) decide(prev, cur Sample, now time.Time) bool {
 	return !p.recheckAt.IsZero() && !now.Before(p.recheckAt) && cur.Allocs-prev.Allocs < p.slack/4
 }
 
-// trimmed records a trim that ended at now; before is the reading decide
-// was given for it.
+// trimmed records a trim decided at now (MinGap and Recheck count from
+// there, so that a trim's own duration does not push the next one a whole
+// interval later); before is the reading decide was given for it.
 func (p *policy) trimmed(before Sample, now time.Time) {
 	p.recheckAt = time.Time{}
 	if before.Allocs-p.lastAllocs > before.Live+p.slack {
