@@ -3,7 +3,9 @@
 # 3-node cluster. It fills a fresh 3-node lockd cluster (its default group
 # count) with N held locks (LOCK.ACQUIRE lock:<i> owner-<i> PX 3600000, sent
 # with redis-cli --pipe), reports each node's RSS right after the fill and
-# the largest node's over BIG_WINDOW seconds from BIG_SETTLE seconds later, then kills one node (kill -9), restarts it and
+# the largest node's over BIG_WINDOW seconds from BIG_SETTLE seconds later
+# (and each node's anonymous and file-backed RSS at the end of that window),
+# then kills one node (kill -9), restarts it and
 # times how long until it serves from its own state again (every group applied
 # what was committed before the kill), with that node's RSS once it has
 # recovered (no load garbage, no GC headroom from the fill); then the same
@@ -97,6 +99,13 @@ mapfile -t window < <(printf '%s\n' "${window[@]}" | sort -n)
 med_settled=${window[$((${#window[@]} / 2))]}
 max_settled=${window[-1]}
 echo "bigstate.sh: the largest node ${SETTLE}-$((SETTLE + WINDOW))s after the fill: RSS median $med_settled, max $max_settled MiB" >&2
+# What the RSS is made of at the end of the window: anonymous memory (Go's
+# heap, stacks, runtime) and mapped files (the binary, badger's tables).
+parts=()
+for pid in "${SYSTEM_PIDS[@]}"; do
+	parts+=("$(awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } END { printf "%.1f anon + %.1f file", a / 1024, f / 1024 }' "/proc/$pid/status")")
+done
+echo "bigstate.sh: each node's RSS at the end of the window, MiB: ${parts[0]}; ${parts[1]}; ${parts[2]}" >&2
 
 # applied PORT: the sum over the node's groups of their applied index (INFO
 # raft's raft_group_N lines; 0 while it does not answer).
