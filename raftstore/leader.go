@@ -37,7 +37,7 @@ func (s *Store) expiryLoop() {
 				now, wall := s.clock.read()
 				if d <= now {
 					e := command.Entry{Kind: command.KindTick, Time: now, Wall: wall}
-					if err := s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error(); err != nil {
+					if err := s.await(s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error); err != nil {
 						s.log.Debug("expiry tick failed", "err", err)
 						wait = 50 * time.Millisecond
 					} else if s.m.grantReady() {
@@ -88,7 +88,7 @@ func (s *Store) watchLeadership() {
 				s.log.Info("lost leadership")
 				continue
 			}
-			if err := s.raft.Barrier(s.cfg.ApplyTimeout).Error(); err != nil {
+			if err := s.await(s.raft.Barrier(s.cfg.ApplyTimeout).Error); err != nil {
 				s.log.Warn("leader barrier failed", "err", err)
 				continue
 			}
@@ -145,7 +145,7 @@ func (s *Store) nudgeLoop() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 		f, err := s.propose(ctx, command.KindTick, nil)
 		if err == nil {
-			err = f.Error()
+			err = s.await(f.Error)
 		}
 		cancel()
 		if err != nil {

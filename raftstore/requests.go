@@ -59,26 +59,21 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		if len(inflight) == 0 {
 			return
 		}
-		// hashicorp/raft never answers a write still in its (buffered) apply
-		// channel when it shuts down, so the wait also watches for Close.
-		done := make(chan struct{})
 		waiting := inflight
-		go func() {
+		if err := s.await(func() error {
 			for _, p := range waiting {
 				p.f.Error()
 			}
-			close(done)
-		}()
-		select {
-		case <-done:
+			return nil
+		}); err != nil {
+			for _, p := range waiting {
+				out[p.i] = resp.Error(ErrUnknownOutcome.Error())
+			}
+		} else {
 			for _, p := range waiting {
 				s.metrics.commit.Observe(time.Since(p.at).Seconds())
 				out[p.i] = s.result(p.f)
 				s.noteSessionResult(reqs[p.i].Op, out[p.i])
-			}
-		case <-s.closed:
-			for _, p := range waiting {
-				out[p.i] = resp.Error(ErrUnknownOutcome.Error())
 			}
 		}
 		inflight = nil
@@ -189,6 +184,25 @@ func (s *Store) waitReady(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// await runs wait (a wait on hashicorp/raft futures, such as f.Error) and
+// returns what it returns, or ErrClosed as soon as the store is closing.
+// hashicorp/raft never answers a future still in its buffered apply channel
+// (BatchApplyCh) when it shuts down, so whatever waits on an Apply or Barrier
+// future must go through await, or Close, which waits for the store's loops,
+// may wait forever (TestWaitTimesOut hung so once: an expiry tick proposed as
+// the test closed its store). When the store closes first, wait runs on in
+// its own goroutine until raft answers, which it may never do.
+func (s *Store) await(wait func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-s.closed:
+		return ErrClosed
+	}
 }
 
 // result maps a future's outcome to a reply.
