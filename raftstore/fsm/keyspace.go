@@ -427,13 +427,7 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 		return
 	}
 	k.unindexItem(it)
-	var cp *item
-	if it.kind() == KindLock {
-		cp = it.repack() // its holder keeps its own lease
-	} else {
-		c := *it
-		cp = &c
-	}
+	cp := it.detached() // a lock's holder keeps its own lease
 	cp.deadline = d
 	cp.mod = k.logical()
 	k.items.Set(cp)

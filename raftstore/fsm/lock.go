@@ -144,17 +144,17 @@ func packLock(r *lockRec, wake, deadline int64, token uint64) (d *lockData, owne
 	return d, owner
 }
 
-// repack returns a copy of lock item it that keeps the same record once the
-// copy's token or deadline changes (setDeadline): a plain record takes its
-// first holder's token and deadline from its item, so it moves them into a
-// lockMore first. The copy is not in any tree.
-func (it *item) repack() *item {
+// detached returns a copy of it, in no tree, whose token and deadline may
+// be changed without changing anything else it holds (setDeadline): a plain
+// lock record takes its first holder's token and lease deadline from its
+// item, so the copy's record keeps them in a lockMore instead.
+func (it *item) detached() *item {
 	cp := *it
-	if d := it.lock; d.more == nil {
+	if it.kind() == KindLock && it.lock.more == nil {
 		h := it.first()
-		nd := *d
-		nd.more = &lockMore{limit: plainLimit(d.mode), granted: h.token, count: h.count, token: h.token, deadline: h.deadline}
-		cp.lock = &nd
+		d := *it.lock
+		d.more = &lockMore{limit: plainLimit(d.mode), granted: h.token, count: h.count, token: h.token, deadline: h.deadline}
+		cp.lock = &d
 	}
 	return &cp
 }

@@ -196,7 +196,7 @@ func TestItemLayout(t *testing.T) {
 // TestPackLockRoundTrip: viewing an item that keeps packLock(r) (its record
 // and its owner) gives back every field of r, for
 // plain records (no lockMore) and for each way a record is not plain; and so
-// does a copy of that item given another deadline (setDeadline: EXPIRE on a
+// does a copy of that item given another deadline (detached, setDeadline: EXPIRE on a
 // lock's name changes the item's TTL, never its holder's lease).
 func TestPackLockRoundTrip(t *testing.T) {
 	const future = 1 << 40
@@ -246,12 +246,12 @@ func TestPackLockRoundTrip(t *testing.T) {
 		want := c.rec
 		want.holders = append([]holder{}, want.holders...)
 		want.waiters = append([]waiter{}, want.waiters...)
-		moved := it.repack()
-		moved.deadline, moved.token = deadline+1000, token+1
+		moved := it.detached()
+		moved.deadline, moved.token = deadline-1, token+1
 		for _, v := range []struct {
 			what string
 			it   *item
-		}{{"packLock(r)", it}, {"packLock(r) given a later deadline", moved}} {
+		}{{"packLock(r)", it}, {"packLock(r) given another deadline and token", moved}} {
 			got, dropped, _ := k.view(v.it, 0)
 			if !reflect.DeepEqual(got, want) || len(dropped) != 0 || v.it.lock.wake() != c.wake {
 				t.Errorf("%s: view(%s) = %+v wake %d, want %+v wake %d", c.name, v.what, got, v.it.lock.wake(), want, c.wake)
