@@ -37,7 +37,7 @@ func (s *Store) expiryLoop() {
 				now, wall := s.clock.read()
 				if d <= now {
 					e := command.Entry{Kind: command.KindTick, Time: now, Wall: wall}
-					if err := s.await(s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error); err != nil {
+					if err := s.applyNow(e); err != nil {
 						s.log.Debug("expiry tick failed", "err", err)
 						wait = 50 * time.Millisecond
 					} else if s.m.grantReady() {

@@ -205,6 +205,14 @@ func (s *Store) await(wait func() error) error {
 	}
 }
 
+// applyNow proposes e as it is, without waiting for this leader to take
+// office (propose does), and waits for its outcome through await: for the
+// leader's own loops (expiry ticks, session expiries), which check ready
+// themselves.
+func (s *Store) applyNow(e command.Entry) error {
+	return s.await(s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error)
+}
+
 // result maps a future's outcome to a reply.
 func (s *Store) result(f raft.ApplyFuture) resp.Value {
 	if err := f.Error(); err != nil {

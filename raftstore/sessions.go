@@ -116,7 +116,7 @@ func (s *Store) sessionLoop() {
 		for _, id := range s.sessions.lapsed(s.now()) {
 			now, wall := s.clock.read()
 			e := command.Entry{Kind: command.KindSessionExpire, Time: now, Wall: wall, Args: command.SessionExpireArgs(id)}
-			if err := s.await(s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error); err != nil {
+			if err := s.applyNow(e); err != nil {
 				s.log.Debug("session expiry failed", "session", id, "err", err)
 				break
 			}
