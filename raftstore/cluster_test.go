@@ -27,14 +27,33 @@ type cluster struct {
 	tweak   func(i int, cfg *Config) // adjusts node i's Config at each start; nil: none
 }
 
+// freeAddr returns a 127.0.0.1 address that was free a moment ago and that
+// it has not returned before in this test binary: the kernel may hand a port
+// just closed to the next listen on port 0, and two nodes of one cluster
+// given the same address fail to start ("appears twice", seen once in CI).
 func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
+	for range 1000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handedOut[addr] {
+			handedOut[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port that was not handed out before in 1000 tries")
+	return ""
 }
+
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[string]bool{} // addresses freeAddr returned
+)
 
 func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil) }
 
