@@ -27,9 +27,11 @@ import (
 // Shared on disk runs badger without syncing and makes each write durable
 // itself: it appends the write's keys and values to the journal as one
 // checksummed record and fdatasyncs the journal, and only then commits the
-// write to badger (its memtable and its own, unsynced, logs) and tells the
-// caller. A Shared's committer journals all the groups' writes it commits
-// together as one record, one fdatasync.
+// write to badger (its memtable and its own, unsynced, logs). A Store of its
+// own tells the caller after that; a Shared's committer journals all the
+// groups' writes it commits together as one record, one fdatasync, tells the
+// callers at once, and leaves the badger commit to its applier, which runs
+// beside the next record's write (applier.go).
 //
 // The order matters: badger may write out any of its unsynced writes at any
 // time, so it must never hold one that the journal could lose — a write kept
@@ -78,6 +80,11 @@ type journal struct {
 	size  int64  // f's preallocated size
 	buf   []byte
 	err   error // sticky: after a failed write or sync nothing more is trusted
+
+	// quiesce, when set, runs before a checkpoint and waits until badger
+	// holds every record written so far (a Shared's applier trails the
+	// journal); an error fails the checkpoint.
+	quiesce func() error
 }
 
 // openJournal replays the records of dir's journal files, oldest first, by
@@ -289,6 +296,11 @@ func (j *journal) append(batch []*setsReq) error {
 // checkpoint makes badger's files durable, then replaces the current file
 // with a new, empty one that has room for need bytes.
 func (j *journal) checkpoint(need int64) error {
+	if j.quiesce != nil {
+		if err := j.quiesce(); err != nil {
+			return fmt.Errorf("journal: checkpoint: %w", err)
+		}
+	}
 	if err := syncFiles(j.dbDir); err != nil {
 		return fmt.Errorf("journal: checkpoint: %w", err)
 	}

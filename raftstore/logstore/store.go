@@ -95,6 +95,11 @@ type Options struct {
 	// it writes each batch and may block; an error fails the batch as a
 	// failed badger commit would.
 	BeforeWrite func() error
+
+	// BeforeApply (fault tests only; a Shared's) runs on the applier before
+	// it writes each journaled batch into badger and may block; an error
+	// fails the write as a failed badger transaction would (ErrBadgerWrite).
+	BeforeApply func() error
 }
 
 // Store is a raft.LogStore and raft.StableStore backed by one badger DB.
@@ -133,7 +138,7 @@ type Store struct {
 
 	// first and last cache the lowest and highest stored log index (both 0
 	// when the log is empty). They are written only with writeMu held and
-	// after the corresponding badger commit.
+	// once the write is durable (journaled; a Shared's badger may trail).
 	first atomic.Uint64
 	last  atomic.Uint64
 
@@ -287,6 +292,13 @@ type Shared struct {
 	closeOnce sync.Once
 	commits   atomic.Uint64 // batches the committer made durable
 	requests  atomic.Uint64 // StoreLogs calls they held
+
+	// Badger trails the journal: the committer answers a batch once its
+	// journal record is on disk and hands it to the applier, which writes it
+	// into badger while the committer writes the next record (applier.go).
+	toApply chan []*setsReq
+	applied chan struct{} // closed when the applier has written everything and quit
+	lag     badgerLag
 }
 
 // setsReq is one write of a Store's: a StoreLogs call or one chunk of a
@@ -344,6 +356,7 @@ const linger = 100 * time.Microsecond
 // committer writes the queued StoreLogs, all that are waiting at once, until
 // Close.
 func (sh *Shared) committer() {
+	defer close(sh.toApply)
 	last := 0 // the size of the previous batch
 	for {
 		var batch []*setsReq
@@ -372,88 +385,40 @@ func (sh *Shared) committer() {
 		}
 		last = len(batch)
 		sh.requests.Add(uint64(len(batch)))
-		sh.writeBatch(batch)
+		sh.journalBatch(batch)
 	}
 }
 
-// writeBatch writes the requests in order in as few transactions as
-// badger's size limit allows (one, unless they are large), reporting each
-// request's committed runs; a request is answered once it is wholly
-// committed, or with the error of the transaction that failed it.
-func (sh *Shared) writeBatch(batch []*setsReq) {
-	answered := make([]bool, len(batch))
-	answer := func(i int, err error) {
-		if !answered[i] {
-			answered[i] = true
-			if batch[i].onDone != nil {
-				batch[i].onDone(err)
-			} else {
-				batch[i].done <- err
-			}
-		}
-	}
-	var err error
-	if sh.opts.BeforeWrite != nil {
+// journalBatch makes batch durable with one journal record and answers its
+// requests (each then counts as stored, r.committed(0, len(r.keys))), then
+// hands it to the applier, which writes it into badger; reads of the DB wait
+// for that first (badgerLag.wait). On an error nothing is handed over and
+// every request gets the error. Called on the committer only.
+func (sh *Shared) journalBatch(batch []*setsReq) {
+	err := sh.lag.err()
+	if err == nil && sh.opts.BeforeWrite != nil {
 		err = sh.opts.BeforeWrite()
 	}
 	// Durable first (badger does not sync), then into badger: badger may
 	// write out any of its writes at any time, so it must never hold one the
-	// journal does not (journal.go). A request that its transaction has
-	// committed is then durable too, and is answered at once.
+	// journal does not (journal.go).
 	if err == nil && sh.journal != nil {
 		err = sh.journal.append(batch)
 	}
-	if err != nil {
-		for j := range batch {
-			answer(j, err)
-		}
-		return
+	if err == nil {
+		sh.commits.Add(1)
+		sh.lag.add() // before any answer: a read after one waits for it
+		sh.toApply <- batch
 	}
-	sh.commits.Add(1)
-	type run struct{ ri, from, to int }
-	var runs []run // the current transaction's contents
-	txn := sh.db.NewTransaction(true)
-	defer func() { txn.Discard() }()
-	commit := func() error {
-		err := txn.Commit()
-		txn = sh.db.NewTransaction(true)
-		if err != nil {
-			return err
+	for _, r := range batch {
+		if err == nil {
+			r.committed(0, len(r.keys))
 		}
-		for _, x := range runs {
-			batch[x.ri].committed(x.from, x.to)
+		if r.onDone != nil {
+			r.onDone(err)
+		} else {
+			r.done <- err
 		}
-		runs = runs[:0]
-		return nil
-	}
-	for ri, r := range batch {
-		from := 0
-		for i := range r.keys {
-			err := r.apply(txn, i)
-			if errors.Is(err, badger.ErrTxnTooBig) && (len(runs) > 0 || i > from) {
-				if i > from {
-					runs = append(runs, run{ri, from, i})
-				}
-				if err = commit(); err == nil {
-					for j := range ri {
-						answer(j, nil) // wholly committed
-					}
-					from = i
-					err = r.apply(txn, i)
-				}
-			}
-			if err != nil {
-				for j := range batch {
-					answer(j, err) // the ones answered before keep their nil
-				}
-				return
-			}
-		}
-		runs = append(runs, run{ri, from, len(r.keys)})
-	}
-	err = commit()
-	for j := range batch {
-		answer(j, err)
 	}
 }
 
@@ -465,14 +430,18 @@ func OpenShared(dir string, opts Options) (*Shared, error) {
 		return nil, err
 	}
 	sh := &Shared{db: db, dir: dir, maxValue: maxValue, logger: logger, opts: opts,
-		reqs: make(chan *setsReq, 256), stopped: make(chan struct{})}
+		reqs: make(chan *setsReq, 256), stopped: make(chan struct{}),
+		toApply: make(chan []*setsReq, 64), applied: make(chan struct{})}
+	sh.lag.init()
 	if !opts.InMemory {
 		if sh.journal, err = openJournalFor(db, dir, logger); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
+		sh.journal.quiesce = sh.lag.wait // a checkpoint needs badger to hold every record
 	}
 	go sh.committer()
+	go sh.applier()
 	return sh, nil
 }
 
@@ -506,7 +475,11 @@ func (sh *Shared) Close() error {
 	var err error
 	sh.closeOnce.Do(func() {
 		close(sh.stopped)
-		if cerr := sh.db.Close(); cerr != nil {
+		<-sh.applied // the committer has quit; badger holds what it answered
+		if cerr := sh.db.Close(); cerr != nil || sh.lag.err() != nil {
+			if cerr == nil {
+				cerr = sh.lag.err()
+			}
 			err = fmt.Errorf("logstore: close %s: %w", sh.dir, cerr)
 			sh.journal.close() // its records are replayed at the next open
 		} else if jerr := sh.journal.retire(); jerr != nil {
@@ -617,6 +590,9 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	defer s.closeMu.RUnlock()
 	if s.dur.get(index, log) {
 		return nil
+	}
+	if err := s.settle(); err != nil {
+		return fmt.Errorf("logstore: get log %d: %w", index, err)
 	}
 
 	var buf []byte
@@ -840,6 +816,9 @@ func (s *Store) deleteStep(min, max uint64) (next uint64, more bool, err error) 
 
 // deleteLogs deletes the stored entries with indexes in [lo, hi] (Store.write).
 func (s *Store) deleteLogs(lo, hi uint64) error {
+	if err := s.settle(); err != nil {
+		return err
+	}
 	var keys [][]byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(s.logIteratorOptions(false))
@@ -923,6 +902,9 @@ func (s *Store) logIteratorOptions(reverse bool) badger.IteratorOptions {
 // seekLog returns the index of the first stored entry at or after from
 // (reverse false) or at or before from (reverse true), or 0 if there is none.
 func (s *Store) seekLog(from uint64, reverse bool) (uint64, error) {
+	if err := s.settle(); err != nil {
+		return 0, err
+	}
 	var idx uint64
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(s.logIteratorOptions(reverse))
@@ -964,6 +946,9 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	}
 	defer s.closeMu.RUnlock()
 
+	if err := s.settle(); err != nil {
+		return nil, fmt.Errorf("logstore: get %q: %w", key, err)
+	}
 	var val []byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(s.kp.stable(key))
