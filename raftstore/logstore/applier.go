@@ -23,10 +23,10 @@ var ErrBadgerWrite = errors.New("logstore: badger failed to take a journaled wri
 // overlap instead of adding up. (Measured before the split, 3 nodes, 8 groups:
 // with one hot name a group write spent ~200 µs in the journal and ~70 µs in
 // badger; with 64 clients ~720 and ~210 µs.) Until the applier has written
-// it, an answered write is in no DB, so every read of the DB (GetLog past the
-// deferred entries and raft's LogCache, Get, the seeks and scans of a
-// DeleteRange) first waits for the applier to catch up with what was
-// answered before it (badgerLag.wait), and so does a journal checkpoint,
+// it, an answered write is in no DB, so a read of the DB (GetLog of an entry
+// above the Store's inBadger mark, Get, the seeks and scans of a DeleteRange)
+// first waits for the applier to catch up with what was answered before it
+// (badgerLag.wait), and so does a journal checkpoint,
 // which must not drop a record badger does not yet hold.
 
 // badgerLag counts the batches the committer handed to the applier and
@@ -94,6 +94,13 @@ func (sh *Shared) applier() {
 		if err == nil {
 			err = writeBatch(sh.db, batch)
 		}
+		if err == nil {
+			for _, r := range batch {
+				if r.inBadger != nil {
+					r.inBadger()
+				}
+			}
+		}
 		sh.lag.done(err)
 	}
 }
@@ -121,6 +128,32 @@ func writeBatch(db *badger.DB, batch []*setsReq) error {
 		}
 	}
 	return txn.Commit()
+}
+
+// badgerHolds returns the applier's callback for a write of s's entries up
+// to hi: badger now holds every entry of s at or below hi (writes reach
+// badger in order).
+func (s *Store) badgerHolds(hi uint64) func() {
+	return func() {
+		for {
+			cur := s.inBadger.Load()
+			if hi <= cur || s.inBadger.CompareAndSwap(cur, hi) {
+				return
+			}
+		}
+	}
+}
+
+// lowerInBadger records that s's entries above index are gone (a deleted
+// tail): entries stored there again are read from badger only once the
+// applier has written them.
+func (s *Store) lowerInBadger(index uint64) {
+	for {
+		cur := s.inBadger.Load()
+		if index >= cur || s.inBadger.CompareAndSwap(cur, index) {
+			return
+		}
+	}
 }
 
 // settle waits until badger holds every write answered before the call

@@ -16,17 +16,49 @@ import (
 func heldApplier(t *testing.T, dir string) (*Shared, *Store, chan error) {
 	t.Helper()
 	release := make(chan error)
-	stopped := make(chan struct{})
+	free := make(chan struct{}) // closed as the test ends: Close waits for the applier
 	sh, st := openGroup(t, dir, Options{BeforeApply: func() error {
 		select {
 		case err := <-release:
 			return err
-		case <-stopped:
-			return nil // Close waits for the applier: let it finish
+		case <-free:
+			return nil
 		}
 	}})
-	go func() { <-sh.stopped; close(stopped) }()
+	t.Cleanup(func() { close(free) }) // runs before openGroup's Close
 	return sh, st, release
+}
+
+// outcome is a call running on a goroutine of its own (start).
+type outcome struct {
+	done chan struct{}
+	err  error
+}
+
+// start runs f on a goroutine of its own.
+func start(f func() error) *outcome {
+	o := &outcome{done: make(chan struct{})}
+	go func() { o.err = f(); close(o.done) }()
+	return o
+}
+
+// within reports whether the call returned within d.
+func (o *outcome) within(d time.Duration) bool {
+	select {
+	case <-o.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// wait fails the test unless the call returns, without an error, within 5 s.
+func (o *outcome) wait(t *testing.T, what string) {
+	t.Helper()
+	if !o.within(5 * time.Second) {
+		t.Fatalf("%s still blocked", what)
+	}
+	requireNoErr(t, o.err, what)
 }
 
 // A write is answered once its journal record is on disk, before badger has
@@ -50,18 +82,13 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	assertHasLogs(t, alone, 1, 3, func(uint64) bool { return true })
 
 	var got raft.Log
-	read, ok := returnsWithin(50*time.Millisecond, func() { requireNoErr(t, st.GetLog(2, &got), "GetLog") })
-	if ok {
+	read := start(func() error { return st.GetLog(2, &got) })
+	if read.within(50 * time.Millisecond) {
 		t.Fatal("GetLog read badger before the applier wrote the entry")
 	}
-	term, ok := returnsWithin(50*time.Millisecond, func() {
-		v, err := st.GetUint64([]byte("term"))
-		requireNoErr(t, err, "GetUint64")
-		if v != 7 {
-			t.Errorf("GetUint64(term) = %d, want 7", v)
-		}
-	})
-	if ok {
+	var term uint64
+	readTerm := start(func() (err error) { term, err = st.GetUint64([]byte("term")); return err })
+	if readTerm.within(50 * time.Millisecond) {
 		t.Fatal("GetUint64 read badger before the applier wrote the value")
 	}
 	// The two writes were one batch or two.
@@ -69,18 +96,35 @@ func TestBadgerTrailsJournal(t *testing.T) {
 		select {
 		case release <- nil:
 			continue
-		case <-term:
+		case <-readTerm.done:
 		case <-time.After(5 * time.Second):
 			t.Fatalf("reads still wait after %d batches were written into badger", released)
 		}
 		break
 	}
-	<-read
+	readTerm.wait(t, "GetUint64")
+	if term != 7 {
+		t.Fatalf("GetUint64(term) = %d, want 7", term)
+	}
+	read.wait(t, "GetLog")
 	assertLogEqual(t, testLog(2), &got)
+
+	// While badger still lacks a newer entry, an older one is read at once.
+	requireNoErr(t, st.StoreLogs(testLogs(4, 4)), "StoreLogs")
+	read3 := start(func() error { return st.GetLog(3, &got) })
+	if !read3.within(5 * time.Second) {
+		t.Fatal("GetLog of an entry badger holds waited for a newer write")
+	}
+	read3.wait(t, "GetLog")
+	assertLogEqual(t, testLog(3), &got)
+	var got4 raft.Log
+	read4 := start(func() error { return st.GetLog(4, &got4) })
+	if read4.within(50 * time.Millisecond) {
+		t.Fatal("GetLog read badger before the applier wrote the entry")
+	}
 
 	// A write that fills the journal's file checkpoints it, which waits
 	// until badger holds the records before.
-	requireNoErr(t, st.StoreLogs(testLogs(4, 4)), "StoreLogs")
 	big, ok := returnsWithin(50*time.Millisecond, func() { requireNoErr(t, st.StoreLogs(testLogs(5, 200)), "StoreLogs of a big batch") })
 	if ok {
 		t.Fatal("a checkpoint ran before badger held the journal's records")
@@ -91,6 +135,8 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the big write still waits after badger took the batch before it")
 	}
+	read4.wait(t, "GetLog")
+	assertLogEqual(t, testLog(4), &got4)
 	release <- nil
 	assertHasLogs(t, st, 1, 200, func(uint64) bool { return true })
 }
@@ -122,4 +168,39 @@ func TestBadgerWriteFailure(t *testing.T) {
 	_, again := openGroup(t, dir, Options{})
 	assertBounds(t, again, 1, 2)
 	assertHasLogs(t, again, 1, 2, func(uint64) bool { return true })
+}
+
+// An entry stored again after its index was cut from the tail is read only
+// once badger holds the new write, never the old one's absence.
+func TestBadgerTrailsTruncation(t *testing.T) {
+	_, st, release := heldApplier(t, t.TempDir())
+	stopAuto := make(chan struct{})
+	autoDone := make(chan struct{})
+	go func() { // let the applier run until the test holds it
+		defer close(autoDone)
+		for {
+			select {
+			case release <- nil:
+			case <-stopAuto:
+				return
+			}
+		}
+	}()
+	requireNoErr(t, st.StoreLogs(testLogs(1, 5)), "StoreLogs")
+	requireNoErr(t, st.DeleteRange(4, 5), "DeleteRange of the tail")
+	close(stopAuto)
+	<-autoDone
+
+	again := testLog(4)
+	again.Term, again.Data = 2, []byte("stored again")
+	requireNoErr(t, st.StoreLogs([]*raft.Log{again}), "StoreLogs again")
+	assertBounds(t, st, 1, 4)
+	var got raft.Log
+	read := start(func() error { return st.GetLog(4, &got) })
+	if read.within(50 * time.Millisecond) {
+		t.Fatal("GetLog read entry 4 before badger held its new write")
+	}
+	release <- nil
+	read.wait(t, "GetLog")
+	assertLogEqual(t, again, &got)
 }

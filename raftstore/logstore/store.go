@@ -149,6 +149,12 @@ type Store struct {
 	observe func(time.Duration) // Options.ObserveWrite
 
 	dur durability // deferred writes (DeferSyncWhen) and what is on disk
+
+	// inBadger: every entry stored at or below this index is in badger, so
+	// GetLog reads it without waiting for the Shared's applier (badger
+	// trails the journal: applier.go). Raised by the applier as it writes
+	// this Store's appends, lowered when the tail is deleted.
+	inBadger atomic.Uint64
 }
 
 // Batches is the number of StoreLogs calls that wrote entries since Open. With
@@ -261,6 +267,7 @@ func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slo
 		s.first.Store(first)
 		s.last.Store(last)
 		s.dur.durable = last
+		s.inBadger.Store(last)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", dir, err)
@@ -310,6 +317,7 @@ type setsReq struct {
 	committed  func(from, to int) // called, in order, for each committed run
 	done       chan error         // gets the outcome, unless onDone is set
 	onDone     func(error)        // called with the outcome (on the committer); a deferred write
+	inBadger   func()             // if set, called by the applier once badger holds the write
 }
 
 // apply adds r's i-th key to txn: its value, or its deletion.
@@ -591,8 +599,10 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	if s.dur.get(index, log) {
 		return nil
 	}
-	if err := s.settle(); err != nil {
-		return fmt.Errorf("logstore: get log %d: %w", index, err)
+	if index > s.inBadger.Load() { // maybe still on its way to badger
+		if err := s.settle(); err != nil {
+			return fmt.Errorf("logstore: get log %d: %w", index, err)
+		}
 	}
 
 	var buf []byte
@@ -690,7 +700,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		txns++
 		s.extendBounds(logBounds(logs[from:to]))
 	}
-	err = s.write(&setsReq{keys: keys, vals: vals, committed: committed})
+	err = s.write(&setsReq{keys: keys, vals: vals, committed: committed, inBadger: s.badgerHolds(hi)})
 	if txns > 1 {
 		s.logger.Debug("logstore: StoreLogs batch split across transactions",
 			"dir", s.dir, "logs", len(logs), "bytes", len(valSlab), "txns", txns)
@@ -766,7 +776,7 @@ func (s *Store) deleteStep(min, max uint64) (next uint64, more bool, err error) 
 		return 0, false, nil
 	}
 	if max >= last { // the tail goes: what is stored there again counts once written
-		defer func() { s.dur.lower(s.last.Load()) }()
+		defer func() { s.dur.lower(s.last.Load()); s.lowerInBadger(s.last.Load()) }()
 	}
 	lo, hi := maxU64(min, first), minU64(max, last)
 	if lo == first && hi < last && hi-lo >= deleteChunk {
