@@ -3,6 +3,7 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -26,8 +27,8 @@ var ErrBadgerWrite = errors.New("logstore: badger failed to take a journaled wri
 // it, an answered write is in no DB, so a read of the DB (GetLog of an entry
 // above the Store's inBadger mark, Get, the seeks and scans of a DeleteRange)
 // first waits for the applier to catch up with what was answered before it
-// (badgerLag.wait), and so does a journal checkpoint,
-// which must not drop a record badger does not yet hold.
+// (badgerLag.wait), and so does a journal checkpoint, which must not drop a
+// record badger does not yet hold.
 
 // badgerLag counts the batches the committer handed to the applier and
 // those the applier wrote; its methods are safe for concurrent use.
@@ -92,7 +93,9 @@ func (sh *Shared) applier() {
 			err = sh.opts.BeforeApply()
 		}
 		if err == nil {
-			err = writeBatch(sh.db, batch)
+			var txns int
+			txns, err = writeBatch(sh.db, batch, nil)
+			logSplit(sh.logger, sh.dir, txns, batchKeys(batch))
 		}
 		if err == nil {
 			for _, r := range batch {
@@ -106,28 +109,62 @@ func (sh *Shared) applier() {
 }
 
 // writeBatch writes the requests' keys, in order, in as few transactions of
-// db as badger's size limit allows (one, unless they are large).
-func writeBatch(db *badger.DB, batch []*setsReq) error {
+// db as badger's size limit allows (one, unless they are large), and returns
+// how many it committed; after each commit it calls committed (when not nil)
+// with each run of keys [from, to) of request ri that the transaction held.
+// After an error a prefix of the keys may be in db. The applier, a Store of
+// its own (Store.write) and the journal's replay write this way.
+func writeBatch(db *badger.DB, batch []*setsReq, committed func(ri, from, to int)) (txns int, err error) {
+	type run struct{ ri, from, to int }
+	var runs []run // what txn holds
 	txn := db.NewTransaction(true)
 	defer func() { txn.Discard() }()
-	pending := false // txn holds something
-	for _, r := range batch {
+	commit := func() error {
+		if err := txn.Commit(); err != nil {
+			return err
+		}
+		txns++
+		for _, x := range runs {
+			if committed != nil {
+				committed(x.ri, x.from, x.to)
+			}
+		}
+		runs = runs[:0]
+		return nil
+	}
+	for ri, r := range batch {
+		from := 0
 		for i := range r.keys {
 			err := r.apply(txn, i)
-			if errors.Is(err, badger.ErrTxnTooBig) && pending {
-				if err = txn.Commit(); err != nil {
-					return err
+			if errors.Is(err, badger.ErrTxnTooBig) && (len(runs) > 0 || i > from) {
+				if i > from {
+					runs = append(runs, run{ri, from, i})
 				}
-				txn = db.NewTransaction(true)
-				err = r.apply(txn, i)
+				if err = commit(); err == nil {
+					txn = db.NewTransaction(true)
+					from = i
+					err = r.apply(txn, i)
+				}
 			}
 			if err != nil {
-				return err
+				return txns, err
 			}
-			pending = true
+		}
+		if len(r.keys) > from {
+			runs = append(runs, run{ri, from, len(r.keys)})
 		}
 	}
-	return txn.Commit()
+	if len(runs) == 0 {
+		return txns, nil
+	}
+	return txns, commit()
+}
+
+// logSplit notes a write that badger took in more than one transaction.
+func logSplit(logger *slog.Logger, dir string, txns, keys int) {
+	if txns > 1 {
+		logger.Debug("logstore: StoreLogs batch split across transactions", "dir", dir, "keys", keys, "txns", txns)
+	}
 }
 
 // badgerHolds returns the applier's callback for a write of s's entries up
@@ -144,16 +181,12 @@ func (s *Store) badgerHolds(hi uint64) func() {
 	}
 }
 
-// lowerInBadger records that s's entries above index are gone (a deleted
-// tail): entries stored there again are read from badger only once the
-// applier has written them.
-func (s *Store) lowerInBadger(index uint64) {
-	for {
-		cur := s.inBadger.Load()
-		if index >= cur || s.inBadger.CompareAndSwap(cur, index) {
-			return
-		}
+// batchKeys counts the keys the requests write.
+func batchKeys(batch []*setsReq) (n int) {
+	for _, r := range batch {
+		n += len(r.keys)
 	}
+	return n
 }
 
 // settle waits until badger holds every write answered before the call

@@ -29,38 +29,6 @@ func heldApplier(t *testing.T, dir string) (*Shared, *Store, chan error) {
 	return sh, st, release
 }
 
-// outcome is a call running on a goroutine of its own (start).
-type outcome struct {
-	done chan struct{}
-	err  error
-}
-
-// start runs f on a goroutine of its own.
-func start(f func() error) *outcome {
-	o := &outcome{done: make(chan struct{})}
-	go func() { o.err = f(); close(o.done) }()
-	return o
-}
-
-// within reports whether the call returned within d.
-func (o *outcome) within(d time.Duration) bool {
-	select {
-	case <-o.done:
-		return true
-	case <-time.After(d):
-		return false
-	}
-}
-
-// wait fails the test unless the call returns, without an error, within 5 s.
-func (o *outcome) wait(t *testing.T, what string) {
-	t.Helper()
-	if !o.within(5 * time.Second) {
-		t.Fatalf("%s still blocked", what)
-	}
-	requireNoErr(t, o.err, what)
-}
-
 // A write is answered once its journal record is on disk, before badger has
 // it; a read of the DB waits until badger has every answered write, and a
 // journal checkpoint too (it must not drop a record badger lacks).
@@ -70,25 +38,29 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	dir := t.TempDir()
 	_, st, release := heldApplier(t, dir)
 
+	var storeErr, setErr error
 	if _, ok := returnsWithin(5*time.Second, func() {
-		requireNoErr(t, st.StoreLogs(testLogs(1, 3)), "StoreLogs")
-		requireNoErr(t, st.SetUint64([]byte("term"), 7), "SetUint64")
+		storeErr = st.StoreLogs(testLogs(1, 3))
+		setErr = st.SetUint64([]byte("term"), 7)
 	}); !ok {
 		t.Fatal("StoreLogs waited for badger, not only for the journal")
 	}
+	requireNoErr(t, storeErr, "StoreLogs")
+	requireNoErr(t, setErr, "SetUint64")
 	assertBounds(t, st, 1, 3)
 	// Durable already: the journal alone gives the entries back.
 	_, alone := openGroup(t, copyJournal(t, dir), Options{})
 	assertHasLogs(t, alone, 1, 3, func(uint64) bool { return true })
 
 	var got raft.Log
-	read := start(func() error { return st.GetLog(2, &got) })
-	if read.within(50 * time.Millisecond) {
+	var readErr, termErr error
+	read, ok := returnsWithin(50*time.Millisecond, func() { readErr = st.GetLog(2, &got) })
+	if ok {
 		t.Fatal("GetLog read badger before the applier wrote the entry")
 	}
 	var term uint64
-	readTerm := start(func() (err error) { term, err = st.GetUint64([]byte("term")); return err })
-	if readTerm.within(50 * time.Millisecond) {
+	readTerm, ok := returnsWithin(50*time.Millisecond, func() { term, termErr = st.GetUint64([]byte("term")) })
+	if ok {
 		t.Fatal("GetUint64 read badger before the applier wrote the value")
 	}
 	// The two writes were one batch or two.
@@ -96,46 +68,46 @@ func TestBadgerTrailsJournal(t *testing.T) {
 		select {
 		case release <- nil:
 			continue
-		case <-readTerm.done:
+		case <-readTerm:
 		case <-time.After(5 * time.Second):
 			t.Fatalf("reads still wait after %d batches were written into badger", released)
 		}
 		break
 	}
-	readTerm.wait(t, "GetUint64")
+	requireNoErr(t, termErr, "GetUint64")
 	if term != 7 {
 		t.Fatalf("GetUint64(term) = %d, want 7", term)
 	}
-	read.wait(t, "GetLog")
+	finished(t, read, "GetLog")
+	requireNoErr(t, readErr, "GetLog")
 	assertLogEqual(t, testLog(2), &got)
 
 	// While badger still lacks a newer entry, an older one is read at once.
 	requireNoErr(t, st.StoreLogs(testLogs(4, 4)), "StoreLogs")
-	read3 := start(func() error { return st.GetLog(3, &got) })
-	if !read3.within(5 * time.Second) {
+	if _, ok := returnsWithin(5*time.Second, func() { readErr = st.GetLog(3, &got) }); !ok {
 		t.Fatal("GetLog of an entry badger holds waited for a newer write")
 	}
-	read3.wait(t, "GetLog")
+	requireNoErr(t, readErr, "GetLog")
 	assertLogEqual(t, testLog(3), &got)
 	var got4 raft.Log
-	read4 := start(func() error { return st.GetLog(4, &got4) })
-	if read4.within(50 * time.Millisecond) {
+	var read4Err error
+	read4, ok := returnsWithin(50*time.Millisecond, func() { read4Err = st.GetLog(4, &got4) })
+	if ok {
 		t.Fatal("GetLog read badger before the applier wrote the entry")
 	}
 
 	// A write that fills the journal's file checkpoints it, which waits
 	// until badger holds the records before.
-	big, ok := returnsWithin(50*time.Millisecond, func() { requireNoErr(t, st.StoreLogs(testLogs(5, 200)), "StoreLogs of a big batch") })
+	var bigErr error
+	big, ok := returnsWithin(50*time.Millisecond, func() { bigErr = st.StoreLogs(testLogs(5, 200)) })
 	if ok {
 		t.Fatal("a checkpoint ran before badger held the journal's records")
 	}
 	release <- nil
-	select {
-	case <-big:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the big write still waits after badger took the batch before it")
-	}
-	read4.wait(t, "GetLog")
+	finished(t, big, "the big write, after badger took the batch before it,")
+	requireNoErr(t, bigErr, "StoreLogs of a big batch")
+	finished(t, read4, "GetLog")
+	requireNoErr(t, read4Err, "GetLog")
 	assertLogEqual(t, testLog(4), &got4)
 	release <- nil
 	assertHasLogs(t, st, 1, 200, func(uint64) bool { return true })
@@ -196,11 +168,13 @@ func TestBadgerTrailsTruncation(t *testing.T) {
 	requireNoErr(t, st.StoreLogs([]*raft.Log{again}), "StoreLogs again")
 	assertBounds(t, st, 1, 4)
 	var got raft.Log
-	read := start(func() error { return st.GetLog(4, &got) })
-	if read.within(50 * time.Millisecond) {
+	var readErr error
+	read, ok := returnsWithin(50*time.Millisecond, func() { readErr = st.GetLog(4, &got) })
+	if ok {
 		t.Fatal("GetLog read entry 4 before badger held its new write")
 	}
 	release <- nil
-	read.wait(t, "GetLog")
+	finished(t, read, "GetLog")
+	requireNoErr(t, readErr, "GetLog")
 	assertLogEqual(t, again, &got)
 }

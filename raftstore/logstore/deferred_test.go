@@ -31,6 +31,17 @@ func heldShared(t *testing.T, dir string) (*Shared, chan error) {
 	return sh, release
 }
 
+// finished fails the test unless done (from returnsWithin) is closed within
+// 5 s.
+func finished(t *testing.T, done chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s still blocked", what)
+	}
+}
+
 // returnsWithin runs f and reports whether it returned within d.
 func returnsWithin(d time.Duration, f func()) (chan struct{}, bool) {
 	done := make(chan struct{})

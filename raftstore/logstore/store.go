@@ -196,13 +196,9 @@ func Open(dir string, opts Options) (*Store, error) {
 func openJournalFor(db *badger.DB, dir string, logger *slog.Logger) (*journal, error) {
 	replayed := 0
 	jr, err := openJournal(filepath.Join(dir, "journal"), dir, func(reqs []*setsReq) error {
-		for _, r := range reqs {
-			replayed += len(r.keys)
-			if err := writeSplit(db, r); err != nil {
-				return err
-			}
-		}
-		return nil
+		replayed += batchKeys(reqs)
+		_, err := writeBatch(db, reqs, nil)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
@@ -484,10 +480,11 @@ func (sh *Shared) Close() error {
 	sh.closeOnce.Do(func() {
 		close(sh.stopped)
 		<-sh.applied // the committer has quit; badger holds what it answered
-		if cerr := sh.db.Close(); cerr != nil || sh.lag.err() != nil {
-			if cerr == nil {
-				cerr = sh.lag.err()
-			}
+		cerr := sh.db.Close()
+		if cerr == nil {
+			cerr = sh.lag.err() // badger lacks journaled writes
+		}
+		if cerr != nil {
 			err = fmt.Errorf("logstore: close %s: %w", sh.dir, cerr)
 			sh.journal.close() // its records are replayed at the next open
 		} else if jerr := sh.journal.retire(); jerr != nil {
@@ -695,16 +692,8 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if s.observe != nil {
 		defer func() { s.observe(time.Since(start)) }()
 	}
-	txns := 0
-	committed := func(from, to int) {
-		txns++
-		s.extendBounds(logBounds(logs[from:to]))
-	}
+	committed := func(from, to int) { s.extendBounds(logBounds(logs[from:to])) }
 	err = s.write(&setsReq{keys: keys, vals: vals, committed: committed, inBadger: s.badgerHolds(hi)})
-	if txns > 1 {
-		s.logger.Debug("logstore: StoreLogs batch split across transactions",
-			"dir", s.dir, "logs", len(logs), "bytes", len(valSlab), "txns", txns)
-	}
 	if err != nil {
 		return fmt.Errorf("logstore: store logs [%d..%d]: %w",
 			logs[0].Index, logs[len(logs)-1].Index, err)
@@ -776,7 +765,13 @@ func (s *Store) deleteStep(min, max uint64) (next uint64, more bool, err error) 
 		return 0, false, nil
 	}
 	if max >= last { // the tail goes: what is stored there again counts once written
-		defer func() { s.dur.lower(s.last.Load()); s.lowerInBadger(s.last.Load()) }()
+		// Below deleteLogs waits for the applier, so no write of s is on
+		// its way to badger (writeMu keeps new ones out) to raise inBadger.
+		defer func() {
+			last := s.last.Load()
+			s.dur.lower(last)
+			s.inBadger.Store(minU64(s.inBadger.Load(), last))
+		}()
 	}
 	lo, hi := maxU64(min, first), minU64(max, last)
 	if lo == first && hi < last && hi-lo >= deleteChunk {
@@ -854,7 +849,8 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 
 // write writes r and waits until it is fsynced: through the shared committer
 // when the log is shared (with whatever the other groups write meanwhile),
-// else in as few of its own transactions as badger allows (writeSplit).
+// else journaled and then written in as few of its own transactions as
+// badger allows (writeBatch).
 func (s *Store) write(r *setsReq) error {
 	if s.sh != nil {
 		return s.sh.commit(r)
@@ -864,41 +860,9 @@ func (s *Store) write(r *setsReq) error {
 			return err
 		}
 	}
-	return writeSplit(s.db, r)
-}
-
-// writeSplit writes r's keys in as few transactions of db as badger's size
-// limits allow, committing them in order; r.committed(from, to) runs after
-// keys [from, to) have been committed. A Store of its own writes this way, and
-// so does the replay of a journal.
-func writeSplit(db *badger.DB, r *setsReq) error {
-	n := len(r.keys)
-	if n == 0 {
-		return nil
-	}
-	txn := db.NewTransaction(true)
-	defer func() { txn.Discard() }()
-	start := 0
-	for i := 0; i < n; i++ {
-		err := r.apply(txn, i)
-		if errors.Is(err, badger.ErrTxnTooBig) && i > start {
-			if err := txn.Commit(); err != nil {
-				return err
-			}
-			r.committed(start, i)
-			start = i
-			txn = db.NewTransaction(true)
-			err = r.apply(txn, i)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := txn.Commit(); err != nil {
-		return err
-	}
-	r.committed(start, n)
-	return nil
+	txns, err := writeBatch(s.db, []*setsReq{r}, func(_, from, to int) { r.committed(from, to) })
+	logSplit(s.logger, s.dir, txns, len(r.keys))
+	return err
 }
 
 func (s *Store) logIteratorOptions(reverse bool) badger.IteratorOptions {
