@@ -3,6 +3,9 @@ package logstore
 import (
 	"errors"
 	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,20 +99,36 @@ func TestBadgerTrailsJournal(t *testing.T) {
 		t.Fatal("GetLog read badger before the applier wrote the entry")
 	}
 
-	// A write that fills the journal's file checkpoints it, which waits
-	// until badger holds the records before.
+	// A write that fills the journal's file goes on in the next one at once;
+	// the full file stays until badger holds its records.
+	jr := journalOf(st)
+	jr.mu.Lock()
+	full := jr.seq
+	jr.mu.Unlock()
 	var bigErr error
-	big, ok := returnsWithin(50*time.Millisecond, func() { bigErr = st.StoreLogs(testLogs(5, 200)) })
-	if ok {
-		t.Fatal("a checkpoint ran before badger held the journal's records")
+	if _, ok := returnsWithin(5*time.Second, func() { bigErr = st.StoreLogs(testLogs(5, 200)) }); !ok {
+		t.Fatal("a write that filled the journal's file waited for its checkpoint")
 	}
-	release <- nil
-	finished(t, big, "the big write, after badger took the batch before it,")
 	requireNoErr(t, bigErr, "StoreLogs of a big batch")
+	if _, gone := returnsWithin(200*time.Millisecond, func() {
+		for {
+			if seqs, _ := journalFiles(filepath.Join(dir, "journal")); !slices.Contains(seqs, full) {
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}); gone {
+		t.Fatalf("the full journal file %d was removed before badger held its records", full)
+	}
+	held := copyJournal(t, dir)
+	_, alone = openGroup(t, held, Options{})
+	assertHasLogs(t, alone, 1, 200, func(uint64) bool { return true })
+	release <- nil
 	finished(t, read4, "GetLog")
 	requireNoErr(t, read4Err, "GetLog")
 	assertLogEqual(t, testLog(4), &got4)
 	release <- nil
+	journalSettles(t, dir, st)
 	assertHasLogs(t, st, 1, 200, func(uint64) bool { return true })
 }
 
@@ -177,4 +196,46 @@ func TestBadgerTrailsTruncation(t *testing.T) {
 	finished(t, read, "GetLog")
 	requireNoErr(t, readErr, "GetLog")
 	assertLogEqual(t, again, &got)
+}
+
+// A Store of its own takes one write at a time from its journal record to
+// its badger commit: a write that fills the journal's file waits while an
+// earlier one (here the stable store's, which hashicorp/raft may make beside
+// a log truncation) is journaled but not yet in badger, so the rotator never
+// checkpoints and removes a file with a record badger lacks.
+func TestOwnStoreRotatesAfterBadger(t *testing.T) {
+	defer func(n int64) { journalFileSize = n }(journalFileSize)
+	journalFileSize = 4 << 10
+	dir := t.TempDir()
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var held atomic.Bool
+	st := openStore(t, dir, Options{BeforeApply: func() error {
+		if held.CompareAndSwap(false, true) { // the first write only
+			<-release
+		}
+		return nil
+	}})
+	t.Cleanup(free) // runs before openStore's Close, which waits for the write
+
+	var setErr, bigErr error
+	set, ok := returnsWithin(50*time.Millisecond, func() { setErr = st.SetUint64([]byte("CurrentTerm"), 9) })
+	if ok {
+		t.Fatal("SetUint64 returned before its badger commit")
+	}
+	big, ok := returnsWithin(200*time.Millisecond, func() { bigErr = st.StoreLogs(testLogs(1, 200)) })
+	if ok {
+		t.Fatal("a write filled the journal's file while an earlier write was not yet in badger")
+	}
+	free()
+	finished(t, set, "SetUint64")
+	requireNoErr(t, setErr, "SetUint64")
+	finished(t, big, "StoreLogs")
+	requireNoErr(t, bigErr, "StoreLogs")
+	journalSettles(t, dir, st)
+	assertHasLogs(t, st, 1, 200, func(uint64) bool { return true })
+	if v, err := st.GetUint64([]byte("CurrentTerm")); err != nil || v != 9 {
+		t.Fatalf("CurrentTerm = %d, %v; want 9", v, err)
+	}
 }

@@ -96,9 +96,11 @@ type Options struct {
 	// failed badger commit would.
 	BeforeWrite func() error
 
-	// BeforeApply (fault tests only; a Shared's) runs on the applier before
-	// it writes each journaled batch into badger and may block; an error
-	// fails the write as a failed badger transaction would (ErrBadgerWrite).
+	// BeforeApply (fault tests only) runs before each journaled batch is
+	// written into badger and may block: a Shared's on the applier, where an
+	// error fails the write as a failed badger transaction would
+	// (ErrBadgerWrite); a Store of its own's on the writing goroutine, where
+	// an error fails that write.
 	BeforeApply func() error
 }
 
@@ -135,6 +137,11 @@ type Store struct {
 	// writeMu serialises log mutations so the cached bounds stay in step
 	// with what is on disk.
 	writeMu sync.Mutex
+
+	// ownMu (a Store of its own) serialises every write, the stable store's
+	// too, from its journal record to its badger commit (Store.write).
+	ownMu       sync.Mutex
+	beforeApply func() error // Options.BeforeApply
 
 	// first and last cache the lowest and highest stored log index (both 0
 	// when the log is empty). They are written only with writeMu held and
@@ -176,7 +183,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	var jr *journal
 	if !opts.InMemory {
-		if jr, err = openJournalFor(db, dir, logger); err != nil {
+		if jr, err = openJournalFor(db, dir, logger, nil); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
@@ -187,19 +194,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		jr.close()
 		return nil, err
 	}
-	s.jr = jr
+	s.jr, s.beforeApply = jr, opts.BeforeApply
 	return s, nil
 }
 
 // openJournalFor opens the journal of the badger DB in dir, replaying what it
-// holds into db first (journal.go).
-func openJournalFor(db *badger.DB, dir string, logger *slog.Logger) (*journal, error) {
+// holds into db first; its checkpoints call quiesce first (journal.go).
+func openJournalFor(db *badger.DB, dir string, logger *slog.Logger, quiesce func() error) (*journal, error) {
 	replayed := 0
 	jr, err := openJournal(filepath.Join(dir, "journal"), dir, func(reqs []*setsReq) error {
 		replayed += batchKeys(reqs)
 		_, err := writeBatch(db, reqs, nil)
 		return err
-	})
+	}, quiesce)
 	if err != nil {
 		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
 	}
@@ -438,11 +445,11 @@ func OpenShared(dir string, opts Options) (*Shared, error) {
 		toApply: make(chan []*setsReq, 64), applied: make(chan struct{})}
 	sh.lag.init()
 	if !opts.InMemory {
-		if sh.journal, err = openJournalFor(db, dir, logger); err != nil {
+		// A checkpoint needs badger to hold every record of its file.
+		if sh.journal, err = openJournalFor(db, dir, logger, sh.lag.wait); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
-		sh.journal.quiesce = sh.lag.wait // a checkpoint needs badger to hold every record
 	}
 	go sh.committer()
 	go sh.applier()
@@ -480,6 +487,7 @@ func (sh *Shared) Close() error {
 	sh.closeOnce.Do(func() {
 		close(sh.stopped)
 		<-sh.applied // the committer has quit; badger holds what it answered
+		sh.journal.stopRotator()
 		cerr := sh.db.Close()
 		if cerr == nil {
 			cerr = sh.lag.err() // badger lacks journaled writes
@@ -556,6 +564,7 @@ func (s *Store) Close() error {
 	if s.shared {
 		return nil // the Shared closes the DB
 	}
+	s.jr.stopRotator()
 	if err := s.db.Close(); err != nil {
 		s.jr.close() // its records are replayed at the next open
 		return fmt.Errorf("logstore: close %s: %w", s.dir, err)
@@ -855,8 +864,17 @@ func (s *Store) write(r *setsReq) error {
 	if s.sh != nil {
 		return s.sh.commit(r)
 	}
+	// One write at a time from journal to badger: a journal file the rotator
+	// checkpoints must have all its records in badger already (journal.go).
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
 	if s.jr != nil { // durable first (badger does not sync), then into badger: journal.go
 		if err := s.jr.append([]*setsReq{r}); err != nil {
+			return err
+		}
+	}
+	if s.beforeApply != nil {
+		if err := s.beforeApply(); err != nil {
 			return err
 		}
 	}
