@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -38,9 +39,16 @@ type badgerLag struct {
 	queued  uint64 // batches handed to the applier
 	written uint64 // of those, the ones the applier is done with
 	failed  error  // wraps ErrBadgerWrite once a batch failed
+
+	// hurry holds a token while someone waits for the applier: it then
+	// writes what it gathered without lingering for more.
+	hurry chan struct{}
 }
 
-func (l *badgerLag) init() { l.cond.L = &l.mu }
+func (l *badgerLag) init() {
+	l.cond.L = &l.mu
+	l.hurry = make(chan struct{}, 1)
+}
 
 // add counts one more batch for the applier; the committer calls it before
 // it answers the batch's writers.
@@ -50,11 +58,11 @@ func (l *badgerLag) add() {
 	l.mu.Unlock()
 }
 
-// done records that the applier is done with the oldest batch, which err
-// (if not nil) failed.
-func (l *badgerLag) done(err error) {
+// done records that the applier is done with the oldest n batches, which
+// err (if not nil) failed.
+func (l *badgerLag) done(n int, err error) {
 	l.mu.Lock()
-	l.written++
+	l.written += uint64(n)
 	if err != nil && l.failed == nil {
 		l.failed = fmt.Errorf("%w: %w", ErrBadgerWrite, err)
 	}
@@ -69,6 +77,10 @@ func (l *badgerLag) wait() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for target := l.queued; l.written < target && l.failed == nil; {
+		select {
+		case l.hurry <- struct{}{}:
+		default: // a token is there already
+		}
 		l.cond.Wait()
 	}
 	return l.failed
@@ -81,31 +93,93 @@ func (l *badgerLag) err() error {
 	return l.failed
 }
 
+// applyLinger is how long the applier waits for more batches to write into
+// badger together with the one it has, and applyMaxBatches the most it
+// writes together. Badger trails the journal, so nothing waits for the
+// applier meanwhile unless it reads the DB, which cuts the wait short
+// (badgerLag.hurry); and one badger transaction for several batches costs
+// far less than one each (per transaction: the write goroutine's hand-offs,
+// the commit's bookkeeping).
+// applyLinger is a variable for tests only.
+var applyLinger = 2 * time.Millisecond
+
+const applyMaxBatches = 32
+
 // applier writes the batches the committer journaled into badger, in order,
+// several in one transaction when they come close together (applyLinger),
 // until the committer quits; then it closes sh.applied. After a failure it
 // writes nothing more (the journal keeps those batches for the next open)
 // but still counts each batch, so that nobody waits for it.
 func (sh *Shared) applier() {
 	defer close(sh.applied)
-	for batch := range sh.toApply {
-		err := sh.lag.err()
-		if err == nil && sh.opts.BeforeApply != nil {
-			err = sh.opts.BeforeApply()
-		}
-		if err == nil {
-			var txns int
-			txns, err = writeBatch(sh.db, batch, nil)
-			logSplit(sh.logger, sh.dir, txns, batchKeys(batch))
-		}
-		if err == nil {
-			for _, r := range batch {
-				if r.inBadger != nil {
-					r.inBadger()
+	wait := applyLinger
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	var reqs []*setsReq
+	for first := range sh.toApply {
+		reqs = append(reqs[:0], first...)
+		n, open := 1, true
+		linger.Reset(wait)
+		done := false // lingered enough: take only what is queued already
+	gather:
+		for n < applyMaxBatches {
+			var b []*setsReq
+			ok := true
+			if done {
+				select {
+				case b, ok = <-sh.toApply:
+				default:
+					break gather
+				}
+			} else {
+				select {
+				case b, ok = <-sh.toApply:
+				case <-sh.lag.hurry:
+					done = true
+					continue
+				case <-linger.C:
+					done = true
+					continue
 				}
 			}
+			if !ok {
+				open = false
+				break
+			}
+			reqs = append(reqs, b...)
+			n++
 		}
-		sh.lag.done(err)
+		linger.Stop()
+		sh.lag.done(n, sh.write(reqs))
+		clear(reqs) // hold no request until the next batch
+		if !open {
+			return
+		}
 	}
+}
+
+// write writes reqs, the batches the applier gathered, into badger, unless
+// an earlier write failed, and tells each request's Store that badger holds
+// its entries. On the applier only.
+func (sh *Shared) write(reqs []*setsReq) error {
+	err := sh.lag.err()
+	if err == nil && sh.opts.BeforeApply != nil {
+		err = sh.opts.BeforeApply()
+	}
+	if err != nil {
+		return err
+	}
+	txns, err := writeBatch(sh.db, reqs, nil)
+	logSplit(sh.logger, sh.dir, txns, batchKeys(reqs))
+	if err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		if r.inBadger != nil {
+			r.inBadger()
+		}
+	}
+	return nil
 }
 
 // writeBatch writes the requests' keys, in order, in as few transactions of

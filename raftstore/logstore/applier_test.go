@@ -13,9 +13,10 @@ import (
 )
 
 // heldApplier opens a Shared in dir whose applier waits, before it writes
-// each journaled batch into badger, until the test releases it (one batch
-// per value sent on the returned channel; the value is the write's error),
-// and its group 0. Both are closed when the test ends.
+// journaled batches into badger, until the test releases it (one badger
+// write, of the batches it gathered, per value sent on the returned channel;
+// the value is the write's error), and its group 0. Both are closed when the
+// test ends.
 func heldApplier(t *testing.T, dir string) (*Shared, *Store, chan error) {
 	t.Helper()
 	release := make(chan error)
@@ -238,4 +239,30 @@ func TestOwnStoreRotatesAfterBadger(t *testing.T) {
 	if v, err := st.GetUint64([]byte("CurrentTerm")); err != nil || v != 9 {
 		t.Fatalf("CurrentTerm = %d, %v; want 9", v, err)
 	}
+}
+
+// The applier writes batches that come close together into badger as one
+// write, lingering for more; a read of the DB does not wait out the linger.
+func TestApplierGathersBatches(t *testing.T) {
+	defer func(d time.Duration) { applyLinger = d }(applyLinger)
+	applyLinger = time.Minute // only a reader ends a gathering
+	var writes atomic.Int32
+	_, st := openGroup(t, t.TempDir(), Options{BeforeApply: func() error {
+		writes.Add(1)
+		return nil
+	}})
+	for i := uint64(1); i <= 3; i++ {
+		requireNoErr(t, st.StoreLogs(testLogs(i, i)), "StoreLogs")
+	}
+	var got raft.Log
+	var readErr error
+	if _, ok := returnsWithin(5*time.Second, func() { readErr = st.GetLog(3, &got) }); !ok {
+		t.Fatal("GetLog waited out the applier's linger")
+	}
+	requireNoErr(t, readErr, "GetLog")
+	assertLogEqual(t, testLog(3), &got)
+	if n := writes.Load(); n != 1 {
+		t.Fatalf("badger writes for 3 batches = %d, want 1", n)
+	}
+	assertHasLogs(t, st, 1, 3, func(uint64) bool { return true })
 }

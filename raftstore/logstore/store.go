@@ -96,11 +96,11 @@ type Options struct {
 	// failed badger commit would.
 	BeforeWrite func() error
 
-	// BeforeApply (fault tests only) runs before each journaled batch is
-	// written into badger and may block: a Shared's on the applier, where an
-	// error fails the write as a failed badger transaction would
-	// (ErrBadgerWrite); a Store of its own's on the writing goroutine, where
-	// an error fails that write.
+	// BeforeApply (fault tests only) runs before journaled writes go into
+	// badger and may block: a Shared's on the applier, once per badger write
+	// of the batches it gathered, where an error fails them as a failed
+	// badger transaction would (ErrBadgerWrite); a Store of its own's on the
+	// writing goroutine, where an error fails that write.
 	BeforeApply func() error
 }
 
