@@ -117,7 +117,8 @@ type script struct {
 	src     []byte
 	proto   *glua.FunctionProto
 	flags   Flags
-	bounded bool // see Bounded
+	bounded bool   // see Bounded
+	recipe  Recipe // see Engine.Recipe
 }
 
 // New returns an Engine with an empty script cache.
@@ -175,7 +176,7 @@ func (e *Engine) Load(src []byte) (sha string, err error) {
 	bounded = bounded && boundedProto(proto)
 	e.mu.Lock()
 	if _, ok := e.scripts[sha]; !ok {
-		e.scripts[sha] = &script{sha: sha, src: append([]byte(nil), src...), proto: proto, flags: flags, bounded: bounded}
+		e.scripts[sha] = &script{sha: sha, src: append([]byte(nil), src...), proto: proto, flags: flags, bounded: bounded, recipe: recipeOf(src)}
 	}
 	e.mu.Unlock()
 	return sha, nil

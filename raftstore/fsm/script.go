@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"time"
@@ -124,6 +125,9 @@ func (k *Keyspace) eval(op command.Eval, c Ctx) resp.Value {
 			return resp.Error(err.Error())
 		}
 	}
+	if v, ok := k.recipe(op, c); ok {
+		return v
+	}
 	budget := k.budget
 	if budget == 0 {
 		budget = ApplyBudget
@@ -167,4 +171,44 @@ func (k *Keyspace) Clone() *Keyspace {
 	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), lockTimers: k.lockTimers.Copy(),
 		now: k.now, index: k.index, scripts: k.scripts, sessions: sessions, namespaces: k.namespaces,
 		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap, shardVer: k.shardVer}
+}
+
+// recipe runs a lock recipe (lua.Engine.Recipe) without the interpreter: GET
+// KEYS[1]; 0 unless it holds ARGV[1]; else the reply of DEL KEYS[1] or
+// PEXPIRE KEYS[1] ARGV[2] — what the script would return, with the same
+// effects. It reports false, having changed nothing, wherever the script
+// could raise an error or the commands need checks of their own (a key of
+// another type, a command that fails, a missing argument, a read-only call,
+// an ACL user), and the interpreter runs the script instead.
+func (k *Keyspace) recipe(op command.Eval, c Ctx) (resp.Value, bool) {
+	r := k.scripts.Recipe(op.SHA)
+	if r == lua.NoRecipe || op.RO || !c.Write || c.User != "" || len(op.Keys) != 1 {
+		return resp.Value{}, false
+	}
+	key := op.Keys[0]
+	var args [][]byte
+	switch {
+	case r == lua.CompareAndDelete && len(op.Args) >= 1:
+		args = [][]byte{[]byte("DEL"), key}
+	case r == lua.CompareAndPexpire && len(op.Args) >= 2:
+		args = [][]byte{[]byte("PEXPIRE"), key, op.Args[1]}
+	default:
+		return resp.Value{}, false
+	}
+	got := k.Exec(command.Get{Key: key}, c)
+	switch {
+	case got.Kind == resp.KindNull:
+		return resp.Int(0), true
+	case got.Kind != resp.KindBulk:
+		return resp.Value{}, false // WRONGTYPE: the script raises it
+	case !bytes.Equal(got.Str, op.Args[0]):
+		return resp.Int(0), true
+	}
+	spec, _ := command.Lookup(args[0])
+	write, err := spec.Parse(args)
+	if err != nil {
+		return resp.Value{}, false // PEXPIRE's argument is not a number
+	}
+	v := k.Exec(write, c)
+	return v, v.Kind != resp.KindError
 }
