@@ -350,10 +350,7 @@ func (j *journal) rotate(need int64) error {
 		return s.err
 	}
 	if s.size < need { // a batch larger than a file: a file of its own
-		if err := unix.Fallocate(int(s.f.Fd()), 0, 0, need); err != nil {
-			s.f.Close()
-			return fmt.Errorf("journal: grow %s: %w", s.f.Name(), err)
-		}
+		_ = unix.Fallocate(int(s.f.Fd()), 0, 0, need) // without it the file grows (createJournalFile)
 		if err := s.f.Sync(); err != nil {
 			s.f.Close()
 			return fmt.Errorf("journal: sync %s: %w", s.f.Name(), err)
