@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -259,10 +260,14 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 		}
 	}
 	// A script that does not load (it does not compile, or its shebang is
-	// bad) is answered here with what the apply would answer.
-	sha, err := s.dry.Load(src)
-	if err != nil {
-		return resp.Error(err.Error()), false
+	// bad) is answered here with what the apply would answer. An EVALSHA of
+	// a script the dry engine holds already skips hashing its source again.
+	sha := strings.ToLower(op.SHA)
+	if op.Source != nil || !s.dry.Exists(sha) {
+		var err error
+		if sha, err = s.dry.Load(src); err != nil {
+			return resp.Error(err.Error()), false
+		}
 	}
 	if s.dry.Bounded(sha) {
 		s.metrics.scriptsBounded.Add(1)
