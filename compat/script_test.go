@@ -106,6 +106,10 @@ var scriptCases = []tcase{
 		cmd("SCRIPT", "EXISTS", "cf0e94b2e9ffc7e04395cf88f7583fc309985910"),
 		cmd("SET", "lock", "me"),
 		cmd("EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "1", "lock", "me"),
+		cmd("SET", "lock", "me"),
+		cmd("SCRIPT", "FLUSH"), // a script run before is gone from the cache after a flush
+		cmd("EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "1", "lock", "me"),
+		cmd("GET", "lock"),
 		cmd("SCRIPT", "FLUSH", "ASYNC"),
 		cmd("SCRIPT", "FLUSH", "SYNC"),
 		cmd("SCRIPT", "FLUSH", "x"),
