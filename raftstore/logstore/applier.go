@@ -99,63 +99,68 @@ func (l *badgerLag) err() error {
 // applier meanwhile unless it reads the DB, which cuts the wait short
 // (badgerLag.hurry); and one badger transaction for several batches costs
 // far less than one each (per transaction: the write goroutine's hand-offs,
-// the commit's bookkeeping).
-// applyLinger is a variable for tests only.
+// the commit's bookkeeping). applyLinger is a variable for tests only, read
+// when a Shared opens.
 var applyLinger = 2 * time.Millisecond
 
 const applyMaxBatches = 32
 
 // applier writes the batches the committer journaled into badger, in order,
-// several in one transaction when they come close together (applyLinger),
-// until the committer quits; then it closes sh.applied. After a failure it
-// writes nothing more (the journal keeps those batches for the next open)
-// but still counts each batch, so that nobody waits for it.
-func (sh *Shared) applier() {
+// several in one transaction when they come within linger of each other
+// (gather), until the committer quits; then it closes sh.applied. After a
+// failure it writes nothing more (the journal keeps those batches for the
+// next open) but still counts each batch, so that nobody waits for it.
+func (sh *Shared) applier(linger time.Duration) {
 	defer close(sh.applied)
-	wait := applyLinger
-	linger := time.NewTimer(time.Hour)
-	linger.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	var reqs []*setsReq
 	for first := range sh.toApply {
-		reqs = append(reqs[:0], first...)
-		n, open := 1, true
-		linger.Reset(wait)
-		done := false // lingered enough: take only what is queued already
-	gather:
-		for n < applyMaxBatches {
-			var b []*setsReq
-			ok := true
-			if done {
-				select {
-				case b, ok = <-sh.toApply:
-				default:
-					break gather
-				}
-			} else {
-				select {
-				case b, ok = <-sh.toApply:
-				case <-sh.lag.hurry:
-					done = true
-					continue
-				case <-linger.C:
-					done = true
-					continue
-				}
-			}
-			if !ok {
-				open = false
-				break
-			}
-			reqs = append(reqs, b...)
-			n++
-		}
-		linger.Stop()
+		var n int
+		var open bool
+		reqs, n, open = sh.gather(append(reqs[:0], first...), timer, linger)
 		sh.lag.done(n, sh.write(reqs))
 		clear(reqs) // hold no request until the next batch
 		if !open {
 			return
 		}
 	}
+}
+
+// gather appends to reqs, which holds one batch, the batches the committer
+// hands over within linger (a reader waiting for badger ends the wait), and
+// then those already queued, up to applyMaxBatches in all. It returns them,
+// their number, and false once the committer has quit. On the applier only.
+func (sh *Shared) gather(reqs []*setsReq, timer *time.Timer, linger time.Duration) ([]*setsReq, int, bool) {
+	n, lingered := 1, false
+	timer.Reset(linger)
+	defer timer.Stop()
+	for n < applyMaxBatches {
+		var b []*setsReq
+		ok := true
+		select {
+		case b, ok = <-sh.toApply: // queued already
+		default:
+			if lingered {
+				return reqs, n, true
+			}
+			select {
+			case b, ok = <-sh.toApply:
+			case <-sh.lag.hurry:
+				lingered = true
+				continue
+			case <-timer.C:
+				lingered = true
+				continue
+			}
+		}
+		if !ok {
+			return reqs, n, false
+		}
+		reqs = append(reqs, b...)
+		n++
+	}
+	return reqs, n, true
 }
 
 // write writes reqs, the batches the applier gathered, into badger, unless

@@ -99,29 +99,21 @@ type journal struct {
 	quiesce func() error
 
 	// The rotator (rotator's doc) and the writer take turns: the rotator
-	// sends a ready file on spare, the writer switches to it when f is full
-	// and sends f on full.
+	// sends file seq+1, ready, on spare; the writer switches to it when f is
+	// full and sends f on full.
 	spare    chan spareFile
-	full     chan fullFile
+	full     chan *os.File
 	stop     chan struct{} // closed by stopRotator
 	stopOnce sync.Once
 	rotated  chan struct{} // closed when the rotator has returned
 }
 
-// spareFile is the rotator's next file for the writer, or the error that
-// keeps it from making one (a failed checkpoint or file creation).
+// spareFile is the rotator's next file for the writer (fileSize bytes,
+// preallocated), or the error that keeps it from making one (a failed
+// checkpoint or file creation).
 type spareFile struct {
-	f    *os.File
-	seq  uint64
-	size int64
-	err  error
-}
-
-// fullFile is a journal file the writer is done with, for the rotator to
-// checkpoint and remove.
-type fullFile struct {
 	f   *os.File
-	seq uint64
+	err error
 }
 
 // openJournal replays the records of dir's journal files, oldest first, by
@@ -139,7 +131,7 @@ func openJournal(dir, dbDir string, apply func([]*setsReq) error, quiesce func()
 		return nil, err
 	}
 	j := &journal{dir: dir, dbDir: dbDir, quiesce: quiesce, fileSize: journalFileSize,
-		spare: make(chan spareFile, 1), full: make(chan fullFile, 1),
+		spare: make(chan spareFile, 1), full: make(chan *os.File, 1),
 		stop: make(chan struct{}), rotated: make(chan struct{})}
 	for _, seq := range old {
 		data, err := os.ReadFile(filepath.Join(dir, journalName(seq)))
@@ -156,11 +148,11 @@ func openJournal(dir, dbDir string, apply func([]*setsReq) error, quiesce func()
 			return nil, fmt.Errorf("journal: checkpoint: %w", err)
 		}
 	}
-	f, size, err := createJournalFile(dir, j.seq+1, j.fileSize)
+	f, err := createJournalFile(dir, j.seq+1, j.fileSize)
 	if err != nil {
 		return nil, err
 	}
-	j.f, j.seq, j.size = f, j.seq+1, size
+	j.f, j.seq, j.size = f, j.seq+1, j.fileSize
 	if err := j.remove(old); err != nil {
 		j.f.Close()
 		return nil, err
@@ -349,31 +341,32 @@ func (j *journal) rotate(need int64) error {
 	if s.err != nil {
 		return s.err
 	}
-	if s.size < need { // a batch larger than a file: a file of its own
+	size := j.fileSize
+	if size < need { // a batch larger than a file: a file of its own
 		_ = unix.Fallocate(int(s.f.Fd()), 0, 0, need) // without it the file grows (createJournalFile)
 		if err := s.f.Sync(); err != nil {
 			s.f.Close()
 			return fmt.Errorf("journal: sync %s: %w", s.f.Name(), err)
 		}
-		s.size = need
+		size = need
 	}
-	j.full <- fullFile{f: j.f, seq: j.seq} // never blocks: one per spare
-	j.f, j.seq, j.off, j.size = s.f, s.seq, 0, s.size
+	j.full <- j.f // never blocks: one per spare
+	j.f, j.seq, j.off, j.size = s.f, j.seq+1, 0, size
 	return nil
 }
 
 // rotator runs from openJournal until stopRotator: it creates file seq, the
 // spare, and offers it to the writer; once the writer hands back the file
-// it filled, it checkpoints that one (checkpoint) and starts over with the
-// next sequence number. A failure goes to the writer in place of the next
-// spare, and the rotator returns.
+// it filled (seq-1), it checkpoints that one (checkpoint) and starts over
+// with the next sequence number. A failure goes to the writer in place of
+// the next spare, and the rotator returns.
 func (j *journal) rotator(seq uint64) {
 	defer close(j.rotated)
 	var err error
 	for {
-		s := spareFile{seq: seq, err: err}
+		s := spareFile{err: err}
 		if err == nil {
-			s.f, s.size, s.err = createJournalFile(j.dir, seq, j.fileSize)
+			s.f, s.err = createJournalFile(j.dir, seq, j.fileSize)
 		}
 		select {
 		case j.spare <- s:
@@ -386,22 +379,22 @@ func (j *journal) rotator(seq uint64) {
 		if s.err != nil {
 			return
 		}
-		var done fullFile
+		var done *os.File
 		select {
 		case done = <-j.full:
 		case <-j.stop:
 			return
 		}
-		err = j.checkpoint(done)
+		err = j.checkpoint(done, seq-1)
 		seq++
 	}
 }
 
-// checkpoint waits until badger holds the records of the full file done
-// (quiesce), makes badger's files durable, and closes and removes done.
-// On the rotator only.
-func (j *journal) checkpoint(done fullFile) error {
-	defer done.f.Close()
+// checkpoint waits until badger holds the records of the full file done,
+// number seq (quiesce), makes badger's files durable, and closes and removes
+// done. On the rotator only.
+func (j *journal) checkpoint(done *os.File, seq uint64) error {
+	defer done.Close()
 	if j.quiesce != nil {
 		if err := j.quiesce(); err != nil {
 			return fmt.Errorf("journal: checkpoint: %w", err)
@@ -410,7 +403,7 @@ func (j *journal) checkpoint(done fullFile) error {
 	if err := syncFiles(j.dbDir); err != nil {
 		return fmt.Errorf("journal: checkpoint: %w", err)
 	}
-	return j.remove([]uint64{done.seq})
+	return j.remove([]uint64{seq})
 }
 
 // stopRotator stops the rotator and waits for it to return (a checkpoint
@@ -431,8 +424,8 @@ func (j *journal) stopRotator() {
 		default:
 		}
 		select {
-		case d := <-j.full: // handed over as the rotator stopped: stays for the replay
-			d.f.Close()
+		case done := <-j.full: // handed over as the rotator stopped: stays for the replay
+			done.Close()
 		default:
 		}
 	})
@@ -440,11 +433,11 @@ func (j *journal) stopRotator() {
 
 // createJournalFile creates journal file seq in dir, preallocated with size
 // bytes, and makes its name durable.
-func createJournalFile(dir string, seq uint64, size int64) (*os.File, int64, error) {
+func createJournalFile(dir string, seq uint64, size int64) (*os.File, error) {
 	name := filepath.Join(dir, journalName(seq))
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 	if err != nil {
-		return nil, 0, fmt.Errorf("journal: %w", err)
+		return nil, fmt.Errorf("journal: %w", err)
 	}
 	// Allocated blocks read as zeros, which end the replay; a file system
 	// without fallocate gets a file that grows (an fdatasync then also
@@ -452,13 +445,13 @@ func createJournalFile(dir string, seq uint64, size int64) (*os.File, int64, err
 	_ = unix.Fallocate(int(f.Fd()), 0, 0, size)
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("journal: sync %s: %w", name, err)
+		return nil, fmt.Errorf("journal: sync %s: %w", name, err)
 	}
 	if err := syncDir(dir); err != nil {
 		f.Close()
-		return nil, 0, err
+		return nil, err
 	}
-	return f, size, nil
+	return f, nil
 }
 
 // retire, once badger has closed cleanly, makes badger's files durable and

@@ -452,7 +452,7 @@ func OpenShared(dir string, opts Options) (*Shared, error) {
 		}
 	}
 	go sh.committer()
-	go sh.applier()
+	go sh.applier(applyLinger)
 	return sh, nil
 }
 
