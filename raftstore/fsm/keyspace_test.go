@@ -36,9 +36,13 @@ func args(cmd string) [][]byte {
 }
 
 // do applies cmd at the harness's current log time and renders the reply as RESP2.
-func (h *harness) do(cmd string) string {
+func (h *harness) do(cmd string) string { return h.apply(args(cmd)) }
+
+// apply applies the command a at the harness's current log time and renders
+// the reply as RESP2.
+func (h *harness) apply(a [][]byte) string {
 	h.index++
-	e := command.Entry{Kind: command.KindCommand, Time: h.now, Wall: wall + h.now, Args: args(cmd)}
+	e := command.Entry{Kind: command.KindCommand, Time: h.now, Wall: wall + h.now, Args: a}
 	return string(resp.Append(nil, h.ks.Apply(h.index, e), 2))
 }
 

@@ -173,42 +173,39 @@ func (k *Keyspace) Clone() *Keyspace {
 		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap, shardVer: k.shardVer}
 }
 
-// recipe runs a lock recipe (lua.Engine.Recipe) without the interpreter: GET
-// KEYS[1]; 0 unless it holds ARGV[1]; else the reply of DEL KEYS[1] or
+// recipe runs a lock recipe (lua.Engine.Recipe) without the interpreter:
+// GET KEYS[1]; 0 unless it holds ARGV[1]; else the reply of DEL KEYS[1] or
 // PEXPIRE KEYS[1] ARGV[2] — what the script would return, with the same
-// effects. It reports false, having changed nothing, wherever the script
-// could raise an error or the commands need checks of their own (a key of
-// another type, a command that fails, a missing argument, a read-only call,
-// an ACL user), and the interpreter runs the script instead.
+// effects. Each command goes through scriptHost.Call, as redis.call sends
+// it, with its checks (ACL, read-only). It reports false, having changed
+// nothing, wherever the script would raise an error (a key of another type,
+// a command refused or failing, a missing argument), and the interpreter
+// runs the script instead.
 func (k *Keyspace) recipe(op command.Eval, c Ctx) (resp.Value, bool) {
 	r := k.scripts.Recipe(op.SHA)
-	if r == lua.NoRecipe || op.RO || !c.Write || c.User != "" || len(op.Keys) != 1 {
+	if r == lua.NoRecipe || len(op.Keys) != 1 {
 		return resp.Value{}, false
 	}
 	key := op.Keys[0]
-	var args [][]byte
+	var write [][]byte
 	switch {
 	case r == lua.CompareAndDelete && len(op.Args) >= 1:
-		args = [][]byte{[]byte("DEL"), key}
+		write = [][]byte{[]byte("DEL"), key}
 	case r == lua.CompareAndPexpire && len(op.Args) >= 2:
-		args = [][]byte{[]byte("PEXPIRE"), key, op.Args[1]}
+		write = [][]byte{[]byte("PEXPIRE"), key, op.Args[1]}
 	default:
 		return resp.Value{}, false
 	}
-	got := k.Exec(command.Get{Key: key}, c)
+	h := &scriptHost{k: k, c: c, ro: op.RO}
+	got := h.Call([][]byte{[]byte("GET"), key})
 	switch {
 	case got.Kind == resp.KindNull:
 		return resp.Int(0), true
 	case got.Kind != resp.KindBulk:
-		return resp.Value{}, false // WRONGTYPE: the script raises it
+		return resp.Value{}, false // WRONGTYPE or a refusal: the script raises it
 	case !bytes.Equal(got.Str, op.Args[0]):
 		return resp.Int(0), true
 	}
-	spec, _ := command.Lookup(args[0])
-	write, err := spec.Parse(args)
-	if err != nil {
-		return resp.Value{}, false // PEXPIRE's argument is not a number
-	}
-	v := k.Exec(write, c)
+	v := h.Call(write) // an error changed nothing (a refusal, a bad PEXPIRE argument)
 	return v, v.Kind != resp.KindError
 }
