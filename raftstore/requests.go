@@ -3,7 +3,6 @@ package raftstore
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -262,7 +261,7 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 	// A script that does not load (it does not compile, or its shebang is
 	// bad) is answered here with what the apply would answer. An EVALSHA of
 	// a script the dry engine holds already skips hashing its source again.
-	sha := strings.ToLower(op.SHA)
+	sha := op.SHA // the engine takes it in any case
 	if op.Source != nil || !s.dry.Exists(sha) {
 		var err error
 		if sha, err = s.dry.Load(src); err != nil {
