@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -34,11 +35,13 @@ func heldApplier(t *testing.T, dir string) (*Shared, *Store, chan error) {
 }
 
 // A write is answered once its journal record is on disk, before badger has
-// it; a read of the DB waits until badger has every answered write, and a
-// journal checkpoint too (it must not drop a record badger lacks).
+// it. Log entries are read from the journal at once (tail.go); a read of
+// what badger holds (the stable store) waits until badger has every answered
+// write, and so does a journal checkpoint (it must not drop a record badger
+// lacks).
 func TestBadgerTrailsJournal(t *testing.T) {
-	defer func(n int64) { journalFileSize = n }(journalFileSize)
-	journalFileSize = 4 << 10
+	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
+	journalFileSize, journalKeepFiles = 4<<10, 0 // a full file's entries move into badger
 	dir := t.TempDir()
 	_, st, release := heldApplier(t, dir)
 
@@ -57,57 +60,35 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	assertHasLogs(t, alone, 1, 3, func(uint64) bool { return true })
 
 	var got raft.Log
-	var readErr, termErr error
-	read, ok := returnsWithin(50*time.Millisecond, func() { readErr = st.GetLog(2, &got) })
-	if ok {
-		t.Fatal("GetLog read badger before the applier wrote the entry")
+	var readErr error
+	if _, ok := returnsWithin(5*time.Second, func() { readErr = st.GetLog(2, &got) }); !ok {
+		t.Fatal("GetLog of an entry in the journal waited for badger")
 	}
+	requireNoErr(t, readErr, "GetLog")
+	assertLogEqual(t, testLog(2), &got)
 	var term uint64
+	var termErr error
 	readTerm, ok := returnsWithin(50*time.Millisecond, func() { term, termErr = st.GetUint64([]byte("term")) })
 	if ok {
 		t.Fatal("GetUint64 read badger before the applier wrote the value")
 	}
-	// The two writes were one batch or two.
-	for released := 0; ; released++ {
-		select {
-		case release <- nil:
-			continue
-		case <-readTerm:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("reads still wait after %d batches were written into badger", released)
-		}
-		break
-	}
+	release <- nil
+	finished(t, readTerm, "GetUint64")
 	requireNoErr(t, termErr, "GetUint64")
 	if term != 7 {
 		t.Fatalf("GetUint64(term) = %d, want 7", term)
 	}
-	finished(t, read, "GetLog")
-	requireNoErr(t, readErr, "GetLog")
-	assertLogEqual(t, testLog(2), &got)
-
-	// While badger still lacks a newer entry, an older one is read at once.
-	requireNoErr(t, st.StoreLogs(testLogs(4, 4)), "StoreLogs")
-	if _, ok := returnsWithin(5*time.Second, func() { readErr = st.GetLog(3, &got) }); !ok {
-		t.Fatal("GetLog of an entry badger holds waited for a newer write")
-	}
-	requireNoErr(t, readErr, "GetLog")
-	assertLogEqual(t, testLog(3), &got)
-	var got4 raft.Log
-	var read4Err error
-	read4, ok := returnsWithin(50*time.Millisecond, func() { read4Err = st.GetLog(4, &got4) })
-	if ok {
-		t.Fatal("GetLog read badger before the applier wrote the entry")
-	}
 
 	// A write that fills the journal's file goes on in the next one at once;
-	// the full file stays until badger holds its records.
+	// the full file, whose entries move into badger, stays until badger also
+	// holds its other records (here: a stable value the applier holds).
+	requireNoErr(t, st.SetUint64([]byte("term"), 8), "SetUint64")
 	jr := journalOf(st)
 	jr.mu.Lock()
 	full := jr.seq
 	jr.mu.Unlock()
 	var bigErr error
-	if _, ok := returnsWithin(5*time.Second, func() { bigErr = st.StoreLogs(testLogs(5, 200)) }); !ok {
+	if _, ok := returnsWithin(5*time.Second, func() { bigErr = st.StoreLogs(testLogs(4, 200)) }); !ok {
 		t.Fatal("a write that filled the journal's file waited for its checkpoint")
 	}
 	requireNoErr(t, bigErr, "StoreLogs of a big batch")
@@ -124,28 +105,43 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	held := copyJournal(t, dir)
 	_, alone = openGroup(t, held, Options{})
 	assertHasLogs(t, alone, 1, 200, func(uint64) bool { return true })
-	release <- nil
-	finished(t, read4, "GetLog")
-	requireNoErr(t, read4Err, "GetLog")
-	assertLogEqual(t, testLog(4), &got4)
-	release <- nil
+	if v, err := alone.GetUint64([]byte("term")); err != nil || v != 8 {
+		t.Fatalf("term from the journal alone = %d, %v; want 8", v, err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // let the applier run from now on
+		for {
+			select {
+			case release <- nil:
+			case <-stop:
+				return
+			}
+		}
+	}()
 	journalSettles(t, dir, st)
 	assertHasLogs(t, st, 1, 200, func(uint64) bool { return true })
+	if v, err := st.GetUint64([]byte("term")); err != nil || v != 8 {
+		t.Fatalf("term = %d, %v; want 8", v, err)
+	}
+	if idx, _ := st.tail.entries(0, 200, full, 0); len(idx) != 0 {
+		t.Fatalf("entries %v of the removed file %d are still read from it", idx, full)
+	}
 }
 
-// A batch that badger fails to take after its journal record was answered
-// fails every later write and read of the Shared with ErrBadgerWrite; Close
-// keeps the journal, and the next open replays the batch.
+// A badger write that fails after its journal record was answered fails
+// every later write and read of the Shared's badger with ErrBadgerWrite;
+// Close keeps the journal, and the next open replays the write.
 func TestBadgerWriteFailure(t *testing.T) {
 	dir := t.TempDir()
 	sh, st, release := heldApplier(t, dir)
 	requireNoErr(t, st.StoreLogs(testLogs(1, 2)), "StoreLogs")
+	requireNoErr(t, st.SetUint64([]byte("term"), 3), "SetUint64")
 	disk := errors.New("injected badger failure")
 	release <- disk
 
-	var got raft.Log
-	if err := st.GetLog(1, &got); !errors.Is(err, ErrBadgerWrite) || !errors.Is(err, disk) {
-		t.Fatalf("GetLog after badger failed = %v, want ErrBadgerWrite wrapping the cause", err)
+	if _, err := st.GetUint64([]byte("term")); !errors.Is(err, ErrBadgerWrite) || !errors.Is(err, disk) {
+		t.Fatalf("GetUint64 after badger failed = %v, want ErrBadgerWrite wrapping the cause", err)
 	}
 	if err := st.StoreLogs(testLogs(3, 3)); !errors.Is(err, ErrBadgerWrite) {
 		t.Fatalf("StoreLogs after badger failed = %v, want ErrBadgerWrite", err)
@@ -160,43 +156,32 @@ func TestBadgerWriteFailure(t *testing.T) {
 	_, again := openGroup(t, dir, Options{})
 	assertBounds(t, again, 1, 2)
 	assertHasLogs(t, again, 1, 2, func(uint64) bool { return true })
+	if v, err := again.GetUint64([]byte("term")); err != nil || v != 3 {
+		t.Fatalf("term after the replay = %d, %v; want 3", v, err)
+	}
 }
 
-// An entry stored again after its index was cut from the tail is read only
-// once badger holds the new write, never the old one's absence.
-func TestBadgerTrailsTruncation(t *testing.T) {
-	_, st, release := heldApplier(t, t.TempDir())
-	stopAuto := make(chan struct{})
-	autoDone := make(chan struct{})
-	go func() { // let the applier run until the test holds it
-		defer close(autoDone)
-		for {
-			select {
-			case release <- nil:
-			case <-stopAuto:
-				return
-			}
-		}
-	}()
+// An entry stored again after its index was cut from the end of the log is
+// read as stored again at once, with badger held: it never was in badger.
+func TestTruncatedEntryStoredAgain(t *testing.T) {
+	_, st, _ := heldApplier(t, t.TempDir())
 	requireNoErr(t, st.StoreLogs(testLogs(1, 5)), "StoreLogs")
-	requireNoErr(t, st.DeleteRange(4, 5), "DeleteRange of the tail")
-	close(stopAuto)
-	<-autoDone
-
+	requireNoErr(t, st.DeleteRange(4, 5), "DeleteRange of the end")
 	again := testLog(4)
 	again.Term, again.Data = 2, []byte("stored again")
 	requireNoErr(t, st.StoreLogs([]*raft.Log{again}), "StoreLogs again")
 	assertBounds(t, st, 1, 4)
 	var got raft.Log
 	var readErr error
-	read, ok := returnsWithin(50*time.Millisecond, func() { readErr = st.GetLog(4, &got) })
-	if ok {
-		t.Fatal("GetLog read entry 4 before badger held its new write")
+	if _, ok := returnsWithin(5*time.Second, func() { readErr = st.GetLog(4, &got) }); !ok {
+		t.Fatal("GetLog of an entry in the journal waited for badger")
 	}
-	release <- nil
-	finished(t, read, "GetLog")
 	requireNoErr(t, readErr, "GetLog")
 	assertLogEqual(t, again, &got)
+	assertHasLogs(t, st, 1, 3, func(uint64) bool { return true })
+	if err := st.GetLog(5, &got); !errors.Is(err, ErrLogNotFound) {
+		t.Fatalf("GetLog(5) after the end was cut = %v, want ErrLogNotFound", err)
+	}
 }
 
 // A Store of its own takes one write at a time from its journal record to
@@ -205,8 +190,8 @@ func TestBadgerTrailsTruncation(t *testing.T) {
 // a log truncation) is journaled but not yet in badger, so the rotator never
 // checkpoints and removes a file with a record badger lacks.
 func TestOwnStoreRotatesAfterBadger(t *testing.T) {
-	defer func(n int64) { journalFileSize = n }(journalFileSize)
-	journalFileSize = 4 << 10
+	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
+	journalFileSize, journalKeepFiles = 4<<10, 0
 	dir := t.TempDir()
 	release := make(chan struct{})
 	var once sync.Once
@@ -252,17 +237,18 @@ func TestApplierGathersBatches(t *testing.T) {
 		return nil
 	}})
 	for i := uint64(1); i <= 3; i++ {
-		requireNoErr(t, st.StoreLogs(testLogs(i, i)), "StoreLogs")
+		requireNoErr(t, st.SetUint64([]byte(fmt.Sprint("k", i)), i), "SetUint64")
 	}
-	var got raft.Log
+	var got uint64
 	var readErr error
-	if _, ok := returnsWithin(5*time.Second, func() { readErr = st.GetLog(3, &got) }); !ok {
-		t.Fatal("GetLog waited out the applier's linger")
+	if _, ok := returnsWithin(5*time.Second, func() { got, readErr = st.GetUint64([]byte("k3")) }); !ok {
+		t.Fatal("GetUint64 waited out the applier's linger")
 	}
-	requireNoErr(t, readErr, "GetLog")
-	assertLogEqual(t, testLog(3), &got)
+	requireNoErr(t, readErr, "GetUint64")
+	if got != 3 {
+		t.Fatalf("GetUint64(k3) = %d, want 3", got)
+	}
 	if n := writes.Load(); n != 1 {
 		t.Fatalf("badger writes for 3 batches = %d, want 1", n)
 	}
-	assertHasLogs(t, st, 1, 3, func(uint64) bool { return true })
 }

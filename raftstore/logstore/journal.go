@@ -27,7 +27,8 @@ import (
 // Shared on disk runs badger without syncing and makes each write durable
 // itself: it appends the write's keys and values to the journal as one
 // checksummed record and fdatasyncs the journal, and only then commits the
-// write to badger (its memtable and its own, unsynced, logs). A Store of its
+// write to badger (its memtable and its own, unsynced, logs) — except for log
+// entries, which stay in the journal's files (tail.go). A Store of its
 // own tells the caller after that; a Shared's committer journals all the
 // groups' writes it commits together as one record, one fdatasync, tells the
 // callers at once, and leaves the badger commit to its applier, which runs
@@ -41,22 +42,25 @@ import (
 // With the journal first, after a crash badger holds what it had made
 // durable plus some prefix of the later writes (it replays its logs up to
 // the first torn record), all of them in the journal. Opening the store
-// replays every journal record, in order, into badger, makes badger's files
-// durable (checkpoint) and starts an empty journal file: replaying, in their
+// replays every journal record, in order, into badger (log entries: into the
+// tails), makes badger's files durable (checkpoint) and starts a new journal
+// file: replaying, in their
 // order, sets and deletes of which a prefix was already applied leaves every
 // key as the last of them left it, so the result is the state after the last
 // record the journal holds, whatever prefix badger kept.
 // When a journal file is full, the writer goes on in the next file, which
 // the journal's rotator goroutine created in advance, and hands the full one
-// to the rotator, which checkpoints it in the background — waits until
-// badger holds every record of the file (a Shared's applier trails the
-// journal), makes badger's files durable, removes the file — and then
-// creates the spare for the next switch. The writes never wait for a
-// checkpoint (measured, 3 nodes, 64 clients: it took 16-32 ms, and all three
-// nodes, writing the same log, took it at about the same moment, every ~9
-// s), unless a file fills before the previous one's checkpoint is done. The
-// journal so holds at most two files of records (plus the empty spare), and
-// a replay goes through them in order.
+// to the rotator, and the rotator checkpoints full files in the background,
+// oldest first, once no log entry in them is still in the log (reclaim;
+// beyond journalKeepFiles full files it moves the oldest one's entries into
+// badger first) — waits until badger holds every other record of the file (a
+// Shared's applier trails the journal), makes badger's files durable, removes
+// the file — and creates the spare for the next switch. The writes never wait
+// for a checkpoint (measured, 3 nodes, 64 clients: it took 16-32 ms, and all
+// three nodes, writing the same log, took it at about the same moment, every
+// ~9 s), unless a file fills before the previous one's checkpoint is done.
+// The journal so holds at most journalKeepFiles+1 files of records (plus the
+// empty spare), and a replay goes through them in order.
 //
 // A checkpoint fsyncs every file in badger's directory, then the directory:
 // badger exposes no way to sync the write-ahead logs of memtables it has
@@ -68,6 +72,17 @@ import (
 // fdatasync never has to record a new file size. A variable for tests only,
 // read when a journal opens.
 var journalFileSize int64 = 16 << 20
+
+// journalKeepFiles is how many full journal files the journal keeps while
+// log entries in them are still in the log (tail.go): with more, the oldest
+// one's entries move into badger and it is removed. A variable for tests
+// only, read when a journal opens.
+var journalKeepFiles = 4
+
+// moveChunk is the most log entries one move (journal.migrate) takes from a
+// file into badger, so that the writes of the groups whose entries move wait
+// for one chunk at most.
+const moveChunk = 1024
 
 // journalSuffix names the journal's files: <sequence number in hex>.journal.
 const journalSuffix = ".journal"
@@ -100,12 +115,27 @@ type journal struct {
 
 	// The rotator (rotator's doc) and the writer take turns: the rotator
 	// sends file seq+1, ready, on spare; the writer switches to it when f is
-	// full and sends f on full.
+	// full and tells it on full.
 	spare    chan spareFile
-	full     chan *os.File
+	full     chan struct{}
 	stop     chan struct{} // closed by stopRotator
 	stopOnce sync.Once
 	rotated  chan struct{} // closed when the rotator has returned
+
+	// Log entries are read back from the journal's files (tail.go): every
+	// file not yet removed is open in files, the current one too; live
+	// counts the entries in each that a tail holds.
+	filesMu sync.RWMutex
+	files   map[uint64]*os.File
+	live    *liveFiles
+	// The rotator's: the full files not yet removed, oldest first, and how
+	// many of them may keep live entries (journalKeepFiles).
+	retained []uint64
+	keep     int
+	// migrate, set by the journal's owner before its first append, moves
+	// at most moveChunk of file seq's live entries into badger and returns
+	// how many it moved. The rotator calls it.
+	migrate func(seq uint64) (int, error)
 }
 
 // spareFile is the rotator's next file for the writer (fileSize bytes,
@@ -117,12 +147,14 @@ type spareFile struct {
 }
 
 // openJournal replays the records of dir's journal files, oldest first, by
-// calling apply with each record's writes, in order; then it checkpoints (syncs
-// dbDir), starts a new file, removes the replayed ones and starts the
-// rotator, whose checkpoints call quiesce (nil: none) first. dir is created if
-// needed. A record that is cut short or fails its checksum ends its file's
-// replay: it is the write a crash interrupted.
-func openJournal(dir, dbDir string, apply func([]*setsReq) error, quiesce func() error) (*journal, error) {
+// calling apply with each record's writes, in order (a set's locs say where
+// its values are); then it checkpoints (syncs dbDir), starts a new file,
+// removes the replayed files that hold no entry live counts, from the oldest
+// on, keeps the others, and starts the rotator, whose checkpoints call
+// quiesce (nil: none) first. dir is created if needed. A record that is cut
+// short or fails its checksum ends its file's replay: it is the write a crash
+// interrupted.
+func openJournal(dir, dbDir string, live *liveFiles, apply func([]*setsReq) error, quiesce func() error) (*journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -131,31 +163,45 @@ func openJournal(dir, dbDir string, apply func([]*setsReq) error, quiesce func()
 		return nil, err
 	}
 	j := &journal{dir: dir, dbDir: dbDir, quiesce: quiesce, fileSize: journalFileSize,
-		spare: make(chan spareFile, 1), full: make(chan *os.File, 1),
-		stop: make(chan struct{}), rotated: make(chan struct{})}
+		spare: make(chan spareFile, 1), full: make(chan struct{}, 1),
+		stop: make(chan struct{}), rotated: make(chan struct{}),
+		files: make(map[uint64]*os.File), live: live, keep: journalKeepFiles}
+	fail := func(err error) (*journal, error) {
+		j.closeFiles()
+		return nil, err
+	}
 	for _, seq := range old {
-		data, err := os.ReadFile(filepath.Join(dir, journalName(seq)))
+		name := filepath.Join(dir, journalName(seq))
+		data, err := os.ReadFile(name)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
-		if err := replayJournal(data, apply); err != nil {
-			return nil, fmt.Errorf("journal %s: %w", journalName(seq), err)
+		if err := replayJournal(data, seq, apply); err != nil {
+			return fail(fmt.Errorf("journal %s: %w", journalName(seq), err))
 		}
-		j.seq = seq
+		f, err := os.Open(name) // its entries are read from it (tail.go)
+		if err != nil {
+			return fail(err)
+		}
+		j.files[seq], j.seq = f, seq
 	}
 	if len(old) > 0 {
 		if err := syncFiles(dbDir); err != nil {
-			return nil, fmt.Errorf("journal: checkpoint: %w", err)
+			return fail(fmt.Errorf("journal: checkpoint: %w", err))
 		}
 	}
 	f, err := createJournalFile(dir, j.seq+1, j.fileSize)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	j.f, j.seq, j.size = f, j.seq+1, j.fileSize
-	if err := j.remove(old); err != nil {
-		j.f.Close()
-		return nil, err
+	j.files[j.seq] = f
+	j.retained = old
+	for len(j.retained) > 0 && live.count(j.retained[0]) == 0 {
+		if err := j.removeFile(j.retained[0]); err != nil {
+			return fail(err)
+		}
+		j.retained = j.retained[1:]
 	}
 	go j.rotator(j.seq + 1)
 	return j, nil
@@ -185,8 +231,10 @@ func journalFiles(dir string) ([]uint64, error) {
 	return seqs, nil
 }
 
-// replayJournal calls apply with the writes of each whole record in data.
-func replayJournal(data []byte, apply func([]*setsReq) error) error {
+// replayJournal calls apply with the writes of each whole record in data,
+// journal file seq's contents; each set's locs say where in the file its
+// values are.
+func replayJournal(data []byte, seq uint64, apply func([]*setsReq) error) error {
 	for off := 0; off+journalHeader <= len(data); {
 		n := int(binary.LittleEndian.Uint32(data[off:]))
 		if n == 0 || n > len(data)-off-journalHeader {
@@ -200,6 +248,17 @@ func replayJournal(data []byte, apply func([]*setsReq) error) error {
 		if err != nil {
 			return err // whole and checksummed, yet unreadable: not a crash's doing
 		}
+		for _, r := range reqs {
+			if r.del {
+				continue
+			}
+			r.locs = make([]loc, len(r.vals))
+			for i, v := range r.vals {
+				// v is a slice of data (decodeJournalRecord): its capacity
+				// runs to data's end, so it tells where v starts.
+				r.locs[i] = loc{seq: seq, off: int64(cap(data) - cap(v)), n: uint32(len(v))}
+			}
+		}
 		if err := apply(reqs); err != nil {
 			return err
 		}
@@ -211,7 +270,8 @@ func replayJournal(data []byte, apply func([]*setsReq) error) error {
 // appendJournalRecord appends the record of batch's writes to dst: the
 // header, then the number of writes and, for each, a flag byte (1: its keys
 // are deleted), the number of its keys, and each key and, unless deleted, its
-// value, each preceded by its length (uvarints).
+// value, each preceded by its length (uvarints). The locs of a set for a tail
+// get where each value is, from the record's start.
 func appendJournalRecord(dst []byte, batch []*setsReq) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, journalHeader)...)
@@ -223,11 +283,18 @@ func appendJournalRecord(dst []byte, batch []*setsReq) []byte {
 		}
 		dst = append(dst, flag)
 		dst = binary.AppendUvarint(dst, uint64(len(r.keys)))
+		locs := r.tail != nil && !r.del
+		if locs {
+			r.locs = make([]loc, len(r.keys))
+		}
 		for i, k := range r.keys {
 			dst = binary.AppendUvarint(dst, uint64(len(k)))
 			dst = append(dst, k...)
 			if !r.del {
 				dst = binary.AppendUvarint(dst, uint64(len(r.vals[i])))
+				if locs {
+					r.locs[i] = loc{off: int64(len(dst) - start), n: uint32(len(r.vals[i]))}
+				}
 				dst = append(dst, r.vals[i]...)
 			}
 		}
@@ -299,7 +366,8 @@ func decodeJournalRecord(p []byte) ([]*setsReq, error) {
 
 // append makes batch, which is not yet in badger, durable: one record
 // written and fdatasynced; when it does not fit in the current file, in the
-// next one (rotate). After an error every later call fails with it.
+// next one (rotate). The locs of its sets for a tail then say where their
+// values are. After an error every later call fails with it.
 func (j *journal) append(batch []*setsReq) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -319,6 +387,11 @@ func (j *journal) append(batch []*setsReq) error {
 	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
 		j.err = fmt.Errorf("journal: fdatasync %s: %w", j.f.Name(), err)
 		return j.err
+	}
+	for _, r := range batch {
+		for i := range r.locs {
+			r.locs[i].seq, r.locs[i].off = j.seq, r.locs[i].off+j.off
+		}
 	}
 	j.off += int64(len(j.buf))
 	if cap(j.buf) > 1<<20 {
@@ -350,16 +423,19 @@ func (j *journal) rotate(need int64) error {
 		}
 		size = need
 	}
-	j.full <- j.f // never blocks: one per spare
+	j.full <- struct{}{} // never blocks: one per spare
+	j.filesMu.Lock()
+	j.files[j.seq+1] = s.f
+	j.filesMu.Unlock()
 	j.f, j.seq, j.off, j.size = s.f, j.seq+1, 0, size
 	return nil
 }
 
 // rotator runs from openJournal until stopRotator: it creates file seq, the
-// spare, and offers it to the writer; once the writer hands back the file
-// it filled (seq-1), it checkpoints that one (checkpoint) and starts over
-// with the next sequence number. A failure goes to the writer in place of
-// the next spare, and the rotator returns.
+// spare, and offers it to the writer; once the writer has filled the file
+// before it (seq-1), it removes the full files it can (reclaim) and starts
+// over with the next sequence number. A failure goes to the writer in place
+// of the next spare, and the rotator returns.
 func (j *journal) rotator(seq uint64) {
 	defer close(j.rotated)
 	var err error
@@ -379,22 +455,50 @@ func (j *journal) rotator(seq uint64) {
 		if s.err != nil {
 			return
 		}
-		var done *os.File
 		select {
-		case done = <-j.full:
+		case <-j.full:
 		case <-j.stop:
 			return
 		}
-		err = j.checkpoint(done, seq-1)
+		j.retained = append(j.retained, seq-1)
+		err = j.reclaim()
 		seq++
 	}
 }
 
-// checkpoint waits until badger holds the records of the full file done,
-// number seq (quiesce), makes badger's files durable, and closes and removes
-// done. On the rotator only.
-func (j *journal) checkpoint(done *os.File, seq uint64) error {
-	defer done.Close()
+// reclaim removes the oldest full files, in order, as long as no tail holds
+// an entry in them; when more than keep full files remain, it first moves the
+// oldest one's entries into badger (migrate). Files go oldest first only: a
+// record's effect may depend on the records before it (a deletion). On the
+// rotator only.
+func (j *journal) reclaim() error {
+	for len(j.retained) > 0 {
+		seq := j.retained[0]
+		for j.live.count(seq) > 0 {
+			if len(j.retained) <= j.keep {
+				return nil
+			}
+			n, err := j.migrate(seq)
+			if err != nil {
+				return fmt.Errorf("journal: move the entries of %s: %w", journalName(seq), err)
+			}
+			if n == 0 {
+				return fmt.Errorf("journal: %w: %s counts %d live entries, the tails hold none",
+					ErrCorrupt, journalName(seq), j.live.count(seq))
+			}
+		}
+		if err := j.checkpoint(seq); err != nil {
+			return err
+		}
+		j.retained = j.retained[1:]
+	}
+	return nil
+}
+
+// checkpoint waits until badger holds the records of the full file seq
+// (quiesce), makes badger's files durable, and closes and removes the file.
+// On the rotator only.
+func (j *journal) checkpoint(seq uint64) error {
 	if j.quiesce != nil {
 		if err := j.quiesce(); err != nil {
 			return fmt.Errorf("journal: checkpoint: %w", err)
@@ -403,7 +507,63 @@ func (j *journal) checkpoint(done *os.File, seq uint64) error {
 	if err := syncFiles(j.dbDir); err != nil {
 		return fmt.Errorf("journal: checkpoint: %w", err)
 	}
+	return j.removeFile(seq)
+}
+
+// removeFile closes and removes journal file seq, once its entries are
+// elsewhere or gone, after any read of it in progress (readTail).
+func (j *journal) removeFile(seq uint64) error {
+	j.filesMu.Lock()
+	f := j.files[seq]
+	delete(j.files, seq)
+	j.filesMu.Unlock()
+	if f != nil {
+		f.Close()
+	}
 	return j.remove([]uint64{seq})
+}
+
+// readTail reads the encoded value of entry index if the tail t holds it.
+// A file goes only once its entries left the tails: when the entry's file is
+// gone by the time it is read, the entry has moved, and the tail no longer
+// holds it.
+func (j *journal) readTail(t *tail, index uint64) ([]byte, bool, error) {
+	var gone loc
+	for {
+		l, ok := t.get(index)
+		if !ok {
+			return nil, false, nil
+		}
+		j.filesMu.RLock()
+		if j.files[l.seq] == nil && l != gone { // else readLocked reports it
+			j.filesMu.RUnlock()
+			gone = l
+			continue
+		}
+		buf, err := j.readLocked(l)
+		j.filesMu.RUnlock()
+		return buf, true, err
+	}
+}
+
+// read reads the value at l (a file the caller keeps from being removed: the
+// rotator's, or one being moved).
+func (j *journal) read(l loc) ([]byte, error) {
+	j.filesMu.RLock()
+	defer j.filesMu.RUnlock()
+	return j.readLocked(l)
+}
+
+func (j *journal) readLocked(l loc) ([]byte, error) {
+	f := j.files[l.seq]
+	if f == nil {
+		return nil, fmt.Errorf("journal: %w: %s is gone, an entry in it is not", ErrCorrupt, journalName(l.seq))
+	}
+	buf := make([]byte, l.n)
+	if _, err := f.ReadAt(buf, l.off); err != nil {
+		return nil, fmt.Errorf("journal: read %s: %w", journalName(l.seq), err)
+	}
+	return buf, nil
 }
 
 // stopRotator stops the rotator and waits for it to return (a checkpoint
@@ -424,8 +584,7 @@ func (j *journal) stopRotator() {
 		default:
 		}
 		select {
-		case done := <-j.full: // handed over as the rotator stopped: stays for the replay
-			done.Close()
+		case <-j.full: // handed over as the rotator stopped: stays for the replay
 		default:
 		}
 	})
@@ -492,18 +651,28 @@ func (j *journal) remove(seqs []uint64) error {
 	return nil
 }
 
-// close stops the rotator and closes the current file; the records in the
-// journal's files stay for the next open.
+// close stops the rotator and closes the journal's files; the records in
+// them stay for the next open.
 func (j *journal) close() error {
 	if j == nil {
 		return nil
 	}
 	j.stopRotator()
-	if j.f == nil {
-		return nil
-	}
-	err := j.f.Close()
 	j.f = nil
+	return j.closeFiles()
+}
+
+// closeFiles closes every journal file still open.
+func (j *journal) closeFiles() error {
+	j.filesMu.Lock()
+	defer j.filesMu.Unlock()
+	var err error
+	for seq, f := range j.files {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		delete(j.files, seq)
+	}
 	return err
 }
 

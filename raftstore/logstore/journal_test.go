@@ -167,8 +167,8 @@ func le32(b []byte) uint32 {
 // A full journal file is replaced by the spare, and checkpointed and removed
 // in the background; a reopen finds every entry.
 func TestJournalCheckpoints(t *testing.T) {
-	defer func(n int64) { journalFileSize = n }(journalFileSize)
-	journalFileSize = 4 << 10
+	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
+	journalFileSize, journalKeepFiles = 4<<10, 0 // a full file's entries move into badger at once
 	forEachJournalKind(t, testJournalCheckpoints)
 }
 
@@ -225,7 +225,7 @@ func TestJournalRecord(t *testing.T) {
 	}
 	rec := appendJournalRecord(nil, batch)
 	var got []keyOp
-	requireNoErr(t, replayJournal(append(rec, make([]byte, 16)...), func(reqs []*setsReq) error {
+	requireNoErr(t, replayJournal(append(rec, make([]byte, 16)...), 1, func(reqs []*setsReq) error {
 		got = append(got, keyOps(reqs)...)
 		return nil
 	}), "replay")
@@ -287,7 +287,7 @@ func FuzzJournalReplay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var applied []keyOp
 		var again []byte
-		err := replayJournal(data, func(reqs []*setsReq) error {
+		err := replayJournal(data, 1, func(reqs []*setsReq) error {
 			applied = append(applied, keyOps(reqs)...)
 			again = appendJournalRecord(again, reqs)
 			return nil
@@ -296,7 +296,7 @@ func FuzzJournalReplay(f *testing.F) {
 			t.Fatalf("replay failed with %v, want nil or errJournalRecord", err)
 		}
 		var back []keyOp
-		if err := replayJournal(again, func(reqs []*setsReq) error { back = append(back, keyOps(reqs)...); return nil }); err != nil {
+		if err := replayJournal(again, 1, func(reqs []*setsReq) error { back = append(back, keyOps(reqs)...); return nil }); err != nil {
 			t.Fatalf("replaying re-encoded operations: %v", err)
 		}
 		if len(back) != len(applied) {

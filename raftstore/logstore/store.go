@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,6 +125,7 @@ type Store struct {
 	shared bool      // db belongs to a Shared: Close leaves it open
 	sh     *Shared   // the Shared whose committer writes this Store's logs; nil: its own
 	jr     *journal  // its own DB's journal (journal.go); nil with a Shared or in memory
+	j      *journal  // the journal that holds its writes, its own or the Shared's; nil in memory
 	dir    string
 	logger *slog.Logger
 
@@ -157,11 +160,16 @@ type Store struct {
 
 	dur durability // deferred writes (DeferSyncWhen) and what is on disk
 
-	// inBadger: every entry stored at or below this index is in badger, so
-	// GetLog reads it without waiting for the Shared's applier (badger
-	// trails the journal: applier.go). Raised by the applier as it writes
-	// this Store's appends, lowered when the tail is deleted.
+	// inBadger (in memory, without a journal): every entry stored at or
+	// below this index is in badger, so GetLog reads it without waiting for
+	// the Shared's applier (badger trails the journal: applier.go). Raised by
+	// the applier as it writes this Store's appends, lowered when the end of
+	// the log is deleted.
 	inBadger atomic.Uint64
+
+	// tail (on disk) says where in the journal's files the log entries are
+	// that badger does not hold (tail.go); nil in memory.
+	tail *tail
 }
 
 // Batches is the number of StoreLogs calls that wrote entries since Open. With
@@ -182,31 +190,39 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	var jr *journal
+	var t *tail
+	ts := newTailSet()
 	if !opts.InMemory {
-		if jr, err = openJournalFor(db, dir, logger, nil); err != nil {
+		if jr, err = openJournalFor(db, dir, logger, nil, ts); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
+		t = ts.of(-1)
 	}
-	s, err := newStore(db, nil, dir, maxValue, logger, opts)
+	s, err := newStore(db, nil, dir, maxValue, logger, opts, jr, t)
 	if err != nil {
 		_ = db.Close()
 		jr.close()
 		return nil, err
 	}
 	s.jr, s.beforeApply = jr, opts.BeforeApply
+	if jr != nil {
+		jr.migrate = func(seq uint64) (int, error) { return ts.move(db, jr, seq) }
+	}
 	return s, nil
 }
 
 // openJournalFor opens the journal of the badger DB in dir, replaying what it
-// holds into db first; its checkpoints call quiesce first (journal.go).
-func openJournalFor(db *badger.DB, dir string, logger *slog.Logger, quiesce func() error) (*journal, error) {
+// holds into ts's tails and db first (tailSet.replayInto, dedupe); its
+// checkpoints call quiesce first (journal.go).
+func openJournalFor(db *badger.DB, dir string, logger *slog.Logger, quiesce func() error, ts *tailSet) (*journal, error) {
 	replayed := 0
-	jr, err := openJournal(filepath.Join(dir, "journal"), dir, func(reqs []*setsReq) error {
-		replayed += batchKeys(reqs)
-		_, err := writeBatch(db, reqs, nil)
-		return err
-	}, quiesce)
+	jr, err := openJournal(filepath.Join(dir, "journal"), dir, ts.live, ts.replayInto(db, &replayed), quiesce)
+	if err == nil {
+		if err = ts.dedupe(db); err != nil {
+			jr.close()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
 	}
@@ -261,8 +277,8 @@ func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 
 // newStore makes the Store of the keys under kp in db and loads its log
 // bounds.
-func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slog.Logger, opts Options) (*Store, error) {
-	s := &Store{db: db, kp: kp, dir: dir, logger: logger, maxValue: maxValue, observe: opts.ObserveWrite}
+func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slog.Logger, opts Options, j *journal, t *tail) (*Store, error) {
+	s := &Store{db: db, kp: kp, dir: dir, logger: logger, maxValue: maxValue, observe: opts.ObserveWrite, j: j, tail: t}
 	first, err := s.seekLog(0, false)
 	if err == nil {
 		var last uint64
@@ -309,6 +325,8 @@ type Shared struct {
 	toApply chan []*setsReq
 	applied chan struct{} // closed when the applier has written everything and quit
 	lag     badgerLag
+
+	tails *tailSet // the groups' log entries in the journal (tail.go); nil in memory
 }
 
 // setsReq is one write of a Store's: a StoreLogs call or one chunk of a
@@ -321,6 +339,11 @@ type setsReq struct {
 	done       chan error         // gets the outcome, unless onDone is set
 	onDone     func(error)        // called with the outcome (on the committer); a deferred write
 	inBadger   func()             // if set, called by the applier once badger holds the write
+
+	// A write of log keys of a Store whose entries stay in the journal:
+	// its tail, and where the journal put each value (journal.append).
+	tail *tail
+	locs []loc
 }
 
 // apply adds r's i-th key to txn: its value, or its deletion.
@@ -418,13 +441,23 @@ func (sh *Shared) journalBatch(batch []*setsReq) {
 	}
 	if err == nil {
 		sh.commits.Add(1)
-		sh.lag.add() // before any answer: a read after one waits for it
-		sh.toApply <- batch
+		toDB := make([]*setsReq, 0, len(batch))
+		for _, r := range batch {
+			n := len(r.keys)
+			if r.tail != nil { // its entries stay in the journal (tail.go)
+				r.tail.journaled(r)
+			}
+			r.committed(0, n)
+			if len(r.keys) > 0 {
+				toDB = append(toDB, r)
+			}
+		}
+		if len(toDB) > 0 {
+			sh.lag.add() // before any answer: a read after one waits for it
+			sh.toApply <- toDB
+		}
 	}
 	for _, r := range batch {
-		if err == nil {
-			r.committed(0, len(r.keys))
-		}
 		if r.onDone != nil {
 			r.onDone(err)
 		} else {
@@ -446,10 +479,13 @@ func OpenShared(dir string, opts Options) (*Shared, error) {
 	sh.lag.init()
 	if !opts.InMemory {
 		// A checkpoint needs badger to hold every record of its file.
-		if sh.journal, err = openJournalFor(db, dir, logger, sh.lag.wait); err != nil {
+		ts := newTailSet()
+		if sh.journal, err = openJournalFor(db, dir, logger, sh.lag.wait, ts); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
+		sh.tails = ts
+		sh.journal.migrate = func(seq uint64) (int, error) { return ts.move(db, sh.journal, seq) }
 	}
 	go sh.committer()
 	go sh.applier(applyLinger)
@@ -467,7 +503,11 @@ func (sh *Shared) Group(g int, obs func(time.Duration)) (*Store, error) {
 	if obs != nil {
 		opts.ObserveWrite = obs
 	}
-	s, err := newStore(sh.db, groupPrefix(g), sh.dir, sh.maxValue, sh.logger.With("group", g), opts)
+	var t *tail
+	if sh.tails != nil {
+		t = sh.tails.of(g)
+	}
+	s, err := newStore(sh.db, groupPrefix(g), sh.dir, sh.maxValue, sh.logger.With("group", g), opts, sh.journal, t)
 	if err != nil {
 		return nil, err
 	}
@@ -488,9 +528,12 @@ func (sh *Shared) Close() error {
 		close(sh.stopped)
 		<-sh.applied // the committer has quit; badger holds what it answered
 		sh.journal.stopRotator()
-		cerr := sh.db.Close()
-		if cerr == nil {
-			cerr = sh.lag.err() // badger lacks journaled writes
+		cerr := sh.lag.err() // badger lacks journaled writes
+		if cerr == nil && sh.tails != nil {
+			cerr = sh.tails.moveAll(sh.db, sh.journal) // so that the journal can go
+		}
+		if dberr := sh.db.Close(); cerr == nil {
+			cerr = dberr
 		}
 		if cerr != nil {
 			err = fmt.Errorf("logstore: close %s: %w", sh.dir, cerr)
@@ -565,7 +608,14 @@ func (s *Store) Close() error {
 		return nil // the Shared closes the DB
 	}
 	s.jr.stopRotator()
-	if err := s.db.Close(); err != nil {
+	var err error
+	if s.tail != nil {
+		err = s.tail.moveAll(s.db, s.jr, s.kp) // so that the journal can go
+	}
+	if dberr := s.db.Close(); err == nil {
+		err = dberr
+	}
+	if err != nil {
 		s.jr.close() // its records are replayed at the next open
 		return fmt.Errorf("logstore: close %s: %w", s.dir, err)
 	}
@@ -605,7 +655,20 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	if s.dur.get(index, log) {
 		return nil
 	}
-	if index > s.inBadger.Load() { // maybe still on its way to badger
+	var wait bool
+	if s.tail != nil {
+		buf, ok, err := s.j.readTail(s.tail, index)
+		if err != nil {
+			return fmt.Errorf("logstore: get log %d: %w", index, err)
+		}
+		if ok {
+			return s.decodeAt(buf, index, log)
+		}
+		wait = true // maybe moved into badger, by the Shared's applier
+	} else {
+		wait = index > s.inBadger.Load() // maybe still on its way to badger
+	}
+	if wait {
 		if err := s.settle(); err != nil {
 			return fmt.Errorf("logstore: get log %d: %w", index, err)
 		}
@@ -626,6 +689,11 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	if err != nil {
 		return fmt.Errorf("logstore: get log %d: %w", index, err)
 	}
+	return s.decodeAt(buf, index, log)
+}
+
+// decodeAt decodes buf, the stored value of entry index, into log.
+func (s *Store) decodeAt(buf []byte, index uint64, log *raft.Log) error {
 	if err := decodeLog(buf, log); err != nil {
 		return fmt.Errorf("logstore: get log %d: %w", index, err)
 	}
@@ -702,7 +770,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		defer func() { s.observe(time.Since(start)) }()
 	}
 	committed := func(from, to int) { s.extendBounds(logBounds(logs[from:to])) }
-	err = s.write(&setsReq{keys: keys, vals: vals, committed: committed, inBadger: s.badgerHolds(hi)})
+	err = s.write(&setsReq{keys: keys, vals: vals, committed: committed, inBadger: s.badgerHolds(hi), tail: s.tail})
 	if err != nil {
 		return fmt.Errorf("logstore: store logs [%d..%d]: %w",
 			logs[0].Index, logs[len(logs)-1].Index, err)
@@ -830,10 +898,19 @@ func (s *Store) deleteStep(min, max uint64) (next uint64, more bool, err error) 
 
 // deleteLogs deletes the stored entries with indexes in [lo, hi] (Store.write).
 func (s *Store) deleteLogs(lo, hi uint64) error {
+	var keys [][]byte
+	if s.tail != nil {
+		// The tail before badger: an entry that moves meanwhile is in badger
+		// by the time settle returns.
+		idx, _ := s.tail.entries(lo, hi, 0, 0)
+		for _, i := range idx {
+			keys = append(keys, s.kp.log(i))
+		}
+	}
+	inTail := len(keys)
 	if err := s.settle(); err != nil {
 		return err
 	}
-	var keys [][]byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(s.logIteratorOptions(false))
 		defer it.Close()
@@ -853,7 +930,11 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	return s.write(&setsReq{keys: keys, del: true, committed: func(int, int) {}})
+	if inTail > 0 && len(keys) > inTail { // an entry that moved meanwhile is in both lists
+		slices.SortFunc(keys, bytes.Compare)
+		keys = slices.CompactFunc(keys, bytes.Equal)
+	}
+	return s.write(&setsReq{keys: keys, del: true, committed: func(int, int) {}, tail: s.tail})
 }
 
 // write writes r and waits until it is fsynced: through the shared committer
@@ -872,6 +953,15 @@ func (s *Store) write(r *setsReq) error {
 		if err := s.jr.append([]*setsReq{r}); err != nil {
 			return err
 		}
+	}
+	if r.tail != nil { // the log's entries stay in the journal (tail.go)
+		n := len(r.keys)
+		r.tail.journaled(r)
+		r.committed(0, n)
+		if len(r.keys) == 0 {
+			return nil
+		}
+		r.committed = func(int, int) {}
 	}
 	if s.beforeApply != nil {
 		if err := s.beforeApply(); err != nil {
@@ -894,6 +984,27 @@ func (s *Store) logIteratorOptions(reverse bool) badger.IteratorOptions {
 // seekLog returns the index of the first stored entry at or after from
 // (reverse false) or at or before from (reverse true), or 0 if there is none.
 func (s *Store) seekLog(from uint64, reverse bool) (uint64, error) {
+	var inTail uint64 // the tail before badger: see deleteLogs
+	found := false
+	if s.tail != nil {
+		inTail, found = s.tail.seek(from, reverse)
+	}
+	idx, err := s.seekBadger(from, reverse)
+	switch {
+	case err != nil || !found || idx == 0:
+		if found && err == nil {
+			return inTail, nil
+		}
+		return idx, err
+	case reverse:
+		return max(idx, inTail), nil
+	default:
+		return min(idx, inTail), nil
+	}
+}
+
+// seekBadger is seekLog among the entries badger holds.
+func (s *Store) seekBadger(from uint64, reverse bool) (uint64, error) {
 	if err := s.settle(); err != nil {
 		return 0, err
 	}

@@ -324,9 +324,20 @@ func TestStoreLogsSplitsOversizedBatch(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			h := &recordingHandler{}
 			s := openStore(t, t.TempDir(), Options{InMemory: m.inMemory, Logger: slog.New(h)})
+			dir := t.TempDir()
+			s, err := Open(dir, Options{InMemory: m.inMemory, Logger: slog.New(h)})
+			requireNoErr(t, err, "Open")
 			requireNoErr(t, s.StoreLogs(logs), "StoreLogs")
-			if splitCount(h) != 1 {
-				t.Fatalf("expected the oversized batch to be split (and reported once)")
+			// On disk the entries stay in the journal until Close moves them
+			// into badger, in several transactions.
+			if splits := splitCount(h); (m.inMemory && splits != 1) || (!m.inMemory && splits != 0) {
+				t.Fatalf("the oversized batch was split %d times in badger", splits)
+			}
+			if !m.inMemory {
+				requireNoErr(t, s.Close(), "Close")
+				s = openStore(t, dir, Options{})
+			} else {
+				t.Cleanup(func() { s.Close() })
 			}
 			assertBounds(t, s, 1, 40)
 			for _, want := range logs {

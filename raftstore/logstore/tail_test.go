@@ -1,0 +1,302 @@
+package logstore
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/hashicorp/raft"
+)
+
+// tailIndexes lists the indexes a tail holds, in order.
+func tailIndexes(t *tail) []uint64 {
+	idx, _ := t.entries(0, math.MaxUint64, 0, 0)
+	return idx
+}
+
+// seqRange lists from..to.
+func seqRange(from, to uint64) []uint64 {
+	var out []uint64
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// A tail keeps runs of indexes with gaps, replaces an entry stored again,
+// splits a run cut in its middle, joins the runs an entry bridges, and
+// handles the highest index there is.
+func TestTailRuns(t *testing.T) {
+	live := newLiveFiles()
+	tl := newTail(live)
+	var d liveDelta
+	put := func(from, to, seq uint64) {
+		tl.mu.Lock()
+		for i := from; ; i++ { // to may be the highest index
+			tl.put(i, loc{seq: seq, off: int64(i), n: 1}, &d)
+			if i == to {
+				break
+			}
+		}
+		tl.mu.Unlock()
+		d.flush(live)
+	}
+	remove := func(from, to uint64) (n int) {
+		tl.mu.Lock()
+		for i := from; ; i++ {
+			if tl.remove(i, &d) {
+				n++
+			}
+			if i == to {
+				break
+			}
+		}
+		tl.mu.Unlock()
+		d.flush(live)
+		return n
+	}
+	want := func(what string, idx []uint64) {
+		t.Helper()
+		if got := tailIndexes(tl); !slices.Equal(got, idx) {
+			t.Fatalf("%s: tail holds %v, want %v", what, got, idx)
+		}
+	}
+
+	put(10, 20, 1)
+	put(30, 35, 1) // a gap: a follower's log after a snapshot
+	want("two runs", append(seqRange(10, 20), seqRange(30, 35)...))
+	if got := live.count(1); got != 17 {
+		t.Fatalf("live count of file 1 = %d, want 17", got)
+	}
+	put(15, 16, 2) // stored again
+	if l, ok := tl.get(15); !ok || l.seq != 2 {
+		t.Fatalf("entry 15 = %+v, %v: want it in file 2", l, ok)
+	}
+	if live.count(1) != 15 || live.count(2) != 2 {
+		t.Fatalf("live counts = %d, %d; want 15, 2", live.count(1), live.count(2))
+	}
+	if n := remove(18, 18); n != 1 { // the middle of a run
+		t.Fatalf("removed %d entries, want 1", n)
+	}
+	put(21, 21, 2) // after the left part's end: must not overwrite the right part
+	want("split", append(append(seqRange(10, 17), seqRange(19, 21)...), seqRange(30, 35)...))
+	if l, ok := tl.get(19); !ok || l.seq != 1 || l.off != 19 {
+		t.Fatalf("entry 19 = %+v, %v after the split", l, ok)
+	}
+	put(18, 18, 3) // bridges two runs
+	put(22, 29, 3) // and this the next gap
+	want("joined", seqRange(10, 35))
+	if len(tl.segs) != 1 {
+		t.Fatalf("%d runs, want 1", len(tl.segs))
+	}
+	put(9, 9, 3) // just before the run
+	if n := remove(9, 12); n != 4 {
+		t.Fatalf("removed %d from the head, want 4", n)
+	}
+	if n := remove(34, 40); n != 2 {
+		t.Fatalf("removed %d from the end, want 2", n)
+	}
+	want("both ends cut", seqRange(13, 33))
+
+	for _, c := range []struct {
+		from    uint64
+		reverse bool
+		want    uint64
+		ok      bool
+	}{{0, false, 13, true}, {20, false, 20, true}, {34, false, 0, false}, {math.MaxUint64, true, 33, true},
+		{12, true, 0, false}, {20, true, 20, true}} {
+		if got, ok := tl.seek(c.from, c.reverse); got != c.want || ok != c.ok {
+			t.Fatalf("seek(%d, %v) = %d, %v; want %d, %v", c.from, c.reverse, got, ok, c.want, c.ok)
+		}
+	}
+	if idx, _ := tl.entries(0, math.MaxUint64, 3, 0); !slices.Equal(idx, append([]uint64{18}, seqRange(22, 29)...)) {
+		t.Fatalf("entries in file 3 = %v, want 18 and 22..29", idx)
+	}
+
+	put(math.MaxUint64, math.MaxUint64, 4)
+	put(math.MaxUint64-1, math.MaxUint64-1, 4)
+	if got, ok := tl.seek(math.MaxUint64, true); !ok || got != math.MaxUint64 {
+		t.Fatalf("seek back from the highest index = %d, %v", got, ok)
+	}
+	if _, ok := tl.get(math.MaxUint64); !ok {
+		t.Fatal("the highest index is not found")
+	}
+	remove(0, 40)
+	remove(math.MaxUint64-1, math.MaxUint64-1)
+	remove(math.MaxUint64, math.MaxUint64)
+	want("emptied", nil)
+	if len(live.n) != 0 {
+		t.Fatalf("live counts of an empty tail: %v", live.n)
+	}
+}
+
+// badgerLogKeys counts the log entries of st that badger holds.
+func badgerLogKeys(t *testing.T, st *Store) int {
+	t.Helper()
+	n := 0
+	err := st.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(st.logIteratorOptions(false))
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+		}
+		return nil
+	})
+	requireNoErr(t, err, "badger scan")
+	return n
+}
+
+// journalState returns the sequence numbers of st's journal files, oldest
+// first, and the current file's.
+func journalState(t *testing.T, dir string, st *Store) ([]uint64, uint64) {
+	t.Helper()
+	jr := journalOf(st)
+	jr.mu.Lock()
+	cur := jr.seq
+	jr.mu.Unlock()
+	seqs, err := journalFiles(filepath.Join(dir, "journal"))
+	requireNoErr(t, err, "journal files")
+	return seqs, cur
+}
+
+// fullFiles waits (5 s at most) until st's journal holds, besides the
+// current file and the spare, only full files with log entries in them, at
+// most max, and returns them.
+func fullFiles(t *testing.T, dir string, st *Store, max int) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var cur uint64
+		seqs, cur = journalState(t, dir, st)
+		full := slices.DeleteFunc(slices.Clone(seqs), func(seq uint64) bool { return seq >= cur })
+		if len(full) <= max && !slices.ContainsFunc(full, func(seq uint64) bool { return journalOf(st).live.count(seq) == 0 }) &&
+			slices.Contains(seqs, cur) && slices.Contains(seqs, cur+1) {
+			return full
+		}
+	}
+	t.Fatalf("journal files %v: want at most %d full files, each with entries in the log", seqs, max)
+	return nil
+}
+
+// Log entries stay in the journal's files, which are kept while entries in
+// them are in the log; once Raft deletes the head of the log, the files that
+// held it go; with more full files than journalKeepFiles, the oldest one's
+// entries move into badger first. Every entry reads back throughout, and
+// after a crash from the journal and what badger has.
+func TestJournalHoldsTheLog(t *testing.T) { forEachJournalKind(t, testJournalHoldsTheLog) }
+
+func testJournalHoldsTheLog(t *testing.T, open journalOpener) {
+	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
+	const keep = 3
+	journalFileSize, journalKeepFiles = 4<<10, keep
+	dir := t.TempDir()
+	st, closeAll := open(t, dir)
+	last := uint64(0)
+	write := func(n uint64) { // ten entries per write, several writes per file
+		t.Helper()
+		for ; n > 0; n-- {
+			requireNoErr(t, st.StoreLogs(testLogs(last+1, last+10)), "StoreLogs")
+			last += 10
+		}
+	}
+	for len(fullFiles(t, dir, st, keep)) < 2 {
+		write(1)
+	}
+	if n := badgerLogKeys(t, st); n != 0 {
+		t.Fatalf("badger holds %d log entries, want none: they are in the journal", n)
+	}
+	assertHasLogs(t, st, 1, last, func(uint64) bool { return true })
+
+	// Raft compacts: the full files' entries leave the log, and the next
+	// switch of files removes them.
+	before := fullFiles(t, dir, st, keep)
+	requireNoErr(t, st.DeleteRange(1, last-5), "DeleteRange of the head")
+	first := last - 4
+	for _, cur := journalState(t, dir, st); ; write(1) {
+		if _, now := journalState(t, dir, st); now > cur {
+			break
+		}
+	}
+	for _, seq := range fullFiles(t, dir, st, keep) {
+		if slices.Contains(before, seq) && seq != before[len(before)-1] {
+			t.Fatalf("full file %d, whose entries were all deleted, is still there", seq)
+		}
+	}
+	if n := badgerLogKeys(t, st); n != 0 {
+		t.Fatalf("badger holds %d log entries after the compaction, want none", n)
+	}
+	assertBounds(t, st, first, last)
+	assertHasLogs(t, st, first-10, last, func(i uint64) bool { return i >= first })
+
+	// No compaction: beyond journalKeepFiles full files, the oldest one's
+	// entries move into badger and it goes.
+	for badgerLogKeys(t, st) == 0 {
+		write(1)
+	}
+	fullFiles(t, dir, st, keep)
+	moved := badgerLogKeys(t, st)
+	if in, ok := st.tail.seek(0, false); !ok || in != first+uint64(moved) {
+		t.Fatalf("the journal's entries start at %d (%v), want %d: right after badger's %d", in, ok, first+uint64(moved), moved)
+	}
+	assertBounds(t, st, first, last)
+	assertHasLogs(t, st, first-10, last, func(i uint64) bool { return i >= first })
+
+	// The end of the log cut, across badger and journal.
+	cut := first + uint64(moved) - 3
+	requireNoErr(t, st.DeleteRange(cut, last), "DeleteRange of the end")
+	requireNoErr(t, st.StoreLogs(testLogs(cut, cut+1)), "StoreLogs after the cut")
+	last = cut + 1
+	assertBounds(t, st, first, last)
+	assertHasLogs(t, st, first, last+20, func(i uint64) bool { return i <= last })
+
+	// A crash: the journal and badger's files as they are (badger synced
+	// them at each file's removal; what it has not may be lost).
+	crashed := t.TempDir()
+	requireNoErr(t, os.CopyFS(crashed, os.DirFS(dir)), "copy")
+	requireNoErr(t, closeAll(), "Close")
+	if seqs, err := journalFiles(filepath.Join(dir, "journal")); err != nil || len(seqs) != 0 {
+		t.Fatalf("journal files after Close: %v %v, want none", seqs, err)
+	}
+	again, _ := open(t, crashed)
+	assertBounds(t, again, first, last)
+	assertHasLogs(t, again, first-10, last+20, func(i uint64) bool { return i >= first && i <= last })
+	// A clean stop moved every entry into badger.
+	clean, _ := open(t, dir)
+	assertBounds(t, clean, first, last)
+	assertHasLogs(t, clean, first-10, last+20, func(i uint64) bool { return i >= first && i <= last })
+}
+
+// A crash after entries moved into badger but before their journal file was
+// removed leaves them in both; the next open keeps the journal's, so a later
+// deletion does not leave badger's copy behind to come back.
+func TestMovedEntriesInBothPlaces(t *testing.T) { forEachJournalKind(t, testMovedInBoth) }
+
+func testMovedInBoth(t *testing.T, open journalOpener) {
+	dir := t.TempDir()
+	st, closeAll := open(t, dir)
+	requireNoErr(t, st.StoreLogs(testLogs(1, 20)), "StoreLogs")
+	journalOnly := copyJournal(t, dir)
+	requireNoErr(t, closeAll(), "Close") // moves 1..20 into badger, removes the journal
+	if err := os.CopyFS(filepath.Join(dir, "journal"), os.DirFS(filepath.Join(journalOnly, "journal"))); err != nil {
+		t.Fatal(err)
+	}
+	both, closeBoth := open(t, dir)
+	if n := badgerLogKeys(t, both); n != 0 {
+		t.Fatalf("badger still holds %d entries the journal holds", n)
+	}
+	assertHasLogs(t, both, 1, 20, func(uint64) bool { return true })
+	requireNoErr(t, both.DeleteRange(15, 20), "DeleteRange of the end")
+	requireNoErr(t, closeBoth(), "Close")
+	after, _ := open(t, dir)
+	assertBounds(t, after, 1, 14)
+	assertHasLogs(t, after, 1, 20, func(i uint64) bool { return i <= 14 })
+	var got raft.Log
+	if err := after.GetLog(17, &got); !errors.Is(err, ErrLogNotFound) {
+		t.Fatalf("GetLog(17) = %v, want ErrLogNotFound", err)
+	}
+}
