@@ -279,6 +279,15 @@ func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 // bounds.
 func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slog.Logger, opts Options, j *journal, t *tail) (*Store, error) {
 	s := &Store{db: db, kp: kp, dir: dir, logger: logger, maxValue: maxValue, observe: opts.ObserveWrite, j: j, tail: t}
+	if t != nil {
+		moved, err := s.seekBadger(math.MaxUint64, true)
+		if err != nil {
+			return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", dir, err)
+		}
+		t.mu.Lock()
+		t.moved = max(t.moved, moved)
+		t.mu.Unlock()
+	}
 	first, err := s.seekLog(0, false)
 	if err == nil {
 		var last uint64

@@ -67,6 +67,10 @@ type tail struct {
 	mu   sync.RWMutex
 	segs []segment // ascending, disjoint, never adjacent, never empty
 	live *liveFiles
+	// moved is the highest index badger may hold an entry of (moved there,
+	// or there when the store opened): an entry stored again at or below it
+	// has its badger copy deleted (journaled).
+	moved uint64
 }
 
 func newTail(live *liveFiles) *tail { return &tail{live: live} }
@@ -204,9 +208,10 @@ func (t *tail) entriesLocked(from, to, seq uint64, limit int) (idx []uint64, loc
 
 // journaled applies r, a write of this tail's Store whose journal record is
 // durable, to the tail: the entries it sets are now where r.locs says (and
-// badger gets none of them: r.keys is emptied), the entries it deletes leave
-// the tail (r.keys keeps those that are not in it, for badger). The writer
-// (committer or ownMu) calls it before badger sees r.
+// badger gets none of them: r becomes the deletion of any older copy badger
+// may hold, usually none), the entries it deletes leave the tail (r.keys
+// keeps those that are not in it, for badger). The writer (committer or
+// ownMu) calls it before badger sees r.
 func (t *tail) journaled(r *setsReq) {
 	var d liveDelta
 	t.mu.Lock()
@@ -219,10 +224,15 @@ func (t *tail) journaled(r *setsReq) {
 		}
 		r.keys = kept
 	} else {
+		var stale [][]byte // hashicorp/raft deletes before it stores again; the contract does not ask it to
 		for i, k := range r.keys {
-			t.put(keyIndex(k), r.locs[i], &d)
+			index := keyIndex(k)
+			t.put(index, r.locs[i], &d)
+			if index <= t.moved {
+				stale = append(stale, k)
+			}
 		}
-		r.keys, r.vals, r.inBadger = nil, nil, nil
+		r.keys, r.vals, r.inBadger, r.del = stale, nil, nil, len(stale) > 0
 	}
 	t.mu.Unlock()
 	d.flush(t.live)
@@ -434,6 +444,7 @@ func (t *tail) move(db *badger.DB, j *journal, kp keyPrefix, seq uint64, limit i
 		t.remove(index, &d)
 	}
 	d.flush(t.live)
+	t.moved = max(t.moved, idx[len(idx)-1])
 	return len(idx), nil
 }
 

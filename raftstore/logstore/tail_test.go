@@ -300,3 +300,29 @@ func testMovedInBoth(t *testing.T, open journalOpener) {
 		t.Fatalf("GetLog(17) = %v, want ErrLogNotFound", err)
 	}
 }
+
+// An entry stored again over one that moved into badger (the store's
+// contract allows it; hashicorp/raft deletes the old one first) reads as
+// stored again, and deleting it leaves no older copy behind to come back.
+func TestStoredAgainOverMovedEntry(t *testing.T) { forEachJournalKind(t, testStoredAgainOverMoved) }
+
+func testStoredAgainOverMoved(t *testing.T, open journalOpener) {
+	dir := t.TempDir()
+	st, closeAll := open(t, dir)
+	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
+	if n, err := st.tail.move(st.db, journalOf(st), st.kp, 0, 0); err != nil || n != 10 {
+		t.Fatalf("moved %d entries into badger (%v), want 10", n, err)
+	}
+	again := testLog(8)
+	again.Term, again.Data = 9, []byte("stored again")
+	requireNoErr(t, st.StoreLogs([]*raft.Log{again}), "StoreLogs again")
+	var got raft.Log
+	requireNoErr(t, st.GetLog(8, &got), "GetLog")
+	assertLogEqual(t, again, &got)
+	requireNoErr(t, st.DeleteRange(8, 10), "DeleteRange of the end")
+	assertBounds(t, st, 1, 7)
+	requireNoErr(t, closeAll(), "Close")
+	after, _ := open(t, dir)
+	assertBounds(t, after, 1, 7)
+	assertHasLogs(t, after, 1, 10, func(i uint64) bool { return i <= 7 })
+}
