@@ -49,12 +49,14 @@ func (l *rateLimits) take(ns fsm.Namespace, now time.Time) (time.Duration, bool)
 // rateLimited answers RATELIMITED when r's key lies in a namespace that has used
 // up its rate; ok is false when r may run.
 func (s *Store) rateLimited(r command.Request) (resp.Value, bool) {
-	key := command.FirstKey(r.Args)
-	if key == nil {
-		return resp.Value{}, false
-	}
 	s.m.mu.RLock()
-	ns, ok := s.m.ks.NamespaceFor(key)
+	var ns fsm.Namespace
+	ok := false
+	if s.m.ks.HasNamespaces() { // else spare finding the key
+		if key := command.FirstKey(r.Args); key != nil {
+			ns, ok = s.m.ks.NamespaceFor(key)
+		}
+	}
 	s.m.mu.RUnlock()
 	if !ok || ns.Rate <= 0 {
 		return resp.Value{}, false

@@ -2,7 +2,6 @@ package redisproto
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"math"
 
@@ -87,8 +86,8 @@ func (r *reader) next(block bool) ([][]byte, error) {
 			}
 			return args, nil
 		}
-		var inc errIncomplete
-		if !errors.As(err, &inc) {
+		inc, ok := err.(errIncomplete) // never wrapped; errors.As's reflection cost 2% of a node's CPU
+		if !ok {
 			return nil, err
 		}
 		if !block {

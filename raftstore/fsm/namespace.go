@@ -44,6 +44,9 @@ func (k *Keyspace) NamespaceFor(name []byte) (Namespace, bool) {
 	return ns, ns.Prefix != ""
 }
 
+// HasNamespaces reports whether any namespace is set.
+func (k *Keyspace) HasNamespaces() bool { return len(k.namespaces) > 0 }
+
 func (k *Keyspace) findNamespace(prefix []byte) int {
 	i := sort.Search(len(k.namespaces), func(i int) bool { return k.namespaces[i].Prefix >= string(prefix) })
 	if i < len(k.namespaces) && k.namespaces[i].Prefix == string(prefix) {
