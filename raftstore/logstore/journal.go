@@ -409,7 +409,11 @@ func (j *journal) rotate(need int64) error {
 	select {
 	case s = <-j.spare:
 	case <-j.rotated:
-		return ErrClosed
+		select {
+		case s = <-j.spare: // the failure it stopped on
+		default:
+			return ErrClosed
+		}
 	}
 	if s.err != nil {
 		return s.err
@@ -482,7 +486,7 @@ func (j *journal) reclaim() error {
 			if err != nil {
 				return fmt.Errorf("journal: move the entries of %s: %w", journalName(seq), err)
 			}
-			if n == 0 {
+			if n == 0 && j.live.count(seq) > 0 { // a deletion may have taken the last ones meanwhile
 				return fmt.Errorf("journal: %w: %s counts %d live entries, the tails hold none",
 					ErrCorrupt, journalName(seq), j.live.count(seq))
 			}

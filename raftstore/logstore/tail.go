@@ -234,8 +234,8 @@ func (t *tail) journaled(r *setsReq) {
 		}
 		r.keys, r.vals, r.inBadger, r.del = stale, nil, nil, len(stale) > 0
 	}
+	d.flush(t.live) // with t.mu held: a move finds in the tail what the counts say
 	t.mu.Unlock()
-	d.flush(t.live)
 }
 
 // keyIndex is the index of a log key (any prefix: the index is its last

@@ -2,10 +2,12 @@ package logstore
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -325,4 +327,89 @@ func testStoredAgainOverMoved(t *testing.T, open journalOpener) {
 	after, _ := open(t, dir)
 	assertBounds(t, after, 1, 7)
 	assertHasLogs(t, after, 1, 10, func(i uint64) bool { return i <= 7 })
+}
+
+// Readers, appends, head deletions and moves into badger at once (small
+// files, one kept: entries move while they are read and deleted): every read
+// of an entry in the log gives the entry, whichever place it is in.
+func TestTailUnderConcurrentMoves(t *testing.T) { forEachJournalKind(t, testTailConcurrent) }
+
+func testTailConcurrent(t *testing.T, open journalOpener) {
+	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
+	journalFileSize, journalKeepFiles = 4<<10, 1
+	dir := t.TempDir()
+	st, closeAll := open(t, dir)
+	// Readers read [floor, last]; floor rises before a deletion starts, so an
+	// entry not found must be below it by then.
+	var last atomic.Uint64
+	var floor atomic.Uint64
+	floor.Store(1)
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	var found atomic.Int64
+	for r := 0; r < 3; r++ {
+		go func(seed uint64) {
+			var got raft.Log
+			for i := seed; ; i += 7 {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				lo, hi := floor.Load(), last.Load()
+				if hi < lo {
+					continue
+				}
+				idx := lo + i%(hi-lo+1)
+				err := st.GetLog(idx, &got)
+				switch {
+				case errors.Is(err, ErrLogNotFound):
+					if idx >= floor.Load() {
+						errs <- fmt.Errorf("entry %d not found; no deletion reached it", idx)
+						return
+					}
+				case err != nil:
+					errs <- err
+					return
+				default:
+					if want := testLog(idx); got.Term != want.Term || string(got.Data) != string(want.Data) {
+						errs <- fmt.Errorf("entry %d read back as %+v", idx, got)
+						return
+					}
+					found.Add(1)
+				}
+			}
+		}(uint64(r))
+	}
+	for n := uint64(1); n <= 400; n++ {
+		from := (n-1)*10 + 1
+		if err := st.StoreLogs(testLogs(from, from+9)); err != nil {
+			t.Fatal(err)
+		}
+		last.Store(from + 9)
+		if n%25 == 0 { // Raft's compaction, keeping the newest 150
+			floor.Store(from + 9 - 150 + 1)
+			if err := st.DeleteRange(1, from+9-150); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	for r := 0; r < 3; r++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if found.Load() == 0 {
+		t.Fatal("no read found an entry")
+	}
+	if badgerLogKeys(t, st) == 0 {
+		t.Fatal("no entry moved into badger: the test did not exercise moves")
+	}
+	assertBounds(t, st, 4000-150+1, 4000)
+	requireNoErr(t, closeAll(), "Close")
+	again, _ := open(t, dir)
+	assertBounds(t, again, 4000-150+1, 4000)
+	assertHasLogs(t, again, 3800, 4000, func(i uint64) bool { return i > 4000-150 })
 }
