@@ -478,9 +478,18 @@ func (j *journal) rotator(seq uint64) {
 func (j *journal) reclaim() error {
 	for len(j.retained) > 0 {
 		seq := j.retained[0]
-		for j.live.count(seq) > 0 {
+		for quiet := false; j.live.count(seq) > 0; quiet = true {
 			if len(j.retained) <= j.keep {
 				return nil
+			}
+			// Badger first takes what was queued before the file filled,
+			// such as the deletion of an older copy of an entry stored
+			// again in it (tail.journaled), which must not come after the
+			// move of the entry.
+			if !quiet && j.quiesce != nil {
+				if err := j.quiesce(); err != nil {
+					return fmt.Errorf("journal: move the entries of %s: %w", journalName(seq), err)
+				}
 			}
 			n, err := j.migrate(seq)
 			if err != nil {

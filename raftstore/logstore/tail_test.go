@@ -413,3 +413,50 @@ func testTailConcurrent(t *testing.T, open journalOpener) {
 	assertBounds(t, again, 4000-150+1, 4000)
 	assertHasLogs(t, again, 3800, 4000, func(i uint64) bool { return i > 4000-150 })
 }
+
+// An entry stored again over one in badger queues the deletion of badger's
+// copy with the applier; when the entry's own file is moved into badger, that
+// deletion goes first, not after the move (which would delete the entry).
+func TestMoveWaitsForQueuedDeletion(t *testing.T) {
+	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
+	journalFileSize, journalKeepFiles = 4<<10, 0
+	dir := t.TempDir()
+	_, st, release := heldApplier(t, dir)
+	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
+	if n, err := st.tail.move(st.db, journalOf(st), st.kp, 0, 0); err != nil || n != 10 {
+		t.Fatalf("moved %d entries into badger (%v), want 10", n, err)
+	}
+	again := testLog(8)
+	again.Term, again.Data = 9, []byte("stored again")
+	requireNoErr(t, st.StoreLogs([]*raft.Log{again}), "StoreLogs again") // badger's 8 to delete: held
+	jr := journalOf(st)
+	waits := make(chan struct{}, 1)
+	quiesce := jr.quiesce
+	jr.quiesce = func() error { // the rotator reads it once the file is full, below
+		select {
+		case waits <- struct{}{}:
+		default:
+		}
+		return quiesce()
+	}
+	requireNoErr(t, st.StoreLogs(testLogs(11, 200)), "StoreLogs that fills the file")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the applier runs once the rotator first waits for it
+		select {
+		case <-waits:
+		case <-time.After(5 * time.Second):
+		}
+		for {
+			select {
+			case release <- nil:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	journalSettles(t, dir, st)
+	var got raft.Log
+	requireNoErr(t, st.GetLog(8, &got), "GetLog(8)")
+	assertLogEqual(t, again, &got)
+}
