@@ -206,7 +206,10 @@ func testJournalHoldsTheLog(t *testing.T, open journalOpener) {
 			last += 10
 		}
 	}
-	for len(fullFiles(t, dir, st, keep)) < 2 {
+	for n := 0; len(fullFiles(t, dir, st, keep)) < 2; n++ {
+		if n == 100 {
+			t.Fatal("100 writes filled fewer than two journal files")
+		}
 		write(1)
 	}
 	if n := badgerLogKeys(t, st); n != 0 {
@@ -219,10 +222,15 @@ func testJournalHoldsTheLog(t *testing.T, open journalOpener) {
 	before := fullFiles(t, dir, st, keep)
 	requireNoErr(t, st.DeleteRange(1, last-5), "DeleteRange of the head")
 	first := last - 4
-	for _, cur := journalState(t, dir, st); ; write(1) {
-		if _, now := journalState(t, dir, st); now > cur {
+	for n, cur := 0, uint64(0); ; n++ {
+		if n == 0 {
+			_, cur = journalState(t, dir, st)
+		} else if _, now := journalState(t, dir, st); now > cur {
 			break
+		} else if n == 100 {
+			t.Fatal("100 writes did not fill the journal's file")
 		}
+		write(1)
 	}
 	for _, seq := range fullFiles(t, dir, st, keep) {
 		if slices.Contains(before, seq) && seq != before[len(before)-1] {
@@ -237,7 +245,10 @@ func testJournalHoldsTheLog(t *testing.T, open journalOpener) {
 
 	// No compaction: beyond journalKeepFiles full files, the oldest one's
 	// entries move into badger and it goes.
-	for badgerLogKeys(t, st) == 0 {
+	for n := 0; badgerLogKeys(t, st) == 0; n++ {
+		if n == 300 {
+			t.Fatal("300 writes moved no entry into badger")
+		}
 		write(1)
 	}
 	fullFiles(t, dir, st, keep)
