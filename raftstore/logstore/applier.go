@@ -248,8 +248,11 @@ func logSplit(logger *slog.Logger, dir string, txns, keys int) {
 
 // badgerHolds returns the applier's callback for a write of s's entries up
 // to hi: badger now holds every entry of s at or below hi (writes reach
-// badger in order).
+// badger in order). Nil with a tail: the entries stay in the journal.
 func (s *Store) badgerHolds(hi uint64) func() {
+	if s.tail != nil {
+		return nil
+	}
 	return func() {
 		for {
 			cur := s.inBadger.Load()

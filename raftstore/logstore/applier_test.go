@@ -16,13 +16,15 @@ import (
 // heldApplier opens a Shared in dir whose applier waits, before it writes
 // journaled batches into badger, until the test releases it (one badger
 // write, of the batches it gathered, per value sent on the returned channel;
-// the value is the write's error), and its group 0. Both are closed when the
-// test ends.
-func heldApplier(t *testing.T, dir string) (*Shared, *Store, chan error) {
+// the value is the write's error), or until letGo lets it run freely from
+// then on, and its group 0. Both are closed when the test ends.
+func heldApplier(t *testing.T, dir string) (sh *Shared, st *Store, release chan error, letGo func()) {
 	t.Helper()
-	release := make(chan error)
-	free := make(chan struct{}) // closed as the test ends: Close waits for the applier
-	sh, st := openGroup(t, dir, Options{BeforeApply: func() error {
+	release = make(chan error)
+	free := make(chan struct{}) // closed by letGo, or as the test ends: Close waits for the applier
+	var once sync.Once
+	letGo = func() { once.Do(func() { close(free) }) }
+	sh, st = openGroup(t, dir, Options{BeforeApply: func() error {
 		select {
 		case err := <-release:
 			return err
@@ -30,8 +32,8 @@ func heldApplier(t *testing.T, dir string) (*Shared, *Store, chan error) {
 			return nil
 		}
 	}})
-	t.Cleanup(func() { close(free) }) // runs before openGroup's Close
-	return sh, st, release
+	t.Cleanup(letGo) // runs before openGroup's Close
+	return sh, st, release, letGo
 }
 
 // A write is answered once its journal record is on disk, before badger has
@@ -43,7 +45,7 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
 	journalFileSize, journalKeepFiles = 4<<10, 0 // a full file's entries move into badger
 	dir := t.TempDir()
-	_, st, release := heldApplier(t, dir)
+	_, st, release, letGo := heldApplier(t, dir)
 
 	var storeErr, setErr error
 	if _, ok := returnsWithin(5*time.Second, func() {
@@ -83,10 +85,7 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	// the full file, whose entries move into badger, stays until badger also
 	// holds its other records (here: a stable value the applier holds).
 	requireNoErr(t, st.SetUint64([]byte("term"), 8), "SetUint64")
-	jr := journalOf(st)
-	jr.mu.Lock()
-	full := jr.seq
-	jr.mu.Unlock()
+	_, full := journalState(t, dir, st)
 	var bigErr error
 	if _, ok := returnsWithin(5*time.Second, func() { bigErr = st.StoreLogs(testLogs(4, 200)) }); !ok {
 		t.Fatal("a write that filled the journal's file waited for its checkpoint")
@@ -108,17 +107,7 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	if v, err := alone.GetUint64([]byte("term")); err != nil || v != 8 {
 		t.Fatalf("term from the journal alone = %d, %v; want 8", v, err)
 	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() { // let the applier run from now on
-		for {
-			select {
-			case release <- nil:
-			case <-stop:
-				return
-			}
-		}
-	}()
+	letGo()
 	journalSettles(t, dir, st)
 	assertHasLogs(t, st, 1, 200, func(uint64) bool { return true })
 	if v, err := st.GetUint64([]byte("term")); err != nil || v != 8 {
@@ -134,7 +123,7 @@ func TestBadgerTrailsJournal(t *testing.T) {
 // Close keeps the journal, and the next open replays the write.
 func TestBadgerWriteFailure(t *testing.T) {
 	dir := t.TempDir()
-	sh, st, release := heldApplier(t, dir)
+	sh, st, release, _ := heldApplier(t, dir)
 	requireNoErr(t, st.StoreLogs(testLogs(1, 2)), "StoreLogs")
 	requireNoErr(t, st.SetUint64([]byte("term"), 3), "SetUint64")
 	disk := errors.New("injected badger failure")
@@ -164,7 +153,7 @@ func TestBadgerWriteFailure(t *testing.T) {
 // An entry stored again after its index was cut from the end of the log is
 // read as stored again at once, with badger held: it never was in badger.
 func TestTruncatedEntryStoredAgain(t *testing.T) {
-	_, st, _ := heldApplier(t, t.TempDir())
+	_, st, _, _ := heldApplier(t, t.TempDir())
 	requireNoErr(t, st.StoreLogs(testLogs(1, 5)), "StoreLogs")
 	requireNoErr(t, st.DeleteRange(4, 5), "DeleteRange of the end")
 	again := testLog(4)

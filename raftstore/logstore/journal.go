@@ -478,32 +478,41 @@ func (j *journal) rotator(seq uint64) {
 func (j *journal) reclaim() error {
 	for len(j.retained) > 0 {
 		seq := j.retained[0]
-		for quiet := false; j.live.count(seq) > 0; quiet = true {
+		if j.live.count(seq) > 0 {
 			if len(j.retained) <= j.keep {
 				return nil
 			}
-			// Badger first takes what was queued before the file filled,
-			// such as the deletion of an older copy of an entry stored
-			// again in it (tail.journaled), which must not come after the
-			// move of the entry.
-			if !quiet && j.quiesce != nil {
-				if err := j.quiesce(); err != nil {
-					return fmt.Errorf("journal: move the entries of %s: %w", journalName(seq), err)
-				}
-			}
-			n, err := j.migrate(seq)
-			if err != nil {
+			if err := j.moveOut(seq); err != nil {
 				return fmt.Errorf("journal: move the entries of %s: %w", journalName(seq), err)
-			}
-			if n == 0 && j.live.count(seq) > 0 { // a deletion may have taken the last ones meanwhile
-				return fmt.Errorf("journal: %w: %s counts %d live entries, the tails hold none",
-					ErrCorrupt, journalName(seq), j.live.count(seq))
 			}
 		}
 		if err := j.checkpoint(seq); err != nil {
 			return err
 		}
 		j.retained = j.retained[1:]
+	}
+	return nil
+}
+
+// moveOut moves every entry the tails hold in full file seq into badger
+// (migrate, a chunk at a time). Badger first takes what was queued before
+// the file filled (quiesce), such as the deletion of an older copy of an
+// entry stored again in it (tail.journaled), which must not come after the
+// move of the entry. On the rotator only.
+func (j *journal) moveOut(seq uint64) error {
+	if j.quiesce != nil {
+		if err := j.quiesce(); err != nil {
+			return err
+		}
+	}
+	for j.live.count(seq) > 0 {
+		n, err := j.migrate(seq)
+		if err != nil {
+			return err
+		}
+		if n == 0 && j.live.count(seq) > 0 { // a deletion may have taken the last ones meanwhile
+			return fmt.Errorf("%w: it counts %d live entries, the tails hold none", ErrCorrupt, j.live.count(seq))
+		}
 	}
 	return nil
 }

@@ -29,28 +29,15 @@ var journalKinds = []struct {
 	}},
 }
 
-// journalOf is the journal that makes st's writes durable.
-func journalOf(st *Store) *journal {
-	if st.sh != nil {
-		return st.sh.journal
-	}
-	return st.jr
-}
-
 // journalSettles waits (5 s at most) until st's journal directory holds only
 // the file being written and the rotator's spare after it: every full file
 // checkpointed and removed. It returns the current file's sequence number.
 func journalSettles(t *testing.T, dir string, st *Store) uint64 {
 	t.Helper()
-	jr := journalOf(st)
 	var seqs []uint64
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		jr.mu.Lock()
-		cur := jr.seq
-		jr.mu.Unlock()
-		var err error
-		seqs, err = journalFiles(filepath.Join(dir, "journal"))
-		requireNoErr(t, err, "journal files")
+		var cur uint64
+		seqs, cur = journalState(t, dir, st)
 		if slices.Equal(seqs, []uint64{cur, cur + 1}) {
 			return cur
 		}
@@ -252,7 +239,7 @@ func TestJournalFirst(t *testing.T) {
 	forEachJournalKind(t, func(t *testing.T, open journalOpener) {
 		st, _ := open(t, t.TempDir())
 		requireNoErr(t, st.StoreLogs(testLogs(1, 5)), "StoreLogs")
-		jr := journalOf(st)
+		jr := st.journal()
 		jr.mu.Lock()
 		jr.err = errors.New("injected: the disk is gone")
 		jr.mu.Unlock()

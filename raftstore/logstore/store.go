@@ -125,7 +125,6 @@ type Store struct {
 	shared bool      // db belongs to a Shared: Close leaves it open
 	sh     *Shared   // the Shared whose committer writes this Store's logs; nil: its own
 	jr     *journal  // its own DB's journal (journal.go); nil with a Shared or in memory
-	j      *journal  // the journal that holds its writes, its own or the Shared's; nil in memory
 	dir    string
 	logger *slog.Logger
 
@@ -160,11 +159,12 @@ type Store struct {
 
 	dur durability // deferred writes (DeferSyncWhen) and what is on disk
 
-	// inBadger (in memory, without a journal): every entry stored at or
-	// below this index is in badger, so GetLog reads it without waiting for
-	// the Shared's applier (badger trails the journal: applier.go). Raised by
-	// the applier as it writes this Store's appends, lowered when the end of
-	// the log is deleted.
+	// inBadger: every entry stored at or below this index is in badger, so
+	// GetLog reads it without waiting for the Shared's applier (badger
+	// trails the journal: applier.go). Raised by the applier as it writes
+	// this Store's appends, lowered when the end of the log is deleted. With
+	// a tail it stays 0: log entries reach badger only by a move, and a read
+	// the tail misses may be one on its way.
 	inBadger atomic.Uint64
 
 	// tail (on disk) says where in the journal's files the log entries are
@@ -191,31 +191,29 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	var jr *journal
 	var t *tail
-	ts := newTailSet()
 	if !opts.InMemory {
-		if jr, err = openJournalFor(db, dir, logger, nil, ts); err != nil {
+		var ts *tailSet
+		if jr, ts, err = openJournalFor(db, dir, logger, nil); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
 		t = ts.of(-1)
 	}
-	s, err := newStore(db, nil, dir, maxValue, logger, opts, jr, t)
+	s, err := newStore(db, nil, dir, maxValue, logger, opts, t)
 	if err != nil {
 		_ = db.Close()
 		jr.close()
 		return nil, err
 	}
 	s.jr, s.beforeApply = jr, opts.BeforeApply
-	if jr != nil {
-		jr.migrate = func(seq uint64) (int, error) { return ts.move(db, jr, seq) }
-	}
 	return s, nil
 }
 
 // openJournalFor opens the journal of the badger DB in dir, replaying what it
-// holds into ts's tails and db first (tailSet.replayInto, dedupe); its
-// checkpoints call quiesce first (journal.go).
-func openJournalFor(db *badger.DB, dir string, logger *slog.Logger, quiesce func() error, ts *tailSet) (*journal, error) {
+// holds into db and into the tails it returns (tailSet.replayInto, dedupe);
+// its checkpoints call quiesce first, and its moves go into db (journal.go).
+func openJournalFor(db *badger.DB, dir string, logger *slog.Logger, quiesce func() error) (*journal, *tailSet, error) {
+	ts := newTailSet()
 	replayed := 0
 	jr, err := openJournal(filepath.Join(dir, "journal"), dir, ts.live, ts.replayInto(db, &replayed), quiesce)
 	if err == nil {
@@ -224,10 +222,11 @@ func openJournalFor(db *badger.DB, dir string, logger *slog.Logger, quiesce func
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("logstore: open %s: %w", dir, err)
 	}
+	jr.migrate = func(seq uint64) (int, error) { return ts.move(db, jr, seq) }
 	logger.Debug("logstore: journal replayed", "dir", dir, "keys", replayed)
-	return jr, nil
+	return jr, ts, nil
 }
 
 // openDB opens the badger DB in dir (or in memory) with lockd's options and
@@ -277,8 +276,8 @@ func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 
 // newStore makes the Store of the keys under kp in db and loads its log
 // bounds.
-func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slog.Logger, opts Options, j *journal, t *tail) (*Store, error) {
-	s := &Store{db: db, kp: kp, dir: dir, logger: logger, maxValue: maxValue, observe: opts.ObserveWrite, j: j, tail: t}
+func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slog.Logger, opts Options, t *tail) (*Store, error) {
+	s := &Store{db: db, kp: kp, dir: dir, logger: logger, maxValue: maxValue, observe: opts.ObserveWrite, tail: t}
 	if t != nil {
 		moved, err := s.seekBadger(math.MaxUint64, true)
 		if err != nil {
@@ -295,7 +294,9 @@ func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slo
 		s.first.Store(first)
 		s.last.Store(last)
 		s.dur.durable = last
-		s.inBadger.Store(last)
+		if t == nil {
+			s.inBadger.Store(last)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", dir, err)
@@ -488,13 +489,10 @@ func OpenShared(dir string, opts Options) (*Shared, error) {
 	sh.lag.init()
 	if !opts.InMemory {
 		// A checkpoint needs badger to hold every record of its file.
-		ts := newTailSet()
-		if sh.journal, err = openJournalFor(db, dir, logger, sh.lag.wait, ts); err != nil {
+		if sh.journal, sh.tails, err = openJournalFor(db, dir, logger, sh.lag.wait); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
-		sh.tails = ts
-		sh.journal.migrate = func(seq uint64) (int, error) { return ts.move(db, sh.journal, seq) }
 	}
 	go sh.committer()
 	go sh.applier(applyLinger)
@@ -516,7 +514,7 @@ func (sh *Shared) Group(g int, obs func(time.Duration)) (*Store, error) {
 	if sh.tails != nil {
 		t = sh.tails.of(g)
 	}
-	s, err := newStore(sh.db, groupPrefix(g), sh.dir, sh.maxValue, sh.logger.With("group", g), opts, sh.journal, t)
+	s, err := newStore(sh.db, groupPrefix(g), sh.dir, sh.maxValue, sh.logger.With("group", g), opts, t)
 	if err != nil {
 		return nil, err
 	}
@@ -664,20 +662,16 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	if s.dur.get(index, log) {
 		return nil
 	}
-	var wait bool
 	if s.tail != nil {
-		buf, ok, err := s.j.readTail(s.tail, index)
+		buf, ok, err := s.journal().readTail(s.tail, index)
 		if err != nil {
 			return fmt.Errorf("logstore: get log %d: %w", index, err)
 		}
 		if ok {
 			return s.decodeAt(buf, index, log)
 		}
-		wait = true // maybe moved into badger, by the Shared's applier
-	} else {
-		wait = index > s.inBadger.Load() // maybe still on its way to badger
 	}
-	if wait {
+	if index > s.inBadger.Load() { // maybe still on its way to badger
 		if err := s.settle(); err != nil {
 			return fmt.Errorf("logstore: get log %d: %w", index, err)
 		}
@@ -699,6 +693,15 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 		return fmt.Errorf("logstore: get log %d: %w", index, err)
 	}
 	return s.decodeAt(buf, index, log)
+}
+
+// journal is the journal that holds s's writes, its own or its Shared's;
+// nil in memory.
+func (s *Store) journal() *journal {
+	if s.sh != nil {
+		return s.sh.journal
+	}
+	return s.jr
 }
 
 // decodeAt decodes buf, the stored value of entry index, into log.

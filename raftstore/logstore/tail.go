@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -60,9 +61,11 @@ func (g *segment) last() uint64 { return g.base + uint64(len(g.locs)) - 1 }
 // follower's log may have gaps: after a snapshot it got from its leader,
 // hashicorp/raft keeps the entries before it).
 //
-// One goroutine at a time changes it: the Shared's committer (or the replay
-// before it starts, or Close after it stopped), or a Store of its own's
-// writer under ownMu. Reads (get, seek, entries) may come from any goroutine.
+// Its Store's writes change it one at a time (the Shared's committer, or the
+// replay before it starts, or a Store of its own's writer under ownMu), and
+// the rotator's moves take entries out of it (move); both hold mu, and so
+// do the file counts' changes. Reads (get, seek, entries) may come from any
+// goroutine.
 type tail struct {
 	mu   sync.RWMutex
 	segs []segment // ascending, disjoint, never adjacent, never empty
@@ -104,17 +107,16 @@ func (t *tail) getLocked(index uint64) (loc, bool) {
 
 // put records that entry index is at l, replacing what the tail had for it.
 func (t *tail) put(index uint64, l loc, d *liveDelta) {
-	if old, ok := t.getLocked(index); ok {
-		i := t.find(index)
-		t.segs[i].locs[index-t.segs[i].base] = l
+	d.add(l.seq, 1)
+	i := t.find(index)
+	if i < len(t.segs) && t.segs[i].base <= index { // stored again
+		old := &t.segs[i].locs[index-t.segs[i].base]
 		d.add(old.seq, -1)
-		d.add(l.seq, 1)
+		*old = l
 		return
 	}
-	d.add(l.seq, 1)
 	// index is in no segment: those before i end below it (so their last+1
 	// does not overflow), those from i on start above it.
-	i := t.find(index)
 	switch {
 	case i > 0 && t.segs[i-1].last()+1 == index:
 		t.segs[i-1].locs = append(t.segs[i-1].locs, l)
@@ -211,7 +213,7 @@ func (t *tail) entriesLocked(from, to, seq uint64, limit int) (idx []uint64, loc
 // badger gets none of them: r becomes the deletion of any older copy badger
 // may hold, usually none), the entries it deletes leave the tail (r.keys
 // keeps those that are not in it, for badger). The writer (committer or
-// ownMu) calls it before badger sees r.
+// ownMu; the replay, for the writes it finds) calls it before badger sees r.
 func (t *tail) journaled(r *setsReq) {
 	var d liveDelta
 	t.mu.Lock()
@@ -232,7 +234,7 @@ func (t *tail) journaled(r *setsReq) {
 				stale = append(stale, k)
 			}
 		}
-		r.keys, r.vals, r.inBadger, r.del = stale, nil, nil, len(stale) > 0
+		r.keys, r.vals, r.del = stale, nil, len(stale) > 0
 	}
 	d.flush(t.live) // with t.mu held: a move finds in the tail what the counts say
 	t.mu.Unlock()
@@ -338,46 +340,48 @@ func logKeyGroup(key []byte) (int, bool) {
 }
 
 // replayInto returns the journal replay's apply for the Stores of ts, whose
-// DB is db: a record's log entries go into their tails (a set records where
-// the value is, a deletion removes it, from badger too), the rest into
-// badger, in order.
+// DB is db: each write goes where it went when it was made (a log write
+// through its tail: journaled), in order, except that a deletion of log
+// entries also deletes them from badger, where a move may have put them
+// before a crash.
 func (ts *tailSet) replayInto(db *badger.DB, replayed *int) func([]*setsReq) error {
 	return func(reqs []*setsReq) error {
 		var toDB []*setsReq
-		var d liveDelta
 		for _, r := range reqs {
 			*replayed += len(r.keys)
-			if r.del {
-				for _, k := range r.keys {
-					if g, ok := logKeyGroup(k); ok {
-						t := ts.of(g)
-						t.mu.Lock()
-						t.remove(keyIndex(k), &d)
-						t.mu.Unlock()
-					}
-				}
-				toDB = append(toDB, r) // a move may have put them there before a crash
-				continue
+			g, log, err := writeGroup(r)
+			if err != nil {
+				return err
 			}
-			rest := &setsReq{committed: func(int, int) {}}
-			for i, k := range r.keys {
-				if g, ok := logKeyGroup(k); ok {
-					t := ts.of(g)
-					t.mu.Lock()
-					t.put(keyIndex(k), r.locs[i], &d)
-					t.mu.Unlock()
-					continue
+			if log {
+				del, all := r.del, r.keys
+				ts.of(g).journaled(r)
+				if del {
+					r.keys = all
 				}
-				rest.keys, rest.vals = append(rest.keys, k), append(rest.vals, r.vals[i])
 			}
-			if len(rest.keys) > 0 {
-				toDB = append(toDB, rest)
+			if len(r.keys) > 0 {
+				toDB = append(toDB, r)
 			}
 		}
-		d.flush(ts.live)
 		_, err := writeBatch(db, toDB, nil)
 		return err
 	}
+}
+
+// writeGroup tells whether r, a replayed write, is one of log keys, and
+// whose: a Store's write is of one kind and one Store (StoreLogs,
+// DeleteRange, Set).
+func writeGroup(r *setsReq) (g int, log bool, err error) {
+	for i, k := range r.keys {
+		kg, kl := logKeyGroup(k)
+		if i == 0 {
+			g, log = kg, kl
+		} else if kl != log || kg != g {
+			return 0, false, fmt.Errorf("%w: a journal record's write mixes log keys of group %d and key %x", ErrCorrupt, g, k)
+		}
+	}
+	return g, log, nil
 }
 
 // dedupe deletes from db the log entries that a tail holds too: a crash

@@ -157,7 +157,7 @@ func badgerLogKeys(t *testing.T, st *Store) int {
 // first, and the current file's.
 func journalState(t *testing.T, dir string, st *Store) ([]uint64, uint64) {
 	t.Helper()
-	jr := journalOf(st)
+	jr := st.journal()
 	jr.mu.Lock()
 	cur := jr.seq
 	jr.mu.Unlock()
@@ -176,7 +176,7 @@ func fullFiles(t *testing.T, dir string, st *Store, max int) []uint64 {
 		var cur uint64
 		seqs, cur = journalState(t, dir, st)
 		full := slices.DeleteFunc(slices.Clone(seqs), func(seq uint64) bool { return seq >= cur })
-		if len(full) <= max && !slices.ContainsFunc(full, func(seq uint64) bool { return journalOf(st).live.count(seq) == 0 }) &&
+		if len(full) <= max && !slices.ContainsFunc(full, func(seq uint64) bool { return st.journal().live.count(seq) == 0 }) &&
 			slices.Contains(seqs, cur) && slices.Contains(seqs, cur+1) {
 			return full
 		}
@@ -323,7 +323,7 @@ func testStoredAgainOverMoved(t *testing.T, open journalOpener) {
 	dir := t.TempDir()
 	st, closeAll := open(t, dir)
 	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
-	if n, err := st.tail.move(st.db, journalOf(st), st.kp, 0, 0); err != nil || n != 10 {
+	if n, err := st.tail.move(st.db, st.journal(), st.kp, 0, 0); err != nil || n != 10 {
 		t.Fatalf("moved %d entries into badger (%v), want 10", n, err)
 	}
 	again := testLog(8)
@@ -432,15 +432,15 @@ func TestMoveWaitsForQueuedDeletion(t *testing.T) {
 	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
 	journalFileSize, journalKeepFiles = 4<<10, 0
 	dir := t.TempDir()
-	_, st, release := heldApplier(t, dir)
+	_, st, _, letGo := heldApplier(t, dir)
 	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
-	if n, err := st.tail.move(st.db, journalOf(st), st.kp, 0, 0); err != nil || n != 10 {
+	if n, err := st.tail.move(st.db, st.journal(), st.kp, 0, 0); err != nil || n != 10 {
 		t.Fatalf("moved %d entries into badger (%v), want 10", n, err)
 	}
 	again := testLog(8)
 	again.Term, again.Data = 9, []byte("stored again")
 	requireNoErr(t, st.StoreLogs([]*raft.Log{again}), "StoreLogs again") // badger's 8 to delete: held
-	jr := journalOf(st)
+	jr := st.journal()
 	waits := make(chan struct{}, 1)
 	quiesce := jr.quiesce
 	jr.quiesce = func() error { // the rotator reads it once the file is full, below
@@ -451,21 +451,12 @@ func TestMoveWaitsForQueuedDeletion(t *testing.T) {
 		return quiesce()
 	}
 	requireNoErr(t, st.StoreLogs(testLogs(11, 200)), "StoreLogs that fills the file")
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() { // the applier runs once the rotator first waits for it
-		select {
-		case <-waits:
-		case <-time.After(5 * time.Second):
-		}
-		for {
-			select {
-			case release <- nil:
-			case <-stop:
-				return
-			}
-		}
-	}()
+	select { // the applier runs once the rotator first waits for it
+	case <-waits:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the rotator never waited for the applier")
+	}
+	letGo()
 	journalSettles(t, dir, st)
 	var got raft.Log
 	requireNoErr(t, st.GetLog(8, &got), "GetLog(8)")
