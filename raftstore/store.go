@@ -217,8 +217,9 @@ type Store struct {
 	fwdLayer *mux.Layer
 	fwd      *forward.Client
 	m        *machine
-	nudge    chan struct{} // nudgeFollowers → nudgeLoop (one pending at most)
-	dry      *lua.Engine   // compiles scripts for dry runs (not the replicated cache)
+	nudge    chan struct{}  // nudgeFollowers → nudgeLoop (one pending at most)
+	replies  chan replyWait // doLocal → replyLoop: the requests' Raft futures, in proposal order
+	dry      *lua.Engine    // compiles scripts for dry runs (not the replicated cache)
 
 	sessions sessionTimers // leader only: when each session lapses
 	waits    waitBoard     // blocked LOCK.ACQUIREs of this node's clients
@@ -393,6 +394,7 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s.nudge = make(chan struct{}, 1)
+	s.replies = make(chan replyWait, replyQueue)
 
 	s.clock.skew = cfg.PlantedTakeoverSkew.Milliseconds() // a planted bug, fault tests only
 	has, err := raft.HasExistingState(logs, logs, snaps)
@@ -459,6 +461,7 @@ func Open(cfg Config) (*Store, error) {
 	go s.nudgeLoop()
 	go s.sessionLoop()
 	go s.serveForwarded(fwdLayer)
+	go s.replyLoop() // not in wg: it may wait forever on a future Raft never answers (see await)
 	return s, nil
 }
 
