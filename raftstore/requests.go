@@ -204,58 +204,6 @@ func (s *Store) await(wait func() error) error {
 	}
 }
 
-// replyWait is one request batch's futures (doLocal), waited for by replyLoop.
-type replyWait struct {
-	fs   []raft.ApplyFuture
-	done chan struct{} // closed once every future in fs answered
-}
-
-// replyQueue bounds the batches queued for replyLoop; a full queue makes
-// doLocal wait, as its clients' futures do.
-const replyQueue = 1024
-
-// awaitReplies waits until every future in fs answered, or returns ErrClosed
-// as soon as the store is closing (as await does). The waiting itself is
-// done by replyLoop, one goroutine for all of the store's requests, instead
-// of a goroutine per request batch (await's): on the request path that
-// goroutine's start and wake-up cost about 5% of a node's CPU.
-func (s *Store) awaitReplies(fs []raft.ApplyFuture) error {
-	w := replyWait{fs: fs, done: make(chan struct{})}
-	select {
-	case s.replies <- w:
-	case <-s.closed:
-		return ErrClosed
-	}
-	select {
-	case <-w.done:
-		return nil
-	case <-s.closed:
-		return ErrClosed
-	}
-}
-
-// replyLoop waits for the futures awaitReplies queues, one batch after the
-// other, and tells each batch's waiter when all of its futures answered.
-// Raft answers a group's futures in the order they were proposed (applied in
-// log order, or all failed at once when leadership is lost), so waiting in
-// queue order holds nobody up for long: a batch queued behind another was
-// almost always proposed after it too. Like await's goroutines it may wait
-// forever on a future that Raft, shutting down, never answers; so it is not
-// one of the loops Close waits for, and it stops when the store closed.
-func (s *Store) replyLoop() {
-	for {
-		select {
-		case w := <-s.replies:
-			for _, f := range w.fs {
-				f.Error()
-			}
-			close(w.done)
-		case <-s.closed:
-			return
-		}
-	}
-}
-
 // applyNow proposes e as it is, without waiting for this leader to take
 // office (propose does), and waits for its outcome through await: for the
 // leader's own loops (expiry ticks, session expiries), which check ready

@@ -217,9 +217,9 @@ type Store struct {
 	fwdLayer *mux.Layer
 	fwd      *forward.Client
 	m        *machine
-	nudge    chan struct{}  // nudgeFollowers → nudgeLoop (one pending at most)
-	replies  chan replyWait // doLocal → replyLoop: the requests' Raft futures, in proposal order
-	dry      *lua.Engine    // compiles scripts for dry runs (not the replicated cache)
+	nudge    chan struct{} // nudgeFollowers → nudgeLoop (one pending at most)
+	replies  *replyQueue   // doLocal → replyLoop: the requests' Raft futures, in proposal order
+	dry      *lua.Engine   // compiles scripts for dry runs (not the replicated cache)
 
 	sessions sessionTimers // leader only: when each session lapses
 	waits    waitBoard     // blocked LOCK.ACQUIREs of this node's clients
@@ -394,7 +394,7 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s.nudge = make(chan struct{}, 1)
-	s.replies = make(chan replyWait, replyQueue)
+	s.replies = newReplyQueue()
 
 	s.clock.skew = cfg.PlantedTakeoverSkew.Milliseconds() // a planted bug, fault tests only
 	has, err := raft.HasExistingState(logs, logs, snaps)
@@ -624,6 +624,7 @@ func (s *Store) Close() error {
 			s.snapshotOnClose()
 		}
 		close(s.closed)
+		s.replies.close()
 		if s.raft != nil {
 			err = s.raft.Shutdown().Error()
 		}
