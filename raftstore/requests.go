@@ -151,7 +151,8 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 	return out
 }
 
-// propose stamps a command with log time and hands it to Raft.
+// propose stamps a command with log time and hands it to Raft, with no
+// enqueue timeout (see Config.ApplyTimeout).
 func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (raft.ApplyFuture, error) {
 	if !s.ready.Load() {
 		if err := s.waitReady(ctx); err != nil {
@@ -160,7 +161,7 @@ func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (
 	}
 	now, wall := s.clock.read()
 	e := command.Entry{Kind: kind, Time: now, Wall: wall, Args: args}
-	return s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout), nil
+	return s.raft.Apply(e.Encode(), 0), nil
 }
 
 // waitReady waits (bounded) while this node is electing itself or catching up as
