@@ -1,9 +1,11 @@
 package redisproto
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockd/lockd/resp"
@@ -21,6 +23,11 @@ type slowlog struct {
 	nextID  int64
 	entries []slowEntry // oldest first; at most maxLen
 	set     bool        // slower/maxLen were initialised
+	// skip is, plus one, the duration in µs under which note records
+	// nothing (0: not yet known): every command is noted, from every
+	// connection, and taking mu for each made the slow log's lock one that
+	// all of a node's clients shared.
+	skip atomic.Int64
 }
 
 type slowEntry struct {
@@ -42,11 +49,24 @@ const (
 func (l *slowlog) init() {
 	if !l.set {
 		l.slower, l.maxLen, l.set = defaultSlowerThan, defaultSlowMaxLen, true
+		l.publish()
 	}
+}
+
+// publish sets skip from the settings. Called with mu held, after a change.
+func (l *slowlog) publish() {
+	t := l.slower
+	if t < 0 || l.maxLen == 0 {
+		t = math.MaxInt64 - 1
+	}
+	l.skip.Store(t + 1)
 }
 
 // note records a command that took d, if it was slow.
 func (l *slowlog) note(c *conn, name string, args [][]byte, d time.Duration) {
+	if skip := l.skip.Load(); skip > 0 && d.Microseconds() < skip-1 {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.init()
@@ -167,6 +187,7 @@ func (s *Server) setSlowlog(name, value string) bool {
 	default:
 		return false
 	}
+	l.publish()
 	return true
 }
 

@@ -41,6 +41,7 @@ func BenchmarkSlowlogNote(b *testing.B) {
 	var l slowlog
 	l.init()
 	l.slower = 0
+	l.publish()
 	c := &conn{addr: "127.0.0.1:1"}
 	args := [][]byte{[]byte("LOCK.ACQUIRE"), []byte("lock:123456"), []byte("owner-123456"), []byte("PX"), []byte("3600000")}
 	b.ReportAllocs()
