@@ -135,16 +135,8 @@ func (s *server) serveConn(ctx context.Context, nc net.Conn) {
 	}
 	log.Debug("forward: connection open")
 
-	var wmu sync.Mutex // serialises the handlers' response frames
-	respond := func(typ byte, id uint64, payload []byte) {
-		wmu.Lock()
-		_, _, err := writeFrame(nc, nil, typ, id, payload)
-		wmu.Unlock()
-		if err != nil {
-			log.Debug("forward: writing response failed; closing connection", "err", err)
-			nc.Close() // the read loop then ends and cleans up
-		}
-	}
+	out := &responses{nc: nc, log: log}
+	respond := out.send
 
 	sem := make(chan struct{}, maxInFlightPerConn)
 	var hdr [headerLen]byte
@@ -191,4 +183,59 @@ func (s *server) serveConn(ctx context.Context, nc net.Conn) {
 			respond(typeResponse, id, resp)
 		}()
 	}
+}
+
+// responses writes a connection's response frames. Handlers that finish
+// together (their batches committed in one Raft round) share a write: a
+// handler queues its frame, and the one that finds no write under way writes
+// everything queued, its own and what the others queue meanwhile (one
+// vectored write, payloads not copied), until the queue is empty. With a
+// write per response, the leader's forwarding connections cost a system call
+// per forwarded batch.
+type responses struct {
+	nc  net.Conn
+	log *slog.Logger
+
+	mu      sync.Mutex
+	pending net.Buffers // headers and payloads queued for the next write
+	writing bool        // a handler is writing (and will write what is queued)
+	broken  bool        // a write failed: the connection is closed, nothing more is sent
+}
+
+// send queues one response frame and, unless another handler is writing,
+// writes the queue. Called by the handlers' goroutines; blocks while it
+// writes. A failed write closes the connection (the read loop then ends and
+// cleans up).
+func (r *responses) send(typ byte, id uint64, payload []byte) {
+	h := new([headerLen]byte)
+	putHeader(h, typ, len(payload), id)
+	r.mu.Lock()
+	if r.broken {
+		r.mu.Unlock()
+		return
+	}
+	r.pending = append(r.pending, h[:])
+	if len(payload) > 0 {
+		r.pending = append(r.pending, payload)
+	}
+	if r.writing {
+		r.mu.Unlock()
+		return
+	}
+	r.writing = true
+	for len(r.pending) > 0 && !r.broken {
+		bufs := r.pending
+		r.pending = nil
+		r.mu.Unlock()
+		_, err := bufs.WriteTo(r.nc)
+		r.mu.Lock()
+		if err != nil {
+			r.broken = true
+			r.pending = nil
+			r.log.Debug("forward: writing responses failed; closing connection", "err", err)
+			r.nc.Close()
+		}
+	}
+	r.writing = false
+	r.mu.Unlock()
 }
