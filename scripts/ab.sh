@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # ab.sh — `make bench-ab A=<lockd binary> B=<lockd binary>`: a change measured
 # before and after. Each run starts a fresh 3-node cluster (-peers, 8 Raft
-# groups, once every node leads its share) from one binary, the two
-# alternating (A B A B ...) so that the machine's drift hits both alike, and
-# takes three loads from cmd/lockbench, every command straight to its group's
-# leader (-direct, as a cluster-aware client sends it):
-#   uncontended  64 clients, LOCK.ACQUIRE → LOCK.RELEASE (cycles/s, p99)
+# groups, once every node leads its share) from one binary, or with
+# AB_NODES=1 a fresh single node, the two binaries alternating (A B A B ...)
+# so that the machine's drift hits both alike, and takes three loads from
+# cmd/lockbench, on a cluster every command straight to its group's leader
+# (-direct, as a cluster-aware client sends it):
+#   uncontended  64 clients, LOCK.ACQUIRE → LOCK.RELEASE (cycles/s, p99, and
+#                the servers' CPU: µs per operation, all nodes together, and
+#                that CPU over the load generator's own, which runs the same
+#                code against either binary and so tracks the machine's speed:
+#                the steadier of the two on a machine whose speed drifts)
 #   hot name     16 waiters on one name with LOCK.ACQUIRE … WAIT (hand-overs/s)
 #   one client   acquire p50 (ms)
 # Prints every run, then each binary's means and B/A.
@@ -16,6 +21,7 @@
 # Environment:
 #   A, B            the two lockd binaries (required; build one per commit)
 #   AB_ROUNDS       runs per binary (default 3)
+#   AB_NODES        3 (default): a 3-node cluster per run; 1: a single node
 #   BENCH_DURATION  each load's length, a Go duration (default 10s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +37,8 @@ for bin in "$A" "$B"; do
 done
 ROUNDS=${AB_ROUNDS:-3}
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "AB_ROUNDS must be a positive count, not '$ROUNDS'"
+NODES=${AB_NODES:-3}
+[[ $NODES == 1 || $NODES == 3 ]] || die "AB_NODES must be 1 or 3, not '$NODES'"
 DURATION=${BENCH_DURATION:-10s}
 START_TIMEOUT=30
 command -v redis-cli >/dev/null || die "redis-cli is not on PATH (make deps)"
@@ -41,43 +49,88 @@ LOCKD_BIN=$A
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# load NAME ARGS...: one lockbench run against ADDRS into $work/NAME.txt.
+DIRECT=(-direct)
+[[ $NODES == 3 ]] || DIRECT=()
+TICK=$(getconf CLK_TCK)
+
+# ticks PID...: the CPU time the processes used so far (user + system, clock ticks).
+ticks() {
+	local t=0 p
+	for p in "$@"; do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
+	done
+	echo "$t"
+}
+
+# load NAME ARGS...: one lockbench run against ADDRS into $work/NAME.txt; the
+# CPU ticks the servers (NODE_PIDS) and the load generator used meanwhile go
+# into $work/NAME.txt.cpu.
 load() {
-	local f="$work/$1.txt"
+	local f="$work/$1.txt" s0 gen
 	shift
-	bin/lockbench -addr "$ADDRS" -lock -direct -duration "$DURATION" -quiet "$@" >"$f" ||
+	s0=$(ticks "${NODE_PIDS[@]}")
+	# the generator's CPU: its parent shell's children's ticks once it exited
+	gen=$(bash -c '"$@" >"$0" || exit 1; awk "{ print \$16 + \$17 }" /proc/$$/stat' "$f" \
+		bin/lockbench -addr "$ADDRS" -lock ${DIRECT[@]+"${DIRECT[@]}"} -duration "$DURATION" -quiet "$@") ||
 		die "lockbench $* failed: $(cat "$f")"
+	echo "$(($(ticks "${NODE_PIDS[@]}") - s0)) $gen" >"$f.cpu"
 	echo "$f"
 }
 
+# cpu FILE: the servers' CPU per operation (µs) and over the generator's, of a load.
+cpu() {
+	local ops
+	ops=$(awk '$1 == "uncontended" && $2 ~ /^[0-9.]+$/ { print $3; exit }' "$1")
+	awk -v ops="$ops" -v tick="$TICK" '{ if (ops > 0 && $2 > 0) printf "%.1f %.2f", $1 * 1e6 / tick / ops, $1 / $2; else print "0 0" }' "$1.cpu"
+}
+
 declare -A SUM
-printf '%-4s %-5s %12s %9s %14s %12s\n' run bin cycles/s acq_p99 hand-overs/s 1-client_p50 >&2
+FMT='%-4s %-5s %12s %9s %10s %8s %14s %12s\n'
+# shellcheck disable=SC2059
+printf "$FMT" run bin cycles/s acq_p99 cpu/op_us srv/gen hand-overs/s 1-client_p50 >&2
 for ((r = 1; r <= ROUNDS; r++)); do
 	for side in A B; do
 		LOCKD_BIN=${!side}
-		start_lockd_cluster 8
+		if [[ $NODES == 3 ]]; then
+			start_lockd_cluster 8
+			NODE_PIDS=("${SYSTEM_PIDS[@]}")
+		else
+			start_server lockd
+			ADDRS=127.0.0.1:$PORT
+			NODE_PIDS=("$SERVER_PID")
+		fi
 		u=$(load "u-$side-$r" -clients 64)
 		h=$(load "h-$side-$r" -clients 16 -workload contended -names 1 -wait 4s)
 		o=$(load "o-$side-$r" -clients 1)
-		stop_system
-		vals=("$(field "$u" workload uncontended grants/s)" "$(field "$u" op acquire p99_ms)"
+		if [[ $NODES == 3 ]]; then
+			stop_system
+		else
+			stop "$SERVER_PID"
+		fi
+		read -r cpuop srvgen <<<"$(cpu "$u")"
+		vals=("$(field "$u" workload uncontended grants/s)" "$(field "$u" op acquire p99_ms)" "$cpuop" "$srvgen"
 			"$(field "$h" workload contended grants/s)" "$(field "$o" op acquire p50_ms)")
-		printf '%-4s %-5s %12s %9s %14s %12s\n' "$r" "$side" "${vals[@]}" >&2
-		for i in 0 1 2 3; do
+		# shellcheck disable=SC2059
+		printf "$FMT" "$r" "$side" "${vals[@]}" >&2
+		for i in 0 1 2 3 4 5; do
 			SUM[$side,$i]=$(awk -v s="${SUM[$side,$i]:-0}" -v v="${vals[i]}" 'BEGIN { print s + v }')
 		done
 	done
 done
 
-echo "ab.sh: A=$A B=$B, $ROUNDS runs each, $DURATION per load, fresh 3-node cluster per run"
-printf '%-5s %12s %9s %14s %12s\n' bin cycles/s acq_p99 hand-overs/s 1-client_p50
+shape="fresh 3-node cluster per run"
+[[ $NODES == 3 ]] || shape="fresh single node per run"
+echo "ab.sh: A=$A B=$B, $ROUNDS runs each, $DURATION per load, $shape"
+printf '%-5s %12s %9s %10s %8s %14s %12s\n' bin cycles/s acq_p99 cpu/op_us srv/gen hand-overs/s 1-client_p50
 mean() { awk -v s="${SUM[$1,$2]}" -v n="$ROUNDS" 'BEGIN { print s / n }'; }
 for side in A B; do
-	printf '%-5s %12.0f %9.3f %14.0f %12.3f\n' "$side" "$(mean "$side" 0)" "$(mean "$side" 1)" "$(mean "$side" 2)" "$(mean "$side" 3)"
+	printf '%-5s %12.0f %9.3f %10.1f %8.2f %14.0f %12.3f\n' "$side" "$(mean "$side" 0)" "$(mean "$side" 1)" \
+		"$(mean "$side" 2)" "$(mean "$side" 3)" "$(mean "$side" 4)" "$(mean "$side" 5)"
 done
 ratios=()
-for i in 0 1 2 3; do
+for i in 0 1 2 3 4 5; do
 	ratios+=("$(awk -v a="${SUM[A,$i]}" -v b="${SUM[B,$i]}" 'BEGIN { if (a > 0) printf "%.2f", b / a; else print "-" }')")
 done
-printf '%-5s %12s %9s %14s %12s\n' B/A "${ratios[@]}"
-echo "(cycles/s and hand-overs/s: higher is better; p99 and p50 in ms: lower is better)"
+printf '%-5s %12s %9s %10s %8s %14s %12s\n' B/A "${ratios[@]}"
+echo "(cycles/s and hand-overs/s: higher is better; p99 and p50 in ms, CPU per operation and the"
+echo " servers' CPU over the load generator's: lower is better)"
