@@ -63,13 +63,12 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		for j, p := range inflight {
 			fs[j] = p.f
 		}
-		waiting := inflight
 		if err := s.awaitReplies(fs); err != nil {
-			for _, p := range waiting {
+			for _, p := range inflight {
 				out[p.i] = resp.Error(ErrUnknownOutcome.Error())
 			}
 		} else {
-			for _, p := range waiting {
+			for _, p := range inflight {
 				s.metrics.commit.Observe(time.Since(p.at).Seconds())
 				out[p.i] = s.result(p.f)
 				s.noteSessionResult(reqs[p.i].Op, out[p.i])
