@@ -60,14 +60,23 @@ func (k *Keyspace) publishLock(ev lockEvent) {
 }
 
 func (k *Keyspace) publishGrant(name []byte, h holder) {
+	if !k.wanted(EventsChannel) { // before the event's strings are copied
+		return
+	}
 	k.publishLock(lockEvent{Event: "grant", Name: string(name), Token: h.token, Owner: string(h.owner), Session: h.session, Waiter: h.via})
 }
 
 func (k *Keyspace) publishHold(event string, name []byte, h holder) {
+	if !k.wanted(EventsChannel) { // before the event's strings are copied
+		return
+	}
 	k.publishLock(lockEvent{Event: event, Name: string(name), Token: h.token, Owner: string(h.owner), Session: h.session})
 }
 
 func (k *Keyspace) publishReject(name, owner []byte, reason string) {
+	if !k.wanted(EventsChannel) { // before the event's strings are copied
+		return
+	}
 	k.publishLock(lockEvent{Event: "reject", Name: string(name), Owner: string(owner), Reason: reason})
 }
 
