@@ -90,6 +90,11 @@ type Transport struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{} // served connections, closed by Close
 
+	// hbMu guards hbClosed and is held (read) by every heartbeat in Raft's
+	// handler, so that Close waits for them (SetHeartbeatHandler).
+	hbMu     sync.RWMutex
+	hbClosed bool
+
 	sent      atomic.Uint64 // requests sent on pipes
 	served    atomic.Uint64 // requests served from pipes
 	fallbacks atomic.Uint64 // pipelines that went to Inner
@@ -141,10 +146,39 @@ func (t *Transport) relay() {
 	}
 }
 
+// SetHeartbeatHandler gives the wrapped transport cb behind a guard: once
+// Close has begun, a heartbeat is refused (raft.ErrTransportShutdown) instead
+// of reaching cb, and Close waits for the heartbeats already in cb.
+// hashicorp/raft answers heartbeats on the transport's connection goroutines,
+// which its Shutdown does not wait for: a heartbeat that passed Raft's own
+// shutdown check could write a new term to a log store its owner closed after
+// Shutdown, and Raft panics when that write fails (the raftstore tests met it
+// once, closing a node while its peers sent heartbeats). Called by
+// raft.NewRaft.
+func (t *Transport) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+	if cb == nil {
+		t.Inner.SetHeartbeatHandler(nil)
+		return
+	}
+	t.Inner.SetHeartbeatHandler(func(rpc raft.RPC) {
+		t.hbMu.RLock()
+		defer t.hbMu.RUnlock()
+		if t.hbClosed {
+			rpc.Respond(nil, raft.ErrTransportShutdown)
+			return
+		}
+		cb(rpc)
+	})
+}
+
 // Close stops serving, closes every served connection and the wrapped
-// transport. Pipelines already open keep their connections until closed.
+// transport, after the heartbeats in Raft's handler returned (later ones are
+// refused). Pipelines already open keep their connections until closed.
 func (t *Transport) Close() error {
 	t.closeOnce.Do(func() {
+		t.hbMu.Lock()
+		t.hbClosed = true
+		t.hbMu.Unlock()
 		close(t.shutdown)
 		t.cfg.Listener.Close()
 		t.mu.Lock()

@@ -352,3 +352,67 @@ func TestAnswerEndsPipeline(t *testing.T) {
 		})
 	}
 }
+
+// heartbeatInner is an in-memory transport that keeps the heartbeat handler
+// it is given, so that a test can call it as a connection goroutine would.
+type heartbeatInner struct {
+	*raft.InmemTransport
+	handler chan func(raft.RPC)
+}
+
+func (h heartbeatInner) SetHeartbeatHandler(cb func(raft.RPC)) { h.handler <- cb }
+
+// TestCloseWaitsForHeartbeats: Close returns only after a heartbeat already
+// in Raft's handler returned, and a heartbeat after Close is refused without
+// reaching the handler (hashicorp/raft runs heartbeats on the transport's
+// goroutines, after its own Shutdown too).
+func TestCloseWaitsForHeartbeats(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, mem := raft.NewInmemTransport("")
+	inner := heartbeatInner{mem, make(chan func(raft.RPC), 1)}
+	tr := New(Config{Inner: inner, Listener: ln, Dial: func(raft.ServerAddress, time.Duration) (net.Conn, error) {
+		return nil, errors.New("no dialing here")
+	}, Timeout: time.Second})
+	entered, release, calls := make(chan struct{}), make(chan struct{}), 0
+	tr.SetHeartbeatHandler(func(rpc raft.RPC) {
+		calls++
+		close(entered)
+		<-release
+		rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+	})
+	hb := <-inner.handler
+	heartbeat := func() raft.RPCResponse {
+		ch := make(chan raft.RPCResponse, 1)
+		hb(raft.RPC{Command: &raft.AppendEntriesRequest{}, RespChan: ch})
+		return <-ch
+	}
+
+	first := make(chan raft.RPCResponse, 1)
+	go func() { first <- heartbeat() }()
+	<-entered
+	closed := make(chan struct{})
+	go func() {
+		tr.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a heartbeat was in Raft's handler")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return after the heartbeat did")
+	}
+	if r := <-first; r.Error != nil {
+		t.Fatalf("the heartbeat in the handler: %v", r.Error)
+	}
+	if r := heartbeat(); !errors.Is(r.Error, raft.ErrTransportShutdown) || calls != 1 {
+		t.Fatalf("heartbeat after Close: %v, %d handler calls; want ErrTransportShutdown, 1", r.Error, calls)
+	}
+}
