@@ -46,38 +46,30 @@ func (k *Keyspace) SetEventFilter(wants func(channel string) bool) { k.wants = w
 
 func (k *Keyspace) wanted(channel string) bool { return k.wants == nil || k.wants(channel) }
 
-// publishLock queues a lock event for this entry's subscribers.
-func (k *Keyspace) publishLock(ev lockEvent) {
+// publishLock queues a lock event for this entry's subscribers, if any
+// listens: the lock's name is copied into the event only then.
+func (k *Keyspace) publishLock(ev lockEvent, name []byte) {
 	if !k.wanted(EventsChannel) {
 		return
 	}
-	ev.At = k.now
+	ev.Name, ev.At = string(name), k.now
 	msg, _ := json.Marshal(ev)
 	k.events = append(k.events, Event{Channel: []byte(EventsChannel), Message: msg})
-	if ns := k.namespaceFor([]byte(ev.Name)); ns.Prefix != "" {
+	if ns := k.namespaceFor(name); ns.Prefix != "" {
 		k.events = append(k.events, Event{Channel: []byte(EventsChannel + ":" + ns.Prefix), Message: msg})
 	}
 }
 
 func (k *Keyspace) publishGrant(name []byte, h holder) {
-	if !k.wanted(EventsChannel) { // before the event's strings are copied
-		return
-	}
-	k.publishLock(lockEvent{Event: "grant", Name: string(name), Token: h.token, Owner: string(h.owner), Session: h.session, Waiter: h.via})
+	k.publishLock(lockEvent{Event: "grant", Token: h.token, Owner: h.owner, Session: h.session, Waiter: h.via}, name)
 }
 
 func (k *Keyspace) publishHold(event string, name []byte, h holder) {
-	if !k.wanted(EventsChannel) { // before the event's strings are copied
-		return
-	}
-	k.publishLock(lockEvent{Event: event, Name: string(name), Token: h.token, Owner: string(h.owner), Session: h.session})
+	k.publishLock(lockEvent{Event: event, Token: h.token, Owner: h.owner, Session: h.session}, name)
 }
 
 func (k *Keyspace) publishReject(name, owner []byte, reason string) {
-	if !k.wanted(EventsChannel) { // before the event's strings are copied
-		return
-	}
-	k.publishLock(lockEvent{Event: "reject", Name: string(name), Owner: string(owner), Reason: reason})
+	k.publishLock(lockEvent{Event: "reject", Owner: string(owner), Reason: reason}, name)
 }
 
 // publishExpired sends Redis's keyspace notifications for a key removed because

@@ -133,7 +133,7 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 		}
 	}
 	if expired {
-		k.publishLock(lockEvent{Event: "session-expire", Session: id, Locks: n})
+		k.publishLock(lockEvent{Event: "session-expire", Session: id, Locks: n}, nil)
 	}
 	return n
 }
