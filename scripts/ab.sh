@@ -49,9 +49,23 @@ LOCKD_BIN=$A
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-DIRECT=(-direct)
-[[ $NODES == 3 ]] || DIRECT=()
 TICK=$(getconf CLK_TCK)
+
+# start_nodes: a fresh system of LOCKD_BIN in the shape AB_NODES asks for;
+# sets ADDRS and SYSTEM_PIDS (stop_system stops it).
+if [[ $NODES == 3 ]]; then
+	DIRECT=(-direct)
+	SHAPE="fresh 3-node cluster per run"
+	start_nodes() { start_lockd_cluster 8; }
+else
+	DIRECT=()
+	SHAPE="fresh single node per run"
+	start_nodes() {
+		start_server lockd
+		ADDRS=127.0.0.1:$PORT
+		SYSTEM_PIDS=("$SERVER_PID")
+	}
+fi
 
 # ticks PID...: the CPU time the processes used so far (user + system, clock ticks).
 ticks() {
@@ -63,24 +77,24 @@ ticks() {
 }
 
 # load NAME ARGS...: one lockbench run against ADDRS into $work/NAME.txt; the
-# CPU ticks the servers (NODE_PIDS) and the load generator used meanwhile go
+# CPU ticks the servers (SYSTEM_PIDS) and the load generator used meanwhile go
 # into $work/NAME.txt.cpu.
 load() {
 	local f="$work/$1.txt" s0 gen
 	shift
-	s0=$(ticks "${NODE_PIDS[@]}")
+	s0=$(ticks "${SYSTEM_PIDS[@]}")
 	# the generator's CPU: its parent shell's children's ticks once it exited
 	gen=$(bash -c '"$@" >"$0" || exit 1; awk "{ print \$16 + \$17 }" /proc/$$/stat' "$f" \
 		bin/lockbench -addr "$ADDRS" -lock ${DIRECT[@]+"${DIRECT[@]}"} -duration "$DURATION" -quiet "$@") ||
 		die "lockbench $* failed: $(cat "$f")"
-	echo "$(($(ticks "${NODE_PIDS[@]}") - s0)) $gen" >"$f.cpu"
+	echo "$(($(ticks "${SYSTEM_PIDS[@]}") - s0)) $gen" >"$f.cpu"
 	echo "$f"
 }
 
 # cpu FILE: the servers' CPU per operation (µs) and over the generator's, of a load.
 cpu() {
 	local ops
-	ops=$(awk '$1 == "uncontended" && $2 ~ /^[0-9.]+$/ { print $3; exit }' "$1")
+	ops=$(field "$1" workload uncontended ops)
 	awk -v ops="$ops" -v tick="$TICK" '{ if (ops > 0 && $2 > 0) printf "%.1f %.2f", $1 * 1e6 / tick / ops, $1 / $2; else print "0 0" }' "$1.cpu"
 }
 
@@ -91,22 +105,11 @@ printf "$FMT" run bin cycles/s acq_p99 cpu/op_us srv/gen hand-overs/s 1-client_p
 for ((r = 1; r <= ROUNDS; r++)); do
 	for side in A B; do
 		LOCKD_BIN=${!side}
-		if [[ $NODES == 3 ]]; then
-			start_lockd_cluster 8
-			NODE_PIDS=("${SYSTEM_PIDS[@]}")
-		else
-			start_server lockd
-			ADDRS=127.0.0.1:$PORT
-			NODE_PIDS=("$SERVER_PID")
-		fi
+		start_nodes
 		u=$(load "u-$side-$r" -clients 64)
 		h=$(load "h-$side-$r" -clients 16 -workload contended -names 1 -wait 4s)
 		o=$(load "o-$side-$r" -clients 1)
-		if [[ $NODES == 3 ]]; then
-			stop_system
-		else
-			stop "$SERVER_PID"
-		fi
+		stop_system
 		read -r cpuop srvgen <<<"$(cpu "$u")"
 		vals=("$(field "$u" workload uncontended grants/s)" "$(field "$u" op acquire p99_ms)" "$cpuop" "$srvgen"
 			"$(field "$h" workload contended grants/s)" "$(field "$o" op acquire p50_ms)")
@@ -118,9 +121,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	done
 done
 
-shape="fresh 3-node cluster per run"
-[[ $NODES == 3 ]] || shape="fresh single node per run"
-echo "ab.sh: A=$A B=$B, $ROUNDS runs each, $DURATION per load, $shape"
+echo "ab.sh: A=$A B=$B, $ROUNDS runs each, $DURATION per load, $SHAPE"
 printf '%-5s %12s %9s %10s %8s %14s %12s\n' bin cycles/s acq_p99 cpu/op_us srv/gen hand-overs/s 1-client_p50
 mean() { awk -v s="${SUM[$1,$2]}" -v n="$ROUNDS" 'BEGIN { print s / n }'; }
 for side in A B; do
