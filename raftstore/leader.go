@@ -88,7 +88,7 @@ func (s *Store) watchLeadership() {
 				s.log.Info("lost leadership")
 				continue
 			}
-			if err := s.await(s.raft.Barrier(s.cfg.ApplyTimeout).Error); err != nil {
+			if err := s.await(s.raft.Barrier(s.cfg.ApplyTimeout)); err != nil {
 				s.log.Warn("leader barrier failed", "err", err)
 				continue
 			}
@@ -145,7 +145,7 @@ func (s *Store) nudgeLoop() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 		f, err := s.propose(ctx, command.KindTick, nil)
 		if err == nil {
-			err = s.await(f.Error)
+			err = s.await(f)
 		}
 		cancel()
 		if err != nil {

@@ -6,10 +6,10 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// replyWait is one request batch's Raft futures (doLocal's), waited for by
-// the store's replyLoop.
+// replyWait is one wait on Raft futures (a request batch's, or one of the
+// store's own loops'), waited for by the store's replyLoop.
 type replyWait struct {
-	fs   []raft.ApplyFuture
+	fs   []raft.Future
 	err  error         // nil, or ErrClosed when the store closed first; set before done closes
 	done chan struct{} // closed once every future in fs answered, or the store closed
 }
@@ -30,13 +30,16 @@ func newReplyQueue() *replyQueue {
 }
 
 // awaitReplies waits until every future in fs answered, or returns ErrClosed
-// as soon as the store is closing (as await does). The waiting on Raft's
-// futures is done by replyLoop, one goroutine for all of the store's
-// requests, rather than by a goroutine per request batch (await's): on a
-// single node's request path that goroutine's start and wake-up, and every
-// waiter selecting on the store's one closed channel, cost about a fifth of
-// the CPU per request. Called by doLocal; blocks.
-func (s *Store) awaitReplies(fs []raft.ApplyFuture) error {
+// as soon as the store is closing. hashicorp/raft never answers a future
+// still in its buffered apply channel (BatchApplyCh) when it shuts down, so
+// every wait on an Apply or Barrier future goes through here, or Close, which
+// waits for the store's loops, may wait forever (TestWaitTimesOut hung so
+// once: an expiry tick proposed as the test closed its store). The waiting
+// itself is done by replyLoop, one goroutine for all of the store's waits,
+// rather than by a goroutine per wait: on a single node's request path that
+// goroutine's start and wake-up, and every waiter selecting on the store's
+// one closed channel, cost about a fifth of the CPU per request. Blocks.
+func (s *Store) awaitReplies(fs []raft.Future) error {
 	rq := s.replies
 	w := &replyWait{fs: fs, done: make(chan struct{})}
 	rq.mu.Lock()
@@ -52,6 +55,15 @@ func (s *Store) awaitReplies(fs []raft.ApplyFuture) error {
 	}
 	<-w.done
 	return w.err
+}
+
+// await waits for one future through awaitReplies and returns its error, or
+// ErrClosed when the store closed first. For the store's own loops.
+func (s *Store) await(f raft.Future) error {
+	if err := s.awaitReplies([]raft.Future{f}); err != nil {
+		return err
+	}
+	return f.Error() // answered: returns at once
 }
 
 // replyLoop waits for the futures of the queued batches, one batch after the

@@ -26,25 +26,6 @@ func request(user string, args [][]byte) (command.Request, error) {
 // leader (a few election timeouts) before it is answered TRYAGAIN.
 const electionWait = 2 * time.Second
 
-// awaitLeader waits, at most electionWait, until this node serves or knows
-// another leader.
-func (s *Store) awaitLeader(ctx context.Context) {
-	c, cancel := context.WithTimeout(ctx, min(electionWait, s.cfg.ApplyTimeout))
-	defer cancel()
-	for !s.ready.Load() {
-		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() != raft.Leader {
-			return
-		}
-		select {
-		case <-c.Done():
-			return
-		case <-s.closed:
-			return
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-}
-
 // doLocal executes a batch on this node. Writes are proposed back to back so that Raft commits them
 // with one fsync; a read waits for the writes before it, so it sees them.
 func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Value {
@@ -59,7 +40,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		if len(inflight) == 0 {
 			return
 		}
-		fs := make([]raft.ApplyFuture, len(inflight))
+		fs := make([]raft.Future, len(inflight))
 		for j, p := range inflight {
 			fs[j] = p.f
 		}
@@ -163,15 +144,22 @@ func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (
 	return s.raft.Apply(e.Encode(), 0), nil
 }
 
-// waitReady waits (bounded) while this node is electing itself or catching up as
-// a new leader; a node that knows another leader rejects at once.
+// waitReady waits (bounded by electionWait) while this node is electing
+// itself or catching up as a new leader; a node that knows another leader
+// rejects at once (ErrNotApplied: the caller forwards, or the client retries
+// elsewhere), before it sets up the bounded wait's timer (a follower's every
+// request passes here).
 func (s *Store) waitReady(ctx context.Context) error {
+	if s.ready.Load() {
+		return nil
+	}
+	if _, ok := s.leaderToForward(); ok {
+		return ErrNotApplied
+	}
 	c, cancel := context.WithTimeout(ctx, min(electionWait, s.cfg.ApplyTimeout))
 	defer cancel()
 	for !s.ready.Load() {
-		// Another node leads: this node must not serve (the caller forwards or
-		// the client retries elsewhere).
-		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() != raft.Leader {
+		if _, ok := s.leaderToForward(); ok {
 			return ErrNotApplied
 		}
 		select {
@@ -185,31 +173,12 @@ func (s *Store) waitReady(ctx context.Context) error {
 	return nil
 }
 
-// await runs wait (a wait on hashicorp/raft futures, such as f.Error) and
-// returns what it returns, or ErrClosed as soon as the store is closing.
-// hashicorp/raft never answers a future still in its buffered apply channel
-// (BatchApplyCh) when it shuts down, so whatever waits on an Apply or Barrier
-// future must go through await, or Close, which waits for the store's loops,
-// may wait forever (TestWaitTimesOut hung so once: an expiry tick proposed as
-// the test closed its store). When the store closes first, wait runs on in
-// its own goroutine until raft answers, which it may never do.
-func (s *Store) await(wait func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-s.closed:
-		return ErrClosed
-	}
-}
-
 // applyNow proposes e as it is, without waiting for this leader to take
 // office (propose does), and waits for its outcome through await: for the
 // leader's own loops (expiry ticks, session expiries), which check ready
 // themselves.
 func (s *Store) applyNow(e command.Entry) error {
-	return s.await(s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout).Error)
+	return s.await(s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout))
 }
 
 // result maps a future's outcome to a reply.

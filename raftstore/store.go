@@ -223,7 +223,7 @@ type Store struct {
 	fwd      *forward.Client
 	m        *machine
 	nudge    chan struct{} // nudgeFollowers → nudgeLoop (one pending at most)
-	replies  *replyQueue   // doLocal → replyLoop: the requests' Raft futures, in proposal order
+	replies  *replyQueue   // awaitReplies → replyLoop: the waits on Raft futures, in proposal order
 	dry      *lua.Engine   // compiles scripts for dry runs (not the replicated cache)
 
 	sessions sessionTimers // leader only: when each session lapses
@@ -466,7 +466,7 @@ func Open(cfg Config) (*Store, error) {
 	go s.nudgeLoop()
 	go s.sessionLoop()
 	go s.serveForwarded(fwdLayer)
-	go s.replyLoop() // not in wg: it may wait forever on a future Raft never answers (see await)
+	go s.replyLoop() // not in wg: it may wait forever on a future Raft never answers (see awaitReplies)
 	return s, nil
 }
 

@@ -131,16 +131,9 @@ func (s *Store) route(ctx context.Context, reqs []command.Request) []resp.Value 
 		return nil
 	}
 	// While there is no leader (an election), wait — bounded — until this node
-	// serves or another node is known to lead, then run or forward. A follower
-	// that knows the leader (never ready) forwards at once: awaitLeader's
-	// bounded wait sets up a timer, 5% of a follower's CPU when every request
-	// made one.
-	if !s.ready.Load() {
-		if addr, ok := s.leaderToForward(); ok {
-			return s.forwardBatch(ctx, addr, reqs)
-		}
-		s.awaitLeader(ctx)
-	}
+	// serves or another node is known to lead, then run or forward (its error
+	// says no more than what follows finds out).
+	_ = s.waitReady(ctx)
 	if addr, ok := s.leaderToForward(); ok {
 		return s.forwardBatch(ctx, addr, reqs)
 	}

@@ -2,7 +2,6 @@ package raftstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -289,35 +288,4 @@ func TestNudgeWaitsForTakeover(t *testing.T) {
 	}
 	s.ready.Store(true)
 	waitFor(t, 5*time.Second, "the nudge once ready", func() bool { return s.raft.LastIndex() > before })
-}
-
-// TestAwaitReturnsOnClose: a wait through await ends with ErrClosed once the
-// store is closing, even when the wait itself never ends (an Apply future
-// stranded in hashicorp/raft's buffered apply channel at shutdown, which once
-// kept TestWaitTimesOut's Close waiting for the expiry loop); a wait that ends
-// hands back its own error.
-func TestAwaitReturnsOnClose(t *testing.T) {
-	s := &Store{closed: make(chan struct{})}
-	block := make(chan struct{})
-	defer close(block)
-	got := make(chan error, 1)
-	go func() { got <- s.await(func() error { <-block; return nil }) }()
-	select {
-	case err := <-got:
-		t.Fatalf("await returned %v before the wait ended or the store closed", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(s.closed)
-	select {
-	case err := <-got:
-		if !errors.Is(err, ErrClosed) {
-			t.Fatalf("await after Close = %v, want ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("await still waiting 5s after the store closed")
-	}
-	want := errors.New("the future's error")
-	if err := (&Store{closed: make(chan struct{})}).await(func() error { return want }); err != want {
-		t.Fatalf("await of a wait that ended = %v, want %v", err, want)
-	}
 }
