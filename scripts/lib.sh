@@ -221,19 +221,38 @@ start_lockd_cluster() {
 	die "the lockd cluster did not start"
 }
 
-# spread PORT GROUPS: wait until every node of the cluster (RAFT GROUPS on
-# PORT) leads GROUPS/3 groups or more, rounded down.
+# spread PORT GROUPS: wait until each of the GROUPS groups (RAFT GROUPS on
+# PORT) is led by its preferred leader, group g by the (g mod n)-th of its n
+# members in id order: the layout the nodes' balance loops settle on and then
+# leave alone. A run started while they still hand groups over would see
+# groups change leaders midway (a stall of each group moved, in its p99). One
+# group is left where its election put it (there is nothing to spread).
 spread() {
-	local port=$1 groups=$2 deadline=$((SECONDS + START_TIMEOUT)) leaders want
-	want=$((groups / 3))
+	local port=$1 groups=$2 deadline=$((SECONDS + START_TIMEOUT)) out
+	((groups > 1)) || return 0
 	while ((SECONDS < deadline)); do
-		leaders=$(timeout 2 redis-cli -p "$port" RAFT GROUPS 2>/dev/null | awk 'prev == "leader" {print} {prev = $0}' | sort | uniq -c | awk '{print $1}') || leaders=""
-		if [[ -n $leaders ]] && (($(wc -l <<<"$leaders") >= (groups >= 3 ? 3 : 1))); then
-			if ((want == 0)) || (($(sort -n <<<"$leaders" | head -1) >= want)); then
-				return 0
-			fi
-		fi
+		out=$(timeout 2 redis-cli -p "$port" RAFT GROUPS 2>/dev/null) || out=""
+		[[ -n $out ]] && balanced "$groups" <<<"$out" && return 0
 		sleep 0.5
 	done
 	return 1
+}
+
+# balanced GROUPS: whether the RAFT GROUPS reply on stdin (redis-cli's lines)
+# lists GROUPS groups, each led by its preferred leader.
+balanced() {
+	local want=$1 key="" line g=-1 leader="" n=0 ids
+	while IFS= read -r line; do
+		case $key in
+		group) g=$line ;;
+		leader) leader=$line ;;
+		members)
+			mapfile -t ids < <(tr ';' '\n' <<<"$line" | sort)
+			((${#ids[@]} > 0)) && [[ $leader == "${ids[g % ${#ids[@]}]}" ]] || return 1
+			n=$((n + 1))
+			;;
+		esac
+		key=$line
+	done
+	((n == want))
 }

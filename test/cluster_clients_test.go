@@ -81,7 +81,7 @@ func TestClusterAwareClients(t *testing.T) {
 	cl := startCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	leaders := cl.waitSpread(2, spreadTimeout)
+	leaders := cl.waitBalanced(spreadTimeout)
 	if len(leaders) != defaultGroups {
 		t.Fatalf("RAFT GROUPS lists %d groups, want %d (the default for a new cluster)", len(leaders), defaultGroups)
 	}
@@ -381,7 +381,7 @@ func retryTryAgain(t *testing.T, c *respConn, args ...string) reply {
 // again (the balance loops hand it its share).
 func TestNodeKillMovesLeaders(t *testing.T) {
 	cl := startCluster(t, 3)
-	leaders := cl.waitSpread(2, spreadTimeout)
+	leaders := cl.waitBalanced(spreadTimeout)
 	counts := leadCounts(leaders)
 	victim := cl.nodes[0]
 	for _, nd := range cl.nodes {
@@ -497,7 +497,7 @@ func exitNote(p *lockdProc) string {
 // the leadership of every group and answers OK.
 func TestRaftTransferMovesEveryGroup(t *testing.T) {
 	cl := startCluster(t, 3)
-	before := cl.waitSpread(2, spreadTimeout)
+	before := cl.waitBalanced(spreadTimeout)
 	target := cl.nodes[2]
 	// The target's own RAFT GROUPS, polled from before the command on, sees
 	// it lead each group: the balance loops hand groups back to their
