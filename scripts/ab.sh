@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ab.sh — `make bench-ab A=<lockd binary> B=<lockd binary>`: a change measured
 # before and after. Each run starts a fresh 3-node cluster (-peers, 8 Raft
-# groups, once every node leads its share) from one binary, or with
+# groups, once every group has its preferred leader) from one binary, or with
 # AB_NODES=1 a fresh single node, the two binaries alternating (A B A B ...)
 # so that the machine's drift hits both alike, and takes three loads from
 # cmd/lockbench, on a cluster every command straight to its group's leader

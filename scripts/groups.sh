@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # groups.sh — `make bench-groups`: what sharding buys or costs on this machine.
 # The same 3-node lockd cluster, started fresh with -groups 1 and then with
-# -groups 8 (leaders spread: the run starts once every node leads its share),
+# -groups 8 (leaders spread: the run starts once every group has its preferred leader),
 # takes the same closed-loop load from cmd/lockbench: uncontended
 # LOCK.ACQUIRE → LOCK.RELEASE cycles, clients spread over the three nodes
 # (client i on node i mod 3). Prints cycles/s and acquire latency per group
