@@ -7,8 +7,14 @@
 #
 # Everything runs on 127.0.0.1 with its data in a temporary directory on disk.
 # All four systems are started first and stay up; each cell (workload,
-# clients) then measures them one after the other, the others idle, so that a
-# shared machine's changing load skews no system against another. On exit,
+# clients) then measures them one after the other, so that a shared machine's
+# changing load skews no system against another, with the others paused
+# (SIGSTOP): idle is not free (an idle 3-node lockd of 8 groups, its
+# heartbeats and commit-index appends, used about 0.3 of the two cores, idle
+# etcd 0.05), and every other system's runs paid for it. A system is resumed
+# (SIGCONT) just before its runs and measured once it serves again: PING, or
+# an agreed leader, and for a lockd cluster every group led by its preferred
+# leader (its leaders lost their leases while it was stopped). On exit,
 # normal or not, it stops every process it started, and only those, and
 # removes the directory.
 #
@@ -115,7 +121,7 @@ start_system() {
 # start_etcd_cluster: three etcd members, a new cluster in $work; sets ADDRS
 # and SYSTEM_PIDS. Retried when a port was taken meanwhile.
 start_etcd_cluster() {
-	local attempt i dir initial ports cp pp eps deadline status idx
+	local attempt i dir initial ports cp pp
 	for attempt in 1 2 3; do
 		mapfile -t ports < <(free_ports 6)
 		cp=("${ports[@]:0:3}") pp=("${ports[@]:3:3}")
@@ -132,24 +138,7 @@ start_etcd_cluster() {
 			pids+=("$!")
 			SYSTEM_PIDS+=("$!")
 		done
-		eps="127.0.0.1:${cp[0]},127.0.0.1:${cp[1]},127.0.0.1:${cp[2]}"
-		# endpoint status -w simple: "addr, id, version, db size, is leader, ..."
-		deadline=$((SECONDS + START_TIMEOUT))
-		idx=-1
-		while ((SECONDS < deadline)); do
-			for i in 0 1 2; do
-				kill -0 "${SYSTEM_PIDS[i]}" 2>/dev/null || break 2
-			done
-			status=$(etcdctl --endpoints "$eps" --command-timeout 2s endpoint status -w simple 2>/dev/null) || status=""
-			if [[ $(grep -c . <<<"$status") == 3 ]]; then
-				idx=$(awk -F', ' '$5 == "true" { print NR - 1 }' <<<"$status")
-				[[ -n $idx ]] && break
-			fi
-			idx=-1
-			sleep 0.2
-		done
-		if ((idx >= 0)); then
-			ADDRS=$(leader_first "$idx" "127.0.0.1:${cp[0]}" "127.0.0.1:${cp[1]}" "127.0.0.1:${cp[2]}")
+		if ADDRS=$(etcd_leader_first "127.0.0.1:${cp[0]}" "127.0.0.1:${cp[1]}" "127.0.0.1:${cp[2]}"); then
 			return 0
 		fi
 		stop_system
@@ -157,6 +146,30 @@ start_etcd_cluster() {
 		tail -n 5 "$dir"/e*.log >&2
 	done
 	die "the etcd cluster did not start"
+}
+
+# etcd_leader_first ADDR...: waits (START_TIMEOUT) until the etcd members at
+# ADDR... (running: SYSTEM_PIDS, or the paused system just resumed) agree on a
+# leader and prints ADDR... as a list with the leader first.
+etcd_leader_first() {
+	local eps status idx deadline=$((SECONDS + START_TIMEOUT)) pid
+	eps=$(IFS=,; echo "$*")
+	while ((SECONDS < deadline)); do
+		for pid in ${SYSTEM_PIDS[@]+"${SYSTEM_PIDS[@]}"}; do
+			kill -0 "$pid" 2>/dev/null || return 1
+		done
+		# endpoint status -w simple: "addr, id, version, db size, is leader, ..."
+		status=$(etcdctl --endpoints "$eps" --command-timeout 2s endpoint status -w simple 2>/dev/null) || status=""
+		if [[ $(grep -c . <<<"$status") == "$#" ]]; then
+			idx=$(awk -F', ' '$5 == "true" { print NR - 1 }' <<<"$status")
+			if [[ -n $idx ]]; then
+				leader_first "$idx" "$@"
+				return 0
+			fi
+		fi
+		sleep 0.2
+	done
+	return 1
 }
 
 # The rows of the table: "system|workload|clients" -> the run's report file.
@@ -191,13 +204,16 @@ lb() {
 	sed -n 's/^  /compare.sh:   /; /^first errors:/,$p' "$f" | sed 1d >&2
 }
 
-# Start every system first; then each cell (workload, clients) measures them
-# back to back, so that a change in the machine's load over the run (it may be
-# shared) hits them alike. The systems not being measured sit idle.
-declare -A SYS_ADDRS=()
+# Start every system first, each paused once it serves; then each cell
+# (workload, clients) measures them back to back, so that a change in the
+# machine's load over the run (it may be shared) hits them alike, resuming
+# each for its runs alone.
+declare -A SYS_ADDRS=() SYS_PIDS=()
 for system in "${SYSTEMS[@]}"; do
 	start_system "$system"
 	SYS_ADDRS[$system]=$ADDRS
+	SYS_PIDS[$system]=${SYSTEM_PIDS[*]}
+	kill -STOP "${SYSTEM_PIDS[@]}"
 	case $system in
 	etcd-3) ROWS_OF+=(etcd-txn etcd-mutex) ;;
 	lockd-3) ROWS_OF+=(lockd-3 lockd-3-lock lockd-3d lockd-3d-lock) ;;
@@ -206,20 +222,45 @@ for system in "${SYSTEMS[@]}"; do
 	*) ROWS_OF+=("$system") ;;
 	esac
 done
+
+# resume SYSTEM: SIGCONT, then wait until it serves again; sets ADDRS (a
+# cluster's leader first: it may have changed) and SYSTEM_PIDS.
+resume() {
+	local system=$1 addrs ports idx groups=1
+	read -r -a SYSTEM_PIDS <<<"${SYS_PIDS[$system]}"
+	kill -CONT "${SYSTEM_PIDS[@]}"
+	IFS=, read -r -a addrs <<<"${SYS_ADDRS[$system]}"
+	ports=("${addrs[@]##*:}")
+	case $system in
+	lockd-1 | redis)
+		wait_ping "${ports[0]}" "${SYSTEM_PIDS[0]}" || die "$system did not serve again after its pause"
+		ADDRS=${addrs[0]}
+		;;
+	lockd-3 | lockd-3g1)
+		[[ $system == lockd-3 ]] && groups=${LOCKD_GROUPS:-8}
+		idx=$(wait_lockd_leader "${ports[@]}") && spread "${ports[0]}" "$groups" ||
+			die "$system did not serve again (leaders agreed, balanced) within ${START_TIMEOUT}s of its pause"
+		ADDRS=$(leader_first "$idx" "${addrs[@]}")
+		;;
+	etcd-3)
+		ADDRS=$(etcd_leader_first "${addrs[@]}") || die "etcd-3 did not elect a leader within ${START_TIMEOUT}s of its pause"
+		;;
+	esac
+}
+
 for w in "${WORKLOADS[@]}"; do
 	for c in "${CLIENTS[@]}"; do
 		for system in "${SYSTEMS[@]}"; do
-			ADDRS=${SYS_ADDRS[$system]}
+			[[ $w == hot-key && $system == lockd-3g1 ]] && continue # uncontended only (above)
+			resume "$system"
 			case $system in
 			etcd-3)
 				lb etcd-txn "$w" "$c" -etcd txn
 				lb etcd-mutex "$w" "$c" -etcd mutex
 				;;
 			lockd-3g1)
-				if [[ $w == uncontended ]]; then
-					lb lockd-3g1-lock "$w" "$c" -lock
-					lb lockd-3g1d-lock "$w" "$c" -lock -direct
-				fi
+				lb lockd-3g1-lock "$w" "$c" -lock
+				lb lockd-3g1d-lock "$w" "$c" -lock -direct
 				;;
 			lockd-*)
 				wait=()
@@ -234,6 +275,7 @@ for w in "${WORKLOADS[@]}"; do
 				;;
 			*) lb "$system" "$w" "$c" ;;
 			esac
+			kill -STOP "${SYSTEM_PIDS[@]}"
 		done
 	done
 done

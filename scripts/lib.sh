@@ -7,11 +7,13 @@
 
 pids=() # every process this script started, and only those
 
-# stop PID: SIGTERM, then SIGKILL if it is still there after 10 s; then reap it
-# and forget it, so that a reused PID is never signalled.
+# stop PID: SIGTERM (and SIGCONT, for a process a script paused), then
+# SIGKILL if it is still there after 10 s; then reap it and forget it, so that
+# a reused PID is never signalled.
 stop() {
 	local pid=$1 i
 	if kill "$pid" 2>/dev/null; then
+		kill -CONT "$pid" 2>/dev/null || true
 		for ((i = 0; i < 100; i++)); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
