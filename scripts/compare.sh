@@ -36,7 +36,7 @@
 # It installs etcd-server and etcd-client with apt when etcd is missing; it
 # builds bin/lockd and bin/lockbench (redis-server and redis-cli: `make deps`).
 # Environment:
-#   BENCH_QUICK     1: 2s per run (about 2 minutes in all) instead of 10s (about 10 minutes)
+#   BENCH_QUICK     1: 2s per run (about 4 minutes in all) instead of 10s (about 11 minutes)
 #   BENCH_DURATION  each run's length, a Go duration (overrides BENCH_QUICK)
 #   BENCH_CLIENTS   the client counts (default "1 16 64")
 #   BENCH_SYSTEMS   a subset of "lockd-1 lockd-3 lockd-3g1 redis etcd-3" (default all)

@@ -143,8 +143,10 @@ func leadCounts(ls []*clusterNode) map[string]int {
 }
 
 // spreadTimeout bounds how long the balance loops (every 2s on every node)
-// take to spread the group leaders after a start or a restart.
-const spreadTimeout = 20 * time.Second
+// take to spread the group leaders after a start or a restart: a few seconds
+// usually, but a hand-over that fails waits 10 s (transferBackoff) before the
+// group is tried again, and a loaded machine may need that more than once.
+const spreadTimeout = 40 * time.Second
 
 // waitBalanced waits until every group is led by its preferred leader: group
 // g by the (g mod n)-th of the n nodes in id order (raftstore's
