@@ -213,7 +213,7 @@ for system in "${SYSTEMS[@]}"; do
 	start_system "$system"
 	SYS_ADDRS[$system]=$ADDRS
 	SYS_PIDS[$system]=${SYSTEM_PIDS[*]}
-	kill -STOP "${SYSTEM_PIDS[@]}"
+	kill -STOP "${SYSTEM_PIDS[@]}" || die "$system exited before its runs"
 	case $system in
 	etcd-3) ROWS_OF+=(etcd-txn etcd-mutex) ;;
 	lockd-3) ROWS_OF+=(lockd-3 lockd-3-lock lockd-3d lockd-3d-lock) ;;
@@ -228,7 +228,7 @@ done
 resume() {
 	local system=$1 addrs ports idx groups=1
 	read -r -a SYSTEM_PIDS <<<"${SYS_PIDS[$system]}"
-	kill -CONT "${SYSTEM_PIDS[@]}"
+	kill -CONT "${SYSTEM_PIDS[@]}" || die "$system exited while it was paused"
 	IFS=, read -r -a addrs <<<"${SYS_ADDRS[$system]}"
 	ports=("${addrs[@]##*:}")
 	case $system in
@@ -275,7 +275,7 @@ for w in "${WORKLOADS[@]}"; do
 				;;
 			*) lb "$system" "$w" "$c" ;;
 			esac
-			kill -STOP "${SYSTEM_PIDS[@]}"
+			kill -STOP "${SYSTEM_PIDS[@]}" || die "$system exited during its runs"
 		done
 	done
 done
