@@ -226,21 +226,18 @@ done
 # resume SYSTEM: SIGCONT, then wait until it serves again; sets ADDRS (a
 # cluster's leader first: it may have changed) and SYSTEM_PIDS.
 resume() {
-	local system=$1 addrs ports idx groups=1
+	local system=$1 addrs
 	read -r -a SYSTEM_PIDS <<<"${SYS_PIDS[$system]}"
 	kill -CONT "${SYSTEM_PIDS[@]}" || die "$system exited while it was paused"
 	IFS=, read -r -a addrs <<<"${SYS_ADDRS[$system]}"
-	ports=("${addrs[@]##*:}")
 	case $system in
 	lockd-1 | redis)
-		wait_ping "${ports[0]}" "${SYSTEM_PIDS[0]}" || die "$system did not serve again after its pause"
+		wait_ping "${addrs[0]##*:}" "${SYSTEM_PIDS[0]}" || die "$system did not serve again after its pause"
 		ADDRS=${addrs[0]}
 		;;
 	lockd-3 | lockd-3g1)
-		[[ $system == lockd-3 ]] && groups=${LOCKD_GROUPS:-8}
-		idx=$(wait_lockd_leader "${ports[@]}") && spread "${ports[0]}" "$groups" ||
+		ADDRS=$(lockd_leader_first "${addrs[@]}") ||
 			die "$system did not serve again (leaders agreed, balanced) within ${START_TIMEOUT}s of its pause"
-		ADDRS=$(leader_first "$idx" "${addrs[@]}")
 		;;
 	etcd-3)
 		ADDRS=$(etcd_leader_first "${addrs[@]}") || die "etcd-3 did not elect a leader within ${START_TIMEOUT}s of its pause"
@@ -251,7 +248,7 @@ resume() {
 for w in "${WORKLOADS[@]}"; do
 	for c in "${CLIENTS[@]}"; do
 		for system in "${SYSTEMS[@]}"; do
-			[[ $w == hot-key && $system == lockd-3g1 ]] && continue # uncontended only (above)
+			[[ $w == hot-key && $system == lockd-3g1 ]] && continue # uncontended only (see the top)
 			resume "$system"
 			case $system in
 			etcd-3)
