@@ -131,6 +131,10 @@ type Config struct {
 	noAppendPipe bool
 	// observe, set by tests only, sees every applied entry and its reply.
 	observe func(index uint64, e command.Entry, reply resp.Value)
+	// refuseTakeover, set by tests only, is asked after each takeover
+	// barrier that succeeded; true fails it as hashicorp/raft can while this
+	// node still leads (a transfer under way, an enqueue timeout).
+	refuseTakeover func() bool
 
 	// WantEvents reports whether an event channel has listeners on this node
 	// (lock events and keyspace notifications are built only then); nil: all.
