@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,10 +27,17 @@ func (h *heldLog) hook() error {
 // held, a write still reaches both followers' logs (the leader sent it
 // without waiting for its fsync), yet no replica applies it and the client
 // is not answered; once the leader's write is on disk, the client gets its
-// reply and the followers apply it.
+// reply and the followers apply it. On nodes of several groups (one shared
+// log) and of one (the group's log of its own, with its own committer).
 func TestLeaderFsyncRunsWithReplication(t *testing.T) {
+	for _, groups := range []int{1, 2} {
+		t.Run(fmt.Sprintf("groups=%d", groups), func(t *testing.T) { testLeaderFsyncRunsWithReplication(t, groups) })
+	}
+}
+
+func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 	holds := []*heldLog{{release: make(chan struct{})}, {release: make(chan struct{})}, {release: make(chan struct{})}}
-	c := newNodeClusterTB(t, 3, 2, holds[0].hook, holds[1].hook, holds[2].hook)
+	c := newNodeClusterTB(t, 3, groups, holds[0].hook, holds[1].hook, holds[2].hook)
 	const g = 0
 	key := keyIn(c.nodes[0].ShardMap(), g, "k")
 	if v := ndo(c.nodes[0], "SET", key, "before"); v.String() != "OK" {

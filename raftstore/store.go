@@ -90,9 +90,10 @@ type Config struct {
 	// WrapLogStore wraps the Raft log store (logstore.Faulty: slow or failing
 	// writes).
 	WrapLogStore func(raft.LogStore) raft.LogStore
-	// BeforeLogWrite (fault tests only) is the shared log's
+	// BeforeLogWrite (fault tests only) is the committer's
 	// logstore.Options.BeforeWrite: it runs before each batch the node's
-	// log writes, with several groups, and may hold it.
+	// log writes, with several groups or with one that has followers, and
+	// may hold it.
 	BeforeLogWrite func() error
 	// PlantedTakeoverSkew is a planted bug: a new leader continues log time this
 	// much ahead of the log, ending leases early. The suite must catch it.
@@ -346,9 +347,18 @@ func Open(cfg Config) (*Store, error) {
 	}
 	var logs *logstore.Store
 	var err error
-	if cfg.sharedLog != nil {
+	// A group with followers writes through a committer (a Shared's, or with
+	// one group its own), so that its leader's fsync runs beside theirs
+	// (parallelsync.go); a lone voter has nothing to overlap and writes on
+	// the caller's goroutine. Both keep group-N/raft's files the same way, so
+	// a node may start either way on the same directory.
+	deferring := cfg.sharedLog != nil || len(cfg.Peers) > 1 || cfg.Join
+	switch {
+	case cfg.sharedLog != nil:
 		logs, err = cfg.sharedLog.Group(cfg.Group, metrics.observeWrite)
-	} else {
+	case deferring:
+		logs, err = logstore.OpenCommitted(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite, BeforeWrite: cfg.BeforeLogWrite})
+	default:
 		logs, err = logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite})
 	}
 	if err != nil {
@@ -415,13 +425,20 @@ func Open(cfg Config) (*Store, error) {
 	var logStore raft.LogStore = logs
 	var transport raft.Transport = trans
 	var leader atomic.Pointer[raft.Raft]
-	if cfg.sharedLog != nil { // the leader's fsync runs while the followers write theirs (parallelsync.go)
-		logs.DeferSyncWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader })
-		m.durable = logs.WaitDurable
-		transport = capCommit{Inner: trans, durable: logs.Durable}
-	}
 	if cfg.WrapLogStore != nil { // fault tests only
 		logStore = cfg.WrapLogStore(logs)
+	}
+	if deferring { // the leader's fsync runs while the followers write theirs (parallelsync.go)
+		logs.DeferSyncWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader })
+		// Durability as the store Raft writes to reports it: a fault test's
+		// lying disk (logstore.Faulty) claims its acknowledged writes are on
+		// disk, as it claims they are stored.
+		var dur durableLog = logs
+		if d, ok := logStore.(durableLog); ok {
+			dur = d
+		}
+		m.durable = dur.WaitDurable
+		transport = capCommit{Inner: trans, durable: dur.Durable}
 	}
 	// The replicators read back what the leader just appended: serve the
 	// newest entries from memory instead of badger (hashicorp/raft's ring

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ab.sh — `make bench-ab A=<lockd binary> B=<lockd binary>`: a change measured
 # before and after. Each run starts a fresh 3-node cluster (-peers, 8 Raft
-# groups, once every group has its preferred leader) from one binary, or with
+# groups or AB_GROUPS, once every group has its preferred leader) from one binary, or with
 # AB_NODES=1 a fresh single node, the two binaries alternating (A B A B ...)
 # so that the machine's drift hits both alike, and takes three loads from
 # cmd/lockbench, on a cluster every command straight to its group's leader
@@ -22,6 +22,7 @@
 #   A, B            the two lockd binaries (required; build one per commit)
 #   AB_ROUNDS       runs per binary (default 3)
 #   AB_NODES        3 (default): a 3-node cluster per run; 1: a single node
+#   AB_GROUPS       a cluster's Raft groups (default 8; 1: one group, as etcd)
 #   BENCH_DURATION  each load's length, a Go duration (default 10s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,8 @@ ROUNDS=${AB_ROUNDS:-3}
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "AB_ROUNDS must be a positive count, not '$ROUNDS'"
 NODES=${AB_NODES:-3}
 [[ $NODES == 1 || $NODES == 3 ]] || die "AB_NODES must be 1 or 3, not '$NODES'"
+GROUPS_N=${AB_GROUPS:-8}
+[[ $GROUPS_N =~ ^[1-9][0-9]*$ ]] || die "AB_GROUPS must be a positive count, not '$GROUPS_N'"
 DURATION=${BENCH_DURATION:-10s}
 START_TIMEOUT=30
 command -v redis-cli >/dev/null || die "redis-cli is not on PATH (make deps)"
@@ -55,8 +58,8 @@ TICK=$(getconf CLK_TCK)
 # sets ADDRS and SYSTEM_PIDS (stop_system stops it).
 if [[ $NODES == 3 ]]; then
 	DIRECT=(-direct)
-	SHAPE="fresh 3-node cluster per run"
-	start_nodes() { start_lockd_cluster 8; }
+	SHAPE="fresh 3-node cluster of $GROUPS_N group(s) per run"
+	start_nodes() { start_lockd_cluster "$GROUPS_N"; }
 else
 	DIRECT=()
 	SHAPE="fresh single node per run"

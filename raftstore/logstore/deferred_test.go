@@ -2,6 +2,8 @@ package logstore
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -160,5 +162,103 @@ func TestDeferredWriteFailure(t *testing.T) {
 	st.DeferSyncWhen(nil)
 	if err := st.StoreLogs(testLogs(3, 3)); !errors.Is(err, ErrNotDurable) {
 		t.Fatalf("a synced write after a failed one = %v, want ErrNotDurable", err)
+	}
+}
+
+// Open and OpenCommitted keep a log on the same files: what either wrote
+// (entries in its journal and in badger, truncations of both ends, stable
+// values, and through OpenCommitted deferred writes once durable) the other
+// reads back, after a clean stop and after a crash (the directory copied as
+// it was, the journal's tail not yet moved into badger), and both go on
+// writing the same log. So a lone group's node can change from one to the
+// other at a restart.
+func TestCommittedAndOwnShareFiles(t *testing.T) {
+	kinds := map[string]func(t *testing.T, dir string) *Store{
+		"own":       func(t *testing.T, dir string) *Store { return openStore(t, dir, Options{}) },
+		"committed": func(t *testing.T, dir string) *Store { return openCommitted(t, dir, Options{}) },
+	}
+	for _, c := range []struct{ from, to string }{{"own", "committed"}, {"committed", "own"}} {
+		for _, crash := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s-to-%s-crash-%v", c.from, c.to, crash), func(t *testing.T) {
+				dir := t.TempDir()
+				st := kinds[c.from](t, dir)
+				st.DeferSyncWhen(func() bool { return true }) // a Store of its own never defers
+				requireNoErr(t, st.StoreLogs(testLogs(1, 100)), "StoreLogs")
+				requireNoErr(t, st.DeleteRange(1, 10), "DeleteRange of the head")
+				requireNoErr(t, st.StoreLogs(testLogs(101, 120)), "StoreLogs")
+				requireNoErr(t, st.DeleteRange(115, 120), "DeleteRange of the end")
+				requireNoErr(t, st.StoreLogs(testLogs(115, 130)), "StoreLogs")
+				requireNoErr(t, st.WaitDurable(130), "WaitDurable")
+				requireNoErr(t, st.Set([]byte("k"), []byte("v")), "Set")
+				requireNoErr(t, st.SetUint64([]byte("n"), 7), "SetUint64")
+				if crash {
+					crashed := t.TempDir()
+					requireNoErr(t, os.CopyFS(crashed, os.DirFS(dir)), "copy")
+					dir = crashed
+				}
+				requireNoErr(t, st.Close(), "Close")
+
+				again := kinds[c.to](t, dir)
+				assertBounds(t, again, 11, 130)
+				assertHasLogs(t, again, 1, 140, func(i uint64) bool { return i >= 11 && i <= 130 })
+				if v, err := again.Get([]byte("k")); err != nil || string(v) != "v" {
+					t.Fatalf("Get(k) = %q, %v; want \"v\"", v, err)
+				}
+				if n, err := again.GetUint64([]byte("n")); err != nil || n != 7 {
+					t.Fatalf("GetUint64(n) = %d, %v; want 7", n, err)
+				}
+				requireNoErr(t, again.StoreLogs(testLogs(131, 140)), "StoreLogs after the reopen")
+				requireNoErr(t, again.Close(), "Close")
+
+				back := kinds[c.from](t, dir)
+				assertBounds(t, back, 11, 140)
+				assertHasLogs(t, back, 1, 150, func(i uint64) bool { return i >= 11 && i <= 140 })
+			})
+		}
+	}
+}
+
+// A Faulty store reports the durability of the Store it wraps (a deferred
+// write counts once written), except while its disk lies: then everything it
+// acknowledged counts as on disk at once, the fsync's lie with the write's.
+func TestFaultyDurability(t *testing.T) {
+	sh, release := heldShared(t, t.TempDir())
+	st, err := sh.Group(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.DeferSyncWhen(func() bool { return true })
+	f := NewFaulty(st)
+
+	requireNoErr(t, f.StoreLogs(testLogs(1, 3)), "deferred StoreLogs")
+	if d := f.Durable(); d != 0 {
+		t.Fatalf("Durable = %d with the write held, want 0", d)
+	}
+	waited, ok := returnsWithin(50*time.Millisecond, func() { requireNoErr(t, f.WaitDurable(3), "WaitDurable") })
+	if ok {
+		t.Fatal("WaitDurable(3) returned before the held write was on disk")
+	}
+	release <- nil
+	finished(t, waited, "WaitDurable(3) after the write")
+	if d := f.Durable(); d != 3 {
+		t.Fatalf("Durable = %d after the write, want 3", d)
+	}
+
+	requireNoErr(t, f.SetLyingDisk(time.Hour), "SetLyingDisk")
+	requireNoErr(t, f.StoreLogs(testLogs(4, 6)), "StoreLogs on the lying disk")
+	if d := f.Durable(); d != 6 {
+		t.Fatalf("Durable = %d on the lying disk, want 6 (all it acknowledged)", d)
+	}
+	if _, ok := returnsWithin(5*time.Second, func() { requireNoErr(t, f.WaitDurable(6), "WaitDurable") }); !ok {
+		t.Fatal("WaitDurable(6) on the lying disk waited")
+	}
+	if d := st.Durable(); d != 3 {
+		t.Fatalf("the wrapped store's Durable = %d, want 3: the lie never reached it", d)
+	}
+	go func() { release <- nil }() // SetLyingDisk(0) writes what is pending, deferred
+	requireNoErr(t, f.SetLyingDisk(0), "SetLyingDisk(0)")
+	requireNoErr(t, f.WaitDurable(6), "WaitDurable(6) once honest")
+	if d := f.Durable(); d != 6 {
+		t.Fatalf("Durable = %d once the pending writes were written, want 6", d)
 	}
 }

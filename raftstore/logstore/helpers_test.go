@@ -46,6 +46,22 @@ func openStore(t testing.TB, dir string, opts Options) *Store {
 	return s
 }
 
+// openCommitted opens a store with OpenCommitted and closes it when the test
+// ends.
+func openCommitted(t testing.TB, dir string, opts Options) *Store {
+	t.Helper()
+	s, err := OpenCommitted(dir, opts)
+	if err != nil {
+		t.Fatalf("OpenCommitted(%q): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
 // testLog returns a log entry with every field set to a value derived from
 // idx.
 func testLog(idx uint64) *raft.Log {

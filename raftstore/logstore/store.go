@@ -124,9 +124,11 @@ type Store struct {
 	kp     keyPrefix // where this Store's keys live in db
 	shared bool      // db belongs to a Shared: Close leaves it open
 	sh     *Shared   // the Shared whose committer writes this Store's logs; nil: its own
-	jr     *journal  // its own DB's journal (journal.go); nil with a Shared or in memory
-	dir    string
-	logger *slog.Logger
+	// ownsShared: sh is this Store's alone (OpenCommitted), and Close closes it.
+	ownsShared bool
+	jr         *journal // its own DB's journal (journal.go); nil with a Shared or in memory
+	dir        string
+	logger     *slog.Logger
 
 	// maxValue is the largest value badger accepts in one entry.
 	maxValue int
@@ -506,6 +508,35 @@ func (sh *Shared) Group(g int, obs func(time.Duration)) (*Store, error) {
 	if g < 0 || g > 255 {
 		return nil, fmt.Errorf("logstore: group %d out of range", g)
 	}
+	return sh.store(g, obs)
+}
+
+// OpenCommitted opens, creating it if needed, the log store kept in
+// directory dir, as Open does and on the same files (a directory either one
+// wrote opens with the other, its journal's entries included), but its
+// writes go through a committer goroutine, as a Shared's groups' do, so that
+// DeferSyncWhen applies to it: for a Raft group alone on its node, whose
+// leader then sends a batch to its followers while its own fsync runs
+// (raftstore/parallelsync.go). A write that does not defer costs one
+// goroutine hand-off more than Open's, which writes on the caller's. Its
+// Close closes the DB as well.
+func OpenCommitted(dir string, opts Options) (*Store, error) {
+	sh, err := OpenShared(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sh.store(-1, nil)
+	if err != nil {
+		_ = sh.Close()
+		return nil, err
+	}
+	s.ownsShared = true
+	return s, nil
+}
+
+// store makes the Store of group g, or for g -1 the unprefixed Store of
+// OpenCommitted.
+func (sh *Shared) store(g int, obs func(time.Duration)) (*Store, error) {
 	opts := sh.opts
 	if obs != nil {
 		opts.ObserveWrite = obs
@@ -514,7 +545,11 @@ func (sh *Shared) Group(g int, obs func(time.Duration)) (*Store, error) {
 	if sh.tails != nil {
 		t = sh.tails.of(g)
 	}
-	s, err := newStore(sh.db, groupPrefix(g), sh.dir, sh.maxValue, sh.logger.With("group", g), opts, t)
+	logger := sh.logger
+	if g >= 0 {
+		logger = logger.With("group", g)
+	}
+	s, err := newStore(sh.db, prefixOf(g), sh.dir, sh.maxValue, logger, opts, t)
 	if err != nil {
 		return nil, err
 	}
@@ -611,6 +646,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed.Store(true)
+	if s.ownsShared {
+		return s.sh.Close()
+	}
 	if s.shared {
 		return nil // the Shared closes the DB
 	}
