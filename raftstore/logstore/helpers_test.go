@@ -34,25 +34,23 @@ func forEachMode(t *testing.T, fn func(t *testing.T, s *Store)) {
 // openStore opens a store and closes it when the test ends.
 func openStore(t testing.TB, dir string, opts Options) *Store {
 	t.Helper()
-	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s
+	return openWith(t, "Open", Open, dir, opts)
 }
 
 // openCommitted opens a store with OpenCommitted and closes it when the test
 // ends.
 func openCommitted(t testing.TB, dir string, opts Options) *Store {
 	t.Helper()
-	s, err := OpenCommitted(dir, opts)
+	return openWith(t, "OpenCommitted", OpenCommitted, dir, opts)
+}
+
+// openWith opens a store with open (named name in a failure) and closes it
+// when the test ends.
+func openWith(t testing.TB, name string, open func(string, Options) (*Store, error), dir string, opts Options) *Store {
+	t.Helper()
+	s, err := open(dir, opts)
 	if err != nil {
-		t.Fatalf("OpenCommitted(%q): %v", dir, err)
+		t.Fatalf("%s(%q): %v", name, dir, err)
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
