@@ -1,11 +1,13 @@
 package raftstore
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 
@@ -127,5 +129,47 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("a follower did not apply index %d after the release", entry)
 		}
+	}
+}
+
+// A node started alone writes its log on the caller's goroutine (nothing to
+// overlap); once its cluster has grown (a member added with RAFT ADD) and a
+// snapshot holds the grown configuration, it defers its leader's fsync when
+// restarted, though started again without peers.
+func TestGrownNodeDefersAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{NodeID: "n1", DataDir: dir, PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second}
+	a := openConfig(t, cfg)
+	if a.m.durable != nil {
+		a.Close()
+		t.Fatal("a lone node defers its fsync")
+	}
+	b, err := Open(Config{NodeID: "n2", DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", Join: true, ApplyTimeout: 3 * time.Second})
+	if err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	add := command.Request{Op: command.Admin{Action: "add", ID: "n2", Addr: b.PeerAddr()}, Spec: command.AdminSpec}
+	if v := a.Do(ctx, []command.Request{add})[0]; v.String() != "OK" {
+		a.Close()
+		t.Fatalf("RAFT ADD: %v", v)
+	}
+	if err := a.raft.Snapshot().Error(); err != nil {
+		a.Close()
+		t.Fatalf("snapshot: %v", err)
+	}
+	cfg.PeerAddr = a.PeerAddr()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if again.m.durable == nil {
+		t.Fatal("restarted with two members in its snapshot, the node does not defer its fsync")
 	}
 }

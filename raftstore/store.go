@@ -345,14 +345,19 @@ func Open(cfg Config) (*Store, error) {
 	if metrics == nil {
 		metrics = newStoreMetrics()
 	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(groupDir, 2, raftLog("snapshot"))
+	if err != nil {
+		closePeer()
+		return nil, fmt.Errorf("snapshot store in %s: %w", groupDir, err)
+	}
 	var logs *logstore.Store
-	var err error
 	// A group with followers writes through a committer (a Shared's, or with
 	// one group its own), so that its leader's fsync runs beside theirs
 	// (parallelsync.go); a lone voter has nothing to overlap and writes on
 	// the caller's goroutine. Both keep group-N/raft's files the same way, so
-	// a node may start either way on the same directory.
-	deferring := cfg.sharedLog != nil || len(cfg.Peers) > 1 || cfg.Join
+	// a node may start either way on the same directory. A node started alone
+	// whose cluster grew finds its members in its newest snapshot.
+	deferring := cfg.sharedLog != nil || len(cfg.Peers) > 1 || cfg.Join || snapshotMembers(snaps) > 1
 	switch {
 	case cfg.sharedLog != nil:
 		logs, err = cfg.sharedLog.Group(cfg.Group, metrics.observeWrite)
@@ -364,12 +369,6 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		closePeer()
 		return nil, err
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(groupDir, 2, raftLog("snapshot"))
-	if err != nil {
-		closePeer()
-		logs.Close()
-		return nil, fmt.Errorf("snapshot store in %s: %w", groupDir, err)
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -489,6 +488,17 @@ func Open(cfg Config) (*Store, error) {
 	go s.serveForwarded(fwdLayer)
 	go s.replyLoop() // not in wg: it may wait forever on a future Raft never answers (see awaitReplies)
 	return s, nil
+}
+
+// snapshotMembers is how many servers the configuration of the newest
+// snapshot in snaps holds; 0 without one. It reads only the snapshots'
+// metadata.
+func snapshotMembers(snaps raft.SnapshotStore) int {
+	list, err := snaps.List() // newest first
+	if err != nil || len(list) == 0 {
+		return 0
+	}
+	return len(list[0].Configuration.Servers)
 }
 
 func logsLast(l *logstore.Store) uint64 {
