@@ -14,8 +14,9 @@ import (
 // group on the node logstore.OpenCommitted: every group that has
 // followers), the leader's StoreLogs instead returns as soon as the batch
 // is queued (logstore.Store.DeferSyncWhen), so the batch goes out while the
-// leader's fsync runs, and a commit costs the slower of the two. hashicorp/raft then counts the leader's entry as stored before it is
-// on disk; two things keep that from ever showing:
+// leader's fsync runs, and a commit costs the slower of the two.
+// hashicorp/raft then counts the leader's entry as stored before it is on
+// disk; two things keep that from ever showing:
 //
 //   - The leader applies an entry only once its own copy is on disk
 //     (machine.durable, in ApplyBatch). hashicorp/raft commits an entry once
@@ -30,13 +31,6 @@ import (
 // A leader that crashes before its fsync loses the entries that were not on
 // disk, exactly as if it had crashed before writing them: none was applied
 // anywhere, so none was acknowledged.
-
-// durableLog is a log that says which of its entries are on disk
-// (logstore.Store, or a fault test's logstore.Faulty around one).
-type durableLog interface {
-	Durable() uint64                // every entry at or below is on disk; does not block
-	WaitDurable(index uint64) error // blocks until index is on disk, or never will be
-}
 
 // capCommit is the group's Raft transport with every AppendEntries'
 // LeaderCommitIndex capped at what the leader's log has on disk, pipelined

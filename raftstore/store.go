@@ -432,8 +432,8 @@ func Open(cfg Config) (*Store, error) {
 		// Durability as the store Raft writes to reports it: a fault test's
 		// lying disk (logstore.Faulty) claims its acknowledged writes are on
 		// disk, as it claims they are stored.
-		var dur durableLog = logs
-		if d, ok := logStore.(durableLog); ok {
+		var dur logstore.DurableLog = logs
+		if d, ok := logStore.(logstore.DurableLog); ok {
 			dur = d
 		}
 		m.durable = dur.WaitDurable

@@ -35,6 +35,19 @@ type pendingRun struct {
 	logs   []*raft.Log
 }
 
+// DurableLog is a log that says which of its entries are on disk: a Store
+// (whose writes DeferSyncWhen may let return before their fsync), or a
+// Faulty around one.
+type DurableLog interface {
+	Durable() uint64                // every entry at or below is on disk; does not block
+	WaitDurable(index uint64) error // blocks until index is on disk, or returns why it never will be
+}
+
+var (
+	_ DurableLog = (*Store)(nil)
+	_ DurableLog = (*Faulty)(nil)
+)
+
 // DeferSyncWhen makes StoreLogs return before its entries are fsynced when
 // f reports true at the call: for a Raft group's leader, so that it sends
 // the entries to its followers while its own fsync runs, and the commit

@@ -173,15 +173,15 @@ func TestDeferredWriteFailure(t *testing.T) {
 // writing the same log. So a lone group's node can change from one to the
 // other at a restart.
 func TestCommittedAndOwnShareFiles(t *testing.T) {
-	kinds := map[string]func(t *testing.T, dir string) *Store{
-		"own":       func(t *testing.T, dir string) *Store { return openStore(t, dir, Options{}) },
-		"committed": func(t *testing.T, dir string) *Store { return openCommitted(t, dir, Options{}) },
+	kinds := map[string]journalOpener{}
+	for _, k := range journalKinds {
+		kinds[k.name] = k.open
 	}
 	for _, c := range []struct{ from, to string }{{"own", "committed"}, {"committed", "own"}} {
 		for _, crash := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s-to-%s-crash-%v", c.from, c.to, crash), func(t *testing.T) {
 				dir := t.TempDir()
-				st := kinds[c.from](t, dir)
+				st, _ := kinds[c.from](t, dir)
 				st.DeferSyncWhen(func() bool { return true }) // a Store of its own never defers
 				requireNoErr(t, st.StoreLogs(testLogs(1, 100)), "StoreLogs")
 				requireNoErr(t, st.DeleteRange(1, 10), "DeleteRange of the head")
@@ -198,7 +198,7 @@ func TestCommittedAndOwnShareFiles(t *testing.T) {
 				}
 				requireNoErr(t, st.Close(), "Close")
 
-				again := kinds[c.to](t, dir)
+				again, _ := kinds[c.to](t, dir)
 				assertBounds(t, again, 11, 130)
 				assertHasLogs(t, again, 1, 140, func(i uint64) bool { return i >= 11 && i <= 130 })
 				if v, err := again.Get([]byte("k")); err != nil || string(v) != "v" {
@@ -210,7 +210,7 @@ func TestCommittedAndOwnShareFiles(t *testing.T) {
 				requireNoErr(t, again.StoreLogs(testLogs(131, 140)), "StoreLogs after the reopen")
 				requireNoErr(t, again.Close(), "Close")
 
-				back := kinds[c.from](t, dir)
+				back, _ := kinds[c.from](t, dir)
 				assertBounds(t, back, 11, 140)
 				assertHasLogs(t, back, 1, 150, func(i uint64) bool { return i >= 11 && i <= 140 })
 			})

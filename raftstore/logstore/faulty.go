@@ -93,19 +93,12 @@ func (f *Faulty) SetLyingDisk(lag time.Duration) error {
 	return nil
 }
 
-// durabler is a log store that reports which of its entries are on disk
-// (Store, whose leader may defer its fsync: DeferSyncWhen).
-type durabler interface {
-	Durable() uint64
-	WaitDurable(index uint64) error
-}
-
 // Durable reports the wrapped store's Durable, except that the lying disk
 // counts every entry it acknowledged as on disk: its lie covers the fsync
 // too, as a disk that acknowledges a sync it did not do. A wrapped store
 // that does not report durability has every stored entry on disk.
 func (f *Faulty) Durable() uint64 {
-	if d, ok := f.inner.(durabler); ok && f.LyingDisk() == 0 {
+	if d, ok := f.inner.(DurableLog); ok && f.LyingDisk() == 0 {
 		return d.Durable()
 	}
 	last, _ := f.LastIndex()
@@ -120,7 +113,7 @@ func (f *Faulty) WaitDurable(index uint64) error {
 			return nil
 		}
 	}
-	if d, ok := f.inner.(durabler); ok {
+	if d, ok := f.inner.(DurableLog); ok {
 		return d.WaitDurable(index)
 	}
 	return nil

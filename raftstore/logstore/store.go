@@ -120,10 +120,11 @@ type Options struct {
 // Log entries with index 0 are rejected: raft never uses index 0, and the
 // store reports an empty log as first = last = 0.
 type Store struct {
-	db     *badger.DB
-	kp     keyPrefix // where this Store's keys live in db
-	shared bool      // db belongs to a Shared: Close leaves it open
-	sh     *Shared   // the Shared whose committer writes this Store's logs; nil: its own
+	db *badger.DB
+	kp keyPrefix // where this Store's keys live in db
+	// sh is the Shared whose DB holds this Store and whose committer writes
+	// its logs (Close leaves it open, unless ownsShared); nil: a DB of its own.
+	sh *Shared
 	// ownsShared: sh is this Store's alone (OpenCommitted), and Close closes it.
 	ownsShared bool
 	jr         *journal // its own DB's journal (journal.go); nil with a Shared or in memory
@@ -553,7 +554,7 @@ func (sh *Shared) store(g int, obs func(time.Duration)) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.shared, s.sh = true, sh
+	s.sh = sh
 	return s, nil
 }
 
@@ -646,10 +647,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed.Store(true)
-	if s.ownsShared {
-		return s.sh.Close()
-	}
-	if s.shared {
+	if s.sh != nil {
+		if s.ownsShared {
+			return s.sh.Close()
+		}
 		return nil // the Shared closes the DB
 	}
 	s.jr.stopRotator()
