@@ -195,6 +195,14 @@ func (m *machine) read(op command.Op, user string, now, wall int64) resp.Value {
 	return m.ks.ReadAs(op, user, now, wall)
 }
 
+// wouldWait guesses whether a blocking acquire would queue (see
+// fsm.Keyspace.WouldWait).
+func (m *machine) wouldWait(op command.LockAcquire, now int64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.ks.WouldWait(op, now)
+}
+
 // checkRead refuses a read of a key whose slot is leaving or has left this
 // group (the router then follows the shard map).
 func (m *machine) checkRead(r command.Request) (resp.Value, bool) {

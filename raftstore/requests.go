@@ -120,7 +120,13 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 				kind, args = command.KindScriptAs, command.ScriptAsArgs(r.User, r.Args)
 			}
 		}
-		f, err := s.propose(ctx, kind, args)
+		var f raft.ApplyFuture
+		var err error
+		if i == len(reqs)-1 && r.Blocks() && kind == command.KindCommand {
+			f, err = s.proposeLate(ctx, r) // lingers when it will queue (linger.go)
+		} else {
+			f, err = s.propose(ctx, kind, args)
+		}
 		if err != nil {
 			out[i] = resp.Error(err.Error())
 			continue
@@ -139,6 +145,7 @@ func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (
 			return nil, err
 		}
 	}
+	s.releaseHeld()
 	now, wall := s.clock.read()
 	e := command.Entry{Kind: kind, Time: now, Wall: wall, Args: args}
 	return s.raft.Apply(e.Encode(), 0), nil
@@ -178,6 +185,7 @@ func (s *Store) waitReady(ctx context.Context) error {
 // leader's own loops (expiry ticks, session expiries), which check ready
 // themselves.
 func (s *Store) applyNow(e command.Entry) error {
+	s.releaseHeld()
 	return s.await(s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout))
 }
 

@@ -136,6 +136,8 @@ type Config struct {
 	// barrier that succeeded; true fails it as hashicorp/raft can while this
 	// node still leads (a transfer under way, an enqueue timeout).
 	refuseTakeover func() bool
+	// lingerFor, set by tests only, replaces lingerMax (linger.go).
+	lingerFor time.Duration
 
 	// WantEvents reports whether an event channel has listeners on this node
 	// (lock events and keyspace notifications are built only then); nil: all.
@@ -233,6 +235,7 @@ type Store struct {
 
 	sessions sessionTimers // leader only: when each session lapses
 	waits    waitBoard     // blocked LOCK.ACQUIREs of this node's clients
+	linger   lingering     // leader only: queued acquires waiting to share a commit (linger.go)
 	// leaderAsks counts this node's waiters asking the leader (askLeader).
 	leaderAsks atomic.Int64
 	rates      rateLimits // leader only: the namespaces' RATE

@@ -760,3 +760,53 @@ func (k *Keyspace) settleDue(c Ctx) {
 		k.storeLock([]byte(it.key()), it, rec, dropped, c)
 	}
 }
+
+// WouldWait guesses, from the state as it stands at log time now, whether the
+// blocking acquire op (WAIT > 0) would join its name's wait queue rather than
+// be answered at once: the name is a lock with live waiters, or under a
+// lock-delay, or with live holders that do not admit op and do not include
+// its owner. It changes nothing and decides nothing — the entry's apply does
+// — so a wrong guess costs only when the entry is proposed (the leader
+// lingers such entries, raftstore's linger.go). Callers hold the state's
+// read lock.
+func (k *Keyspace) WouldWait(op command.LockAcquire, now int64) bool {
+	if op.Wait <= 0 {
+		return false
+	}
+	it := k.lookup(op.Name, now)
+	if it == nil || it.kind() != KindLock {
+		return false
+	}
+	d := it.lock
+	live, delay := int64(0), d.delay()
+	for h := range it.holders {
+		if h.deadline <= now { // gone; its expiry starts the lock-delay (view)
+			if ld := d.lockDelay(); ld > 0 {
+				delay = max(delay, addSat(h.deadline, ld))
+			}
+			continue
+		}
+		if h.owner == string(op.Owner) && h.session == op.Session {
+			return false // a re-entry or an extension: answered at once
+		}
+		live++
+	}
+	for _, w := range d.waiters() {
+		if w.deadline > now {
+			return true
+		}
+	}
+	switch {
+	case delay > now:
+		return true
+	case live == 0:
+		return false
+	case op.Mode != d.mode:
+		return true
+	case op.Mode == command.LockShared:
+		return false
+	case op.Mode == command.LockSemaphore:
+		return op.Limit == d.limit() && live >= d.limit() // a LIMIT mismatch is refused at once
+	}
+	return true
+}

@@ -422,3 +422,51 @@ func TestWaitLastsAtLeastWait(t *testing.T) {
 		t.Fatalf("tick 1 ms after WAIT woke %q, want %q", got, want)
 	}
 }
+
+// TestWouldWaitAgreesWithApply: the guess the leader lingers on (a blocking
+// acquire will join the queue) matches what applying the acquire answers,
+// in each state a name can be in.
+func TestWouldWaitAgreesWithApply(t *testing.T) {
+	h := newHarness(t)
+	// check asks WouldWait about cmd, then applies it and compares.
+	check := func(cmd string, want bool) {
+		t.Helper()
+		op, _, err := command.Parse(args(cmd))
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		acq, ok := op.(command.LockAcquire)
+		if !ok {
+			t.Fatalf("%s: not an acquire", cmd)
+		}
+		guess := h.ks.WouldWait(acq, h.now)
+		got := h.do(cmd)
+		if queued := strings.HasPrefix(got, "-QUEUED"); queued != guess || guess != want {
+			t.Fatalf("%s: WouldWait %v, applied %q (want queued: %v)", cmd, guess, got, want)
+		}
+	}
+	h.do("NAMESPACE.SET slow/ LOCKDELAY 5000")
+	h.do("SET str value")
+
+	check("LOCK.ACQUIRE free a PX 1000 WAIT 1000", false)   // absent: granted
+	check("LOCK.ACQUIRE free b PX 1000 WAIT 1000", true)    // held by another owner
+	check("LOCK.ACQUIRE free a PX 1000 WAIT 1000", false)   // the holder again: answered at once
+	check("LOCK.ACQUIRE str a WAIT 1000", false)            // another type: WRONGTYPE
+	check("LOCK.ACQUIRE sh r1 SHARED WAIT 1000", false)     // shared beside shared
+	check("LOCK.ACQUIRE sh r2 SHARED WAIT 1000", false)     //
+	check("LOCK.ACQUIRE sh w1 WAIT 1000", true)             // a writer behind readers
+	check("LOCK.ACQUIRE sh r3 SHARED WAIT 1000", true)      // a reader behind a waiting writer
+	check("LOCK.ACQUIRE sem s1 LIMIT 2 WAIT 1000", false)   // a semaphore slot
+	check("LOCK.ACQUIRE sem s2 LIMIT 2 WAIT 1000", false)   // the last slot
+	check("LOCK.ACQUIRE sem s3 LIMIT 3 WAIT 1000", false)   // LIMIT mismatch: refused at once
+	check("LOCK.ACQUIRE sem s3 LIMIT 2 WAIT 1000", true)    // full
+	check("LOCK.ACQUIRE slow/x a PX 10 WAIT 1000", false)   // granted; expires at 10
+	h.now += 10                                             // the lease ends: lock-delay until 5010
+	check("LOCK.ACQUIRE slow/x b PX 1000 WAIT 60000", true) // waits out the lock-delay
+	h.now += 2000                                           // every wait above has ended by now
+	check("LOCK.ACQUIRE free c PX 1000 WAIT 1000", false)   // the lease and the waiter are gone
+	check("LOCK.ACQUIRE sh w2 WAIT 1000", true)             // the readers hold on (no TTL)
+	if op, _, _ := command.Parse(args("LOCK.ACQUIRE sh w3")); h.ks.WouldWait(op.(command.LockAcquire), h.now) {
+		t.Fatal("WouldWait for a try-once acquire")
+	}
+}
