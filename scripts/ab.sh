@@ -2,8 +2,11 @@
 # ab.sh — `make bench-ab A=<lockd binary> B=<lockd binary>`: a change measured
 # before and after. Each run starts a fresh 3-node cluster (-peers, 8 Raft
 # groups or AB_GROUPS, once every group has its preferred leader) from one binary, or with
-# AB_NODES=1 a fresh single node, the two binaries alternating (A B A B ...)
-# so that the machine's drift hits both alike, and takes three loads from
+# AB_NODES=1 a fresh single node, the two binaries alternating (A B B A A B
+# ...) so that the machine's drift hits both alike and each runs as often
+# first in a round as second (in 8 of 10 A-then-B pairs of two builds whose
+# uncontended path was the same, the first made more uncontended cycles/s),
+# and takes three loads from
 # cmd/lockbench, on a cluster every command straight to its group's leader
 # (-direct, as a cluster-aware client sends it):
 #   uncontended  64 clients, LOCK.ACQUIRE → LOCK.RELEASE (cycles/s, p99, and
@@ -106,7 +109,9 @@ FMT='%-4s %-5s %12s %9s %10s %8s %14s %12s\n'
 # shellcheck disable=SC2059
 printf "$FMT" run bin cycles/s acq_p99 cpu/op_us srv/gen hand-overs/s 1-client_p50 >&2
 for ((r = 1; r <= ROUNDS; r++)); do
-	for side in A B; do
+	order=(A B)
+	((r % 2 == 0)) && order=(B A) # each binary as often first as second
+	for side in "${order[@]}"; do
 		LOCKD_BIN=${!side}
 		start_nodes
 		u=$(load "u-$side-$r" -clients 64)
