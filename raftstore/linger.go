@@ -70,6 +70,7 @@ func (s *Store) proposeLate(ctx context.Context, r command.Request) (raft.ApplyF
 	s.linger.held = append(s.linger.held, h)
 	s.linger.n.Store(int32(len(s.linger.held)))
 	s.linger.mu.Unlock()
+	s.metrics.lingered.Add(1)
 	wait := lingerMax
 	if s.cfg.lingerFor > 0 {
 		wait = s.cfg.lingerFor
@@ -83,7 +84,7 @@ func (s *Store) proposeLate(ctx context.Context, r command.Request) (raft.ApplyF
 	case <-ctx.Done():
 	case <-s.closed:
 	}
-	s.releaseHeld() // every held entry, h among them, unless a write took them meanwhile
+	s.metrics.lingeredAlone.Add(int64(s.release())) // every held entry, h among them, unless a write took them meanwhile
 	return <-h.fut, nil
 }
 
@@ -92,9 +93,12 @@ func (s *Store) proposeLate(ctx context.Context, r command.Request) (raft.ApplyF
 // that the held entries and theirs share a batch. It blocks only as propose
 // does, while Raft's (buffered) apply channel is full; a held entry's future
 // answers ErrNotLeader if this node no longer leads.
-func (s *Store) releaseHeld() {
+func (s *Store) releaseHeld() { s.release() }
+
+// release is releaseHeld, returning how many entries it proposed.
+func (s *Store) release() int {
 	if s.linger.n.Load() == 0 {
-		return
+		return 0
 	}
 	s.linger.mu.Lock()
 	held := s.linger.held
@@ -106,4 +110,5 @@ func (s *Store) releaseHeld() {
 		e := command.Entry{Kind: command.KindCommand, Time: now, Wall: wall, Args: h.args}
 		h.fut <- s.raft.Apply(e.Encode(), 0)
 	}
+	return len(held)
 }

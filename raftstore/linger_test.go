@@ -70,6 +70,9 @@ func TestQueuedAcquireRidesWithNextWrite(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("c not granted within 10 s of b's release")
 	}
+	if c := s.LockCounters(); c.Lingered != 2 || c.LingeredAlone != 0 {
+		t.Fatalf("lingered %d, alone %d; want 2, 0", c.Lingered, c.LingeredAlone)
+	}
 }
 
 // TestLingerEndsByItself: with no write to ride with, a lingering acquire is
@@ -81,6 +84,9 @@ func TestLingerEndsByItself(t *testing.T) {
 	waitFor(t, 10*time.Second, "b in the queue", func() bool { return queueLength(s, "hot") == 1 })
 	if n := s.linger.n.Load(); n != 0 {
 		t.Fatalf("%d entries still lingering once b queued", n)
+	}
+	if c := s.LockCounters(); c.Lingered != 1 || c.LingeredAlone != 1 {
+		t.Fatalf("lingered %d, alone %d; want 1, 1", c.Lingered, c.LingeredAlone)
 	}
 	do(s, "LOCK.RELEASE", "hot", fmt.Sprint(held.Int))
 	select {
@@ -116,6 +122,9 @@ func TestFreeNameDoesNotLinger(t *testing.T) {
 	}
 	if n := s.linger.n.Load(); n != 0 {
 		t.Fatalf("%d entries lingering", n)
+	}
+	if c := s.LockCounters(); c.Lingered != 0 {
+		t.Fatalf("lingered %d, want 0", c.Lingered)
 	}
 }
 

@@ -20,6 +20,8 @@ type storeMetrics struct {
 	scriptsBudget  atomic.Int64         // scripts refused by the dry run: instruction budget or SCRIPT KILL
 	scriptsMemory  atomic.Int64         // scripts refused by the dry run: allocation budget
 	scriptsBounded atomic.Int64         // scripts admitted without a dry run (lua.Engine.Bounded)
+	lingered       atomic.Int64         // queued acquires the leader held back for the next write (linger.go)
+	lingeredAlone  atomic.Int64         // of those, proposed without a write: none came within lingerMax
 }
 
 // latencyBuckets run from 100µs to about 3 s.
@@ -49,6 +51,8 @@ type LockCounters struct {
 	ScriptsMemory  int64 // scripts the dry run refused for their allocation budget
 	ScriptsBounded int64 // scripts admitted without a dry run: statically bounded (lua.Engine.Bounded)
 	LeaderChanges  int64 // times this node took office
+	Lingered       int64 // queued acquires held back to share the next write's batch (linger.go)
+	LingeredAlone  int64 // of those, proposed without a write to share (none came in time)
 }
 
 // LockCounters reads the lock statistics.
@@ -60,7 +64,8 @@ func (s *Store) LockCounters() LockCounters {
 	return LockCounters{LockStats: st, Sessions: n, Blocked: s.waits.count(),
 		RateLimited: s.metrics.rateLimited.Load(), LeaderChanges: s.metrics.leaderChanges.Load(),
 		ScriptsBudget: s.metrics.scriptsBudget.Load(), ScriptsMemory: s.metrics.scriptsMemory.Load(),
-		ScriptsBounded: s.metrics.scriptsBounded.Load()}
+		ScriptsBounded: s.metrics.scriptsBounded.Load(), Lingered: s.metrics.lingered.Load(),
+		LingeredAlone: s.metrics.lingeredAlone.Load()}
 }
 
 // LockInfo is INFO's "# Locks" section.
@@ -74,6 +79,7 @@ func lockInfo(c LockCounters) [][2]string {
 		{"sessions", strconv.Itoa(c.Sessions)}, {"blocked_clients", strconv.Itoa(c.Blocked)},
 		{"lock_grants", i(c.Grants)}, {"lock_releases", i(c.Releases)}, {"lock_expiries", i(c.Expiries)},
 		{"lock_delay_hits", i(c.DelayHits)}, {"lock_queue_full", i(c.QueueFull)}, {"rate_limited", i(c.RateLimited)},
+		{"lock_lingered", i(c.Lingered)}, {"lock_lingered_alone", i(c.LingeredAlone)},
 	}
 	var late int64
 	for _, n := range c.LateOps {
