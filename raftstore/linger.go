@@ -22,9 +22,10 @@ import (
 // So the leader holds such an acquire back (lingers it) for at most
 // lingerMax and proposes it just before the next write of its group, into
 // the same batch: the two share one commit. Held entries are proposed in the
-// order they were held, before the write that releases them, and a held
-// entry whose time is up releases every entry held before it, so the log
-// keeps the order in which the leader took them. Only the order of entries
+// order they were held, before the write that releases them (and before any
+// write proposed after it), and a held entry whose time is up releases every
+// held entry the same way, so the log keeps the order in which the leader
+// took them. Only the order of entries
 // in the log decides anything (FIFO position, grants); a held entry is
 // stamped with log time when it is proposed.
 //
@@ -43,7 +44,7 @@ const lingerMax = time.Millisecond
 type lingering struct {
 	mu   sync.Mutex
 	held []*heldEntry
-	n    atomic.Int32 // len(held): a write with nothing to release skips the lock
+	n    atomic.Int32 // len(held), zeroed once they are proposed: a write with nothing to release skips the lock
 }
 
 // heldEntry is one lingering proposal; fut receives its future once it is
@@ -84,31 +85,30 @@ func (s *Store) proposeLate(ctx context.Context, r command.Request) (raft.ApplyF
 	case <-ctx.Done():
 	case <-s.closed:
 	}
-	s.metrics.lingeredAlone.Add(int64(s.release())) // every held entry, h among them, unless a write took them meanwhile
+	s.metrics.lingeredAlone.Add(int64(s.releaseHeld())) // every held entry, h among them, unless a write took them meanwhile
 	return <-h.fut, nil
 }
 
-// releaseHeld proposes every lingering entry, in the order they were held.
-// propose and applyNow call it before they hand their own entry to Raft, so
-// that the held entries and theirs share a batch. It blocks only as propose
-// does, while Raft's (buffered) apply channel is full; a held entry's future
+// releaseHeld proposes every lingering entry, in the order they were held,
+// and returns how many it proposed. propose and applyNow call it before they
+// hand their own entry to Raft, so that the held entries and theirs share a
+// batch; a write that finds others releasing waits until they are proposed,
+// so it never goes into the log before them. It blocks only as propose does,
+// while Raft's (buffered) apply channel is full; a held entry's future
 // answers ErrNotLeader if this node no longer leads.
-func (s *Store) releaseHeld() { s.release() }
-
-// release is releaseHeld, returning how many entries it proposed.
-func (s *Store) release() int {
+func (s *Store) releaseHeld() int {
 	if s.linger.n.Load() == 0 {
 		return 0
 	}
 	s.linger.mu.Lock()
+	defer s.linger.mu.Unlock()
 	held := s.linger.held
-	s.linger.held = nil
-	s.linger.n.Store(0)
-	s.linger.mu.Unlock()
 	for _, h := range held {
 		now, wall := s.clock.read()
 		e := command.Entry{Kind: command.KindCommand, Time: now, Wall: wall, Args: h.args}
 		h.fut <- s.raft.Apply(e.Encode(), 0)
 	}
+	s.linger.held = nil
+	s.linger.n.Store(0)
 	return len(held)
 }
