@@ -35,10 +35,15 @@ import (
 
 // lingerMax bounds how long an acquire that is expected to queue waits for
 // another write to share its commit. A hand-over's release follows the
-// queued acquire by about a client round trip (0.1-0.3 ms on the benchmark
-// machine); past that nothing is lost by waiting, as the acquire's client
-// waits for a release anyway.
-const lingerMax = time.Millisecond
+// queued acquire by about a client round trip, 0.1-0.3 ms on an idle
+// machine but often more than 1 ms on a loaded one; and waiting longer costs
+// nothing, as the acquire's client waits for a release anyway (only an
+// acquire the guess got wrong pays it). One group, 3 nodes, 16 waiters on
+// one name, 8 s on the 2-core VM: with 1 ms 32% of the lingering acquires
+// went alone (1.28 log writes per hand-over, 626 hand-overs/s), with 3 ms
+// 0.8% (1.02, 814/s); `make bench-ab AB_GROUPS=1`, 4 pairs: 1.17x the
+// hand-overs, a single node (8 pairs) 0.77x and 1.06x: noise.
+const lingerMax = 3 * time.Millisecond
 
 // lingering holds the entries a leader lingers.
 type lingering struct {

@@ -92,8 +92,8 @@ var (
 		"scriptsbudget":  prometheus.NewDesc("lockd_scripts_refused_budget_total", "Scripts refused before the log for their instruction budget (or SCRIPT KILL).", nil, nil),
 		"scriptsbounded": prometheus.NewDesc("lockd_scripts_admitted_bounded_total", "Scripts admitted to the log without a dry run: statically bounded (no loops, no functions, few calls; lua.Engine.Bounded).", nil, nil),
 		"scriptsmemory":  prometheus.NewDesc("lockd_scripts_refused_memory_total", "Scripts refused before the log for their allocation budget.", nil, nil),
-		"lingered":       prometheus.NewDesc("lockd_lock_lingered_total", "Acquires this node, as leader, expected to queue and held back (at most 1 ms) to go into the log with the next write.", nil, nil),
-		"lingeredalone":  prometheus.NewDesc("lockd_lock_lingered_alone_total", "Of the lingered acquires, those that went into the log without a write to go with: none came within 1 ms.", nil, nil),
+		"lingered":       prometheus.NewDesc("lockd_lock_lingered_total", "Acquires this node, as leader, expected to queue and held back (at most 3 ms) to go into the log with the next write.", nil, nil),
+		"lingeredalone":  prometheus.NewDesc("lockd_lock_lingered_alone_total", "Of the lingered acquires, those that went into the log without a write to go with: none came within 3 ms.", nil, nil),
 	}
 	lateDesc = prometheus.NewDesc("lockd_lock_expired_while_held_total",
 		"Releases and extends that arrived after the holder's lease had ended (the holder was still working), by namespace prefix.", []string{"namespace"}, nil)
