@@ -301,6 +301,23 @@ func (r *lockRec) admits(mode command.LockMode, limit int64) bool {
 	return false
 }
 
+// limitMismatch reports whether op is a semaphore acquire whose LIMIT differs
+// from the semaphore's (its holders' or its waiters'): refused at once.
+func (r *lockRec) limitMismatch(op command.LockAcquire) bool {
+	if op.Mode != command.LockSemaphore {
+		return false
+	}
+	if len(r.holders) > 0 && r.mode == command.LockSemaphore && r.limit != op.Limit {
+		return true
+	}
+	for _, w := range r.waiters {
+		if w.mode == command.LockSemaphore && w.limit != op.Limit {
+			return true
+		}
+	}
+	return false
+}
+
 // add makes h a holder, the record taking h's mode when it was free.
 func (r *lockRec) add(h holder, mode command.LockMode, limit int64) {
 	if len(r.holders) == 0 {
@@ -490,15 +507,8 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		}
 		deadline = sessionBound
 	}
-	if op.Mode == command.LockSemaphore {
-		if len(rec.holders) > 0 && rec.mode == command.LockSemaphore && rec.limit != op.Limit {
-			return resp.Error("ERR LIMIT does not match the semaphore's limit")
-		}
-		for _, w := range rec.waiters {
-			if w.mode == command.LockSemaphore && w.limit != op.Limit {
-				return resp.Error("ERR LIMIT does not match the semaphore's limit")
-			}
-		}
+	if rec.limitMismatch(op) {
+		return resp.Error("ERR LIMIT does not match the semaphore's limit")
 	}
 	k.settle(op.Name, &rec, c)
 	// unchanged answers v, storing the record only if view or settle changed
@@ -763,50 +773,25 @@ func (k *Keyspace) settleDue(c Ctx) {
 
 // WouldWait guesses, from the state as it stands at log time now, whether the
 // blocking acquire op (WAIT > 0) would join its name's wait queue rather than
-// be answered at once: the name is a lock with live waiters, or under a
-// lock-delay, or with live holders that do not admit op and do not include
-// its owner. It changes nothing and decides nothing — the entry's apply does
-// — so a wrong guess costs only when the entry is proposed (the leader
-// lingers such entries, raftstore's linger.go). Callers hold the state's
-// read lock.
+// be answered at once: the record as lockAcquire sees it (view) has live
+// waiters, or a lock-delay, or live holders that do not admit op and do not
+// include its owner, and op's LIMIT fits. Namespace refusals (MAXTTL, SAFETY,
+// an unknown session) are not foreseen. It changes nothing and decides
+// nothing — the entry's apply does — so a wrong guess costs only when the
+// entry is proposed (the leader lingers such entries, raftstore's
+// linger.go). Callers hold the state's read lock.
 func (k *Keyspace) WouldWait(op command.LockAcquire, now int64) bool {
 	if op.Wait <= 0 {
 		return false
 	}
-	it := k.lookup(op.Name, now)
-	if it == nil || it.kind() != KindLock {
-		return false
+	it, rec, _, _, errv := k.lockOf(op.Name, now)
+	if it == nil || errv != nil || rec.limitMismatch(op) {
+		return false // free, another type, or refused at once
 	}
-	d := it.lock
-	live, delay := int64(0), d.delay()
-	for h := range it.holders {
-		if h.deadline <= now { // gone; its expiry starts the lock-delay (view)
-			if ld := d.lockDelay(); ld > 0 {
-				delay = max(delay, addSat(h.deadline, ld))
-			}
-			continue
-		}
+	for _, h := range rec.holders {
 		if h.owner == string(op.Owner) && h.session == op.Session {
 			return false // a re-entry or an extension: answered at once
 		}
-		live++
 	}
-	for _, w := range d.waiters() {
-		if w.deadline > now {
-			return true
-		}
-	}
-	switch {
-	case delay > now:
-		return true
-	case live == 0:
-		return false
-	case op.Mode != d.mode:
-		return true
-	case op.Mode == command.LockShared:
-		return false
-	case op.Mode == command.LockSemaphore:
-		return op.Limit == d.limit() && live >= d.limit() // a LIMIT mismatch is refused at once
-	}
-	return true
+	return len(rec.waiters) > 0 || rec.delay != 0 || !rec.admits(op.Mode, op.Limit) // lockAcquire's grant test
 }
