@@ -59,19 +59,19 @@ type heldEntry struct {
 	fut  chan raft.ApplyFuture
 }
 
-// proposeLate proposes a blocking acquire the machine expects to queue:
+// proposeLate proposes the blocking acquire op (its command entry's args)
 // with the next write of this group, or after lingerMax, whichever comes
-// first. Anything else is proposed at once. Called from doLocal; blocks for
-// at most lingerMax before it hands the entry to Raft.
-func (s *Store) proposeLate(ctx context.Context, r command.Request) (raft.ApplyFuture, error) {
-	op, ok := r.Op.(command.LockAcquire)
-	if !ok || !s.ready.Load() {
-		return s.propose(ctx, command.KindCommand, r.Args)
+// first, when the machine expects it to queue; else at once. Called from
+// doLocal for the last request of a batch (Do ends one at a blocking
+// acquire); blocks for at most lingerMax before it hands the entry to Raft.
+func (s *Store) proposeLate(ctx context.Context, op command.LockAcquire, args [][]byte) (raft.ApplyFuture, error) {
+	if !s.ready.Load() {
+		return s.propose(ctx, command.KindCommand, args)
 	}
 	if now, _ := s.clock.read(); !s.m.wouldWait(op, now) {
-		return s.propose(ctx, command.KindCommand, r.Args)
+		return s.propose(ctx, command.KindCommand, args)
 	}
-	h := &heldEntry{args: r.Args, fut: make(chan raft.ApplyFuture, 1)}
+	h := &heldEntry{args: args, fut: make(chan raft.ApplyFuture, 1)}
 	s.linger.mu.Lock()
 	s.linger.held = append(s.linger.held, h)
 	s.linger.n.Store(int32(len(s.linger.held)))

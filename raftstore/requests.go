@@ -122,8 +122,8 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		}
 		var f raft.ApplyFuture
 		var err error
-		if i == len(reqs)-1 && r.Blocks() && kind == command.KindCommand {
-			f, err = s.proposeLate(ctx, r) // lingers when it will queue (linger.go)
+		if op, ok := r.Op.(command.LockAcquire); ok && op.Wait > 0 && i == len(reqs)-1 {
+			f, err = s.proposeLate(ctx, op, args) // lingers when it will queue (linger.go)
 		} else {
 			f, err = s.propose(ctx, kind, args)
 		}
