@@ -249,6 +249,8 @@ resume() {
 
 for w in "${WORKLOADS[@]}"; do
 	for c in "${CLIENTS[@]}"; do
+		wait=() # lockd's waiters queue on the hot name (LOCK.ACQUIRE … WAIT)
+		[[ $w == hot-key ]] && wait=(-wait 4s)
 		for system in "${SYSTEMS[@]}"; do
 			resume "$system"
 			case $system in
@@ -258,15 +260,13 @@ for w in "${WORKLOADS[@]}"; do
 				;;
 			lockd-3g1)
 				if [[ $w == hot-key ]]; then
-					lb lockd-3g1d-lock "$w" "$c" -lock -wait 4s -direct # straight to the leader only (see the top)
+					lb lockd-3g1d-lock "$w" "$c" -lock "${wait[@]}" -direct # straight to the leader only (see the top)
 				else
 					lb lockd-3g1-lock "$w" "$c" -lock
 					lb lockd-3g1d-lock "$w" "$c" -lock -direct
 				fi
 				;;
 			lockd-*)
-				wait=()
-				[[ $w == hot-key ]] && wait=(-wait 4s)
 				lb "$system" "$w" "$c"
 				lb "$system-lock" "$w" "$c" -lock "${wait[@]}"
 				if [[ $system == lockd-3 ]]; then
