@@ -9,12 +9,15 @@ import (
 //
 // hashicorp/raft's leader writes a batch to its own log, waits for that
 // write, and only then sends the batch to its followers: every commit pays
-// two fsyncs in sequence (the leader's, then a follower's). In a group whose
+// two fsyncs in sequence (the leader's, then a follower's). Every group's
 // log is written by a committer (a logstore.Shared's group, or with one
-// group on the node logstore.OpenCommitted: every group that has
-// followers), the leader's StoreLogs instead returns as soon as the batch
-// is queued (logstore.Store.DeferSyncWhen), so the batch goes out while the
-// leader's fsync runs, and a commit costs the slower of the two.
+// group on the node logstore.OpenCommitted), and a leader whose group has
+// another voter (hasFollowers, asked at each write) has its StoreLogs
+// return as soon as the batch is queued (logstore.Store.DeferSyncWhen), so
+// the batch goes out while the leader's fsync runs, and a commit costs the
+// slower of the two. A lone voter's writes, and a follower's, do not defer
+// (a lone voter's OpenCommitted Store writes them on the caller's
+// goroutine, WriteInlineWhen).
 // hashicorp/raft then counts the leader's entry as stored before it is on
 // disk; two things keep that from ever showing:
 //

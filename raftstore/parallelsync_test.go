@@ -132,44 +132,72 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 	}
 }
 
-// A node started alone writes its log on the caller's goroutine (nothing to
-// overlap); once its cluster has grown (a member added with RAFT ADD) and a
-// snapshot holds the grown configuration, it defers its leader's fsync when
-// restarted, though started again without peers.
-func TestGrownNodeDefersAfterRestart(t *testing.T) {
-	dir := t.TempDir()
-	cfg := Config{NodeID: "n1", DataDir: dir, PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second}
-	a := openConfig(t, cfg)
-	if a.m.durable != nil {
-		a.Close()
-		t.Fatal("a lone node defers its fsync")
-	}
+// A node started alone writes its log without deferring (it has no
+// follower to overlap with); once its cluster has grown (a member added with
+// RAFT ADD), its leader sends a write to the new follower while its own
+// fsync is still held, without a restart, and answers the client only once
+// that fsync is done.
+func TestGrownNodeDefers(t *testing.T) {
+	h := &heldLog{release: make(chan struct{})}
+	a := openConfig(t, Config{NodeID: "n1", DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second, BeforeLogWrite: h.hook})
+	defer a.Close()
 	b, err := Open(Config{NodeID: "n2", DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", Join: true, ApplyTimeout: 3 * time.Second})
 	if err != nil {
-		a.Close()
 		t.Fatal(err)
 	}
 	defer b.Close()
+	if v := do(a, "SET", "k", "alone"); v.String() != "OK" {
+		t.Fatalf("SET alone: %v", v)
+	}
+	if a.logs.Durable() != a.raft.LastIndex() {
+		t.Fatalf("alone, the log is durable to %d of %d: a lone voter's write returns once on disk", a.logs.Durable(), a.raft.LastIndex())
+	}
 	ctx := context.Background()
 	add := command.Request{Op: command.Admin{Action: "add", ID: "n2", Addr: b.PeerAddr()}, Spec: command.AdminSpec}
 	if v := a.Do(ctx, []command.Request{add})[0]; v.String() != "OK" {
-		a.Close()
 		t.Fatalf("RAFT ADD: %v", v)
 	}
-	if err := a.raft.Snapshot().Error(); err != nil {
-		a.Close()
-		t.Fatalf("snapshot: %v", err)
+	if v := do(a, "SET", "k", "grown"); v.String() != "OK" {
+		t.Fatalf("SET after the add: %v", v)
 	}
-	cfg.PeerAddr = a.PeerAddr()
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.raft.LastIndex() < a.raft.LastIndex() {
+		if time.Now().After(deadline) {
+			t.Fatal("the new member did not catch up")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	again, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
+
+	before := a.raft.LastIndex()
+	h.armed.Store(true)
+	released := false
+	defer func() {
+		if !released {
+			close(h.release)
+		}
+	}()
+	reply := make(chan resp.Value, 1)
+	go func() { reply <- do(a, "SET", "k", "held") }()
+	for b.raft.LastIndex() <= before {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatal("the follower did not receive the write while the grown leader's fsync was held")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	defer again.Close()
-	if again.m.durable == nil {
-		t.Fatal("restarted with two members in its snapshot, the node does not defer its fsync")
+	select {
+	case v := <-reply:
+		t.Fatalf("the client was answered %v before the leader's copy was on disk", v)
+	default:
+	}
+	h.armed.Store(false)
+	close(h.release)
+	released = true
+	select {
+	case v := <-reply:
+		if v.String() != "OK" {
+			t.Fatalf("SET after the release: %v", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client was not answered after the leader's write was released")
 	}
 }

@@ -354,20 +354,17 @@ func Open(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("snapshot store in %s: %w", groupDir, err)
 	}
 	var logs *logstore.Store
-	// A group with followers writes through a committer (a Shared's, or with
-	// one group its own), so that its leader's fsync runs beside theirs
-	// (parallelsync.go); a lone voter has nothing to overlap and writes on
-	// the caller's goroutine. Both keep group-N/raft's files the same way, so
-	// a node may start either way on the same directory. A node started alone
-	// whose cluster grew finds its members in its newest snapshot.
-	deferring := cfg.sharedLog != nil || len(cfg.Peers) > 1 || cfg.Join || snapshotMembers(snaps) > 1
-	switch {
-	case cfg.sharedLog != nil:
+	// The log is written by a committer (a Shared's, or with one group on
+	// the node its own), so that a leader with followers lets its fsync run
+	// beside theirs (parallelsync.go); a lone voter's writes go to disk on
+	// the caller's goroutine when nothing is queued. group-N/raft keeps its
+	// files as logstore.Open does. Whether a leader defers is decided at
+	// each write, so a node started alone defers as soon as its cluster
+	// grows.
+	if cfg.sharedLog != nil {
 		logs, err = cfg.sharedLog.Group(cfg.Group, metrics.observeWrite)
-	case deferring:
+	} else {
 		logs, err = logstore.OpenCommitted(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite, BeforeWrite: cfg.BeforeLogWrite})
-	default:
-		logs, err = logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite})
 	}
 	if err != nil {
 		closePeer()
@@ -430,18 +427,21 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.WrapLogStore != nil { // fault tests only
 		logStore = cfg.WrapLogStore(logs)
 	}
-	if deferring { // the leader's fsync runs while the followers write theirs (parallelsync.go)
-		logs.DeferSyncWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader })
-		// Durability as the store Raft writes to reports it: a fault test's
-		// lying disk (logstore.Faulty) claims its acknowledged writes are on
-		// disk, as it claims they are stored.
-		var dur logstore.DurableLog = logs
-		if d, ok := logStore.(logstore.DurableLog); ok {
-			dur = d
-		}
-		m.durable = dur.WaitDurable
-		transport = capCommit{Inner: trans, durable: dur.Durable}
+	// A leader with followers lets its fsync run while they write theirs
+	// (parallelsync.go).
+	logs.DeferSyncWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader && hasFollowers(r) })
+	// A lone voter, which has nothing to overlap, writes on Raft's goroutine
+	// as if it had no committer; a follower's writes go through it.
+	logs.WriteInlineWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader && !hasFollowers(r) })
+	// Durability as the store Raft writes to reports it: a fault test's
+	// lying disk (logstore.Faulty) claims its acknowledged writes are on
+	// disk, as it claims they are stored.
+	var dur logstore.DurableLog = logs
+	if d, ok := logStore.(logstore.DurableLog); ok {
+		dur = d
 	}
+	m.durable = dur.WaitDurable
+	transport = capCommit{Inner: trans, durable: dur.Durable}
 	// The replicators read back what the leader just appended: serve the
 	// newest entries from memory instead of badger (hashicorp/raft's ring
 	// cache; it caches only what the store accepted).
@@ -493,15 +493,17 @@ func Open(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// snapshotMembers is how many servers the configuration of the newest
-// snapshot in snaps holds; 0 without one. It reads only the snapshots'
-// metadata.
-func snapshotMembers(snaps raft.SnapshotStore) int {
-	list, err := snaps.List() // newest first
-	if err != nil || len(list) == 0 {
-		return 0
+// hasFollowers reports whether r's latest configuration (committed or not)
+// has a voter besides this node: a lone voter's leader has nothing to
+// overlap its fsync with, and writes without deferring.
+func hasFollowers(r *raft.Raft) bool {
+	voters := 0
+	for _, srv := range r.GetConfiguration().Configuration().Servers {
+		if srv.Suffrage == raft.Voter {
+			voters++
+		}
 	}
-	return len(list[0].Configuration.Servers)
+	return voters > 1
 }
 
 func logsLast(l *logstore.Store) uint64 {

@@ -15,22 +15,45 @@ import (
 // value is the batch's error). The Shared is closed when the test ends.
 func heldShared(t *testing.T, dir string) (*Shared, chan error) {
 	t.Helper()
-	release := make(chan error)
-	stopped := make(chan struct{})
-	sh, err := OpenShared(dir, Options{BeforeWrite: func() error {
-		select {
-		case err := <-release:
-			return err
-		case <-stopped:
-			return ErrClosed
-		}
-	}})
+	opts, release, stopped := heldOptions()
+	sh, err := OpenShared(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { <-sh.stopped; close(stopped) }()
 	t.Cleanup(func() { sh.Close() })
 	return sh, release
+}
+
+// heldCommitted is heldShared for the Store of OpenCommitted, whose writes
+// that do not defer take the committer's turn on their own goroutine
+// (WriteInlineWhen): the hook holds them just the same.
+func heldCommitted(t *testing.T, dir string) (*Store, chan error) {
+	t.Helper()
+	opts, release, stopped := heldOptions()
+	st, err := OpenCommitted(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.WriteInlineWhen(func() bool { return true })
+	go func() { <-st.sh.stopped; close(stopped) }()
+	t.Cleanup(func() { st.Close() })
+	return st, release
+}
+
+// heldOptions are the Options of heldShared and heldCommitted: every batch
+// waits for a value on release, until stopped is closed.
+func heldOptions() (opts Options, release chan error, stopped chan struct{}) {
+	release, stopped = make(chan error), make(chan struct{})
+	opts.BeforeWrite = func() error {
+		select {
+		case err := <-release:
+			return err
+		case <-stopped:
+			return ErrClosed
+		}
+	}
+	return opts, release, stopped
 }
 
 // finished fails the test unless done (from returnsWithin) is closed within
@@ -59,14 +82,47 @@ func returnsWithin(d time.Duration, f func()) (chan struct{}, bool) {
 // A deferred StoreLogs returns before its batch is written; its entries are
 // readable and counted at once, Durable stays below them and WaitDurable
 // blocks until the committer has written them; a write that does not defer
-// waits for the deferred ones before it, and DeleteRange too.
+// waits for the deferred ones before it, and DeleteRange too. For a group of
+// a Shared, and for OpenCommitted's Store, whose writes that do not defer are
+// written on their caller's goroutine when nothing is queued, never before
+// what is.
 func TestDeferredStoreLogs(t *testing.T) {
-	dir := t.TempDir()
-	sh, release := heldShared(t, dir)
-	st, err := sh.Group(0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Run("group", func(t *testing.T) {
+		dir := t.TempDir()
+		sh, release := heldShared(t, dir)
+		st, err := sh.Group(0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testDeferredStoreLogs(t, st, release, func() *Store {
+			st.Close()
+			if err := sh.Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, st2 := openGroup(t, dir, Options{})
+			return st2
+		})
+	})
+	t.Run("committed", func(t *testing.T) {
+		dir := t.TempDir()
+		st, release := heldCommitted(t, dir)
+		testDeferredStoreLogs(t, st, release, func() *Store {
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st2, err := OpenCommitted(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st2.Close() })
+			return st2
+		})
+	})
+}
+
+// testDeferredStoreLogs runs TestDeferredStoreLogs on st, whose batches each
+// wait for a value on release; reopen closes st and opens its files again.
+func testDeferredStoreLogs(t *testing.T, st *Store, release chan error, reopen func() *Store) {
 	deferring := true
 	st.DeferSyncWhen(func() bool { return deferring })
 
@@ -123,16 +179,43 @@ func TestDeferredStoreLogs(t *testing.T) {
 		t.Fatalf("Durable = %d after every batch was written, want 6", d)
 	}
 	assertBounds(t, st, 2, 6)
-	// What a deferred write stored is on disk: a fresh Shared reads it.
-	st.Close()
-	if err := sh.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, st2 := openGroup(t, dir, Options{})
+	// What a deferred write stored is on disk: a fresh store reads it.
+	st2 := reopen()
 	assertBounds(t, st2, 2, 6)
 	assertHasLogs(t, st2, 2, 6, func(uint64) bool { return true })
 	if d := st2.Durable(); d != 6 {
 		t.Fatalf("Durable after reopening = %d, want 6", d)
+	}
+}
+
+// OpenCommitted's Store writes what it does not defer on the caller's
+// goroutine only when nothing is queued before it: behind a deferred write
+// that the committer has not finished, it does not (the write then goes
+// through the committer, after it); once that is on disk, it does.
+func TestCommittedWritesInlineOnlyWhenNothingQueued(t *testing.T) {
+	st, release := heldCommitted(t, t.TempDir())
+	st.DeferSyncWhen(func() bool { return true })
+	requireNoErr(t, st.StoreLogs(testLogs(1, 3)), "deferred StoreLogs")
+	var done bool
+	var err error
+	if _, ok := returnsWithin(5*time.Second, func() { done, err = st.sh.writeInline(&setsReq{committed: func(int, int) {}}) }); !ok {
+		go func() { // let the held writes go, so that the store closes
+			for {
+				release <- nil
+			}
+		}()
+		t.Fatal("writeInline behind a queued deferred write is writing (held at the hook), ahead of it")
+	}
+	if done || err != nil {
+		t.Fatalf("writeInline behind a queued deferred write: done %v, err %v; want not done", done, err)
+	}
+	release <- nil
+	if _, ok := returnsWithin(5*time.Second, func() { requireNoErr(t, st.WaitDurable(3), "WaitDurable") }); !ok {
+		t.Fatal("the deferred write was not written")
+	}
+	go func() { release <- nil }() // the inline write's turn at the hook
+	if done, err = st.sh.writeInline(&setsReq{committed: func(int, int) {}}); !done || err != nil {
+		t.Fatalf("writeInline with nothing queued: done %v, err %v; want done", done, err)
 	}
 }
 

@@ -325,8 +325,16 @@ type Shared struct {
 	// several groups asked for meanwhile in one transaction and makes it
 	// durable with one fdatasync of the journal (journal.go): this is what
 	// makes groups share an fsync.
-	reqs      chan *setsReq
-	journal   *journal // nil in memory
+	reqs    chan *setsReq
+	journal *journal // nil in memory
+
+	// The Store of OpenCommitted may write what it does not defer on its
+	// caller's goroutine, as Open's does, when nothing is queued before it
+	// (WriteInlineWhen, writeInline): wmu makes the committer and such a caller take turns
+	// at journalBatch, and queued counts the requests enqueued and not yet
+	// answered, so that an inline write never overtakes one.
+	wmu       sync.Mutex
+	queued    atomic.Int64
 	stopped   chan struct{}
 	closeOnce sync.Once
 	commits   atomic.Uint64 // batches the committer made durable
@@ -379,12 +387,40 @@ func (sh *Shared) commit(r *setsReq) error {
 
 // enqueue hands r to the committer without waiting for it to be written.
 func (sh *Shared) enqueue(r *setsReq) error {
+	sh.queued.Add(1)
 	select {
 	case sh.reqs <- r:
 		return nil
 	case <-sh.stopped:
+		sh.queued.Add(-1)
 		return ErrClosed
 	}
+}
+
+// writeInline writes r on the caller's goroutine, as the committer would
+// have written it alone, if nothing is queued before it and the committer is
+// not writing, and reports whether it did (if not, the caller enqueues r);
+// it does not wait for the committer. It saves the two
+// goroutine hand-offs of a write through the committer: for the Store of
+// OpenCommitted (WriteInlineWhen).
+func (sh *Shared) writeInline(r *setsReq) (bool, error) {
+	if !sh.wmu.TryLock() { // the committer is writing: r goes after that
+		return false, nil
+	}
+	defer sh.wmu.Unlock()
+	if sh.queued.Load() != 0 {
+		return false, nil
+	}
+	select {
+	case <-sh.stopped: // the committer may have closed toApply
+		return true, ErrClosed
+	default:
+	}
+	var err error
+	r.onDone = func(e error) { err = e }
+	sh.requests.Add(1)
+	sh.journalBatch([]*setsReq{r})
+	return true, err
 }
 
 // linger is how long the committer waits for more groups' appends before it
@@ -403,7 +439,11 @@ const linger = 100 * time.Microsecond
 // committer writes the queued StoreLogs, all that are waiting at once, until
 // Close.
 func (sh *Shared) committer() {
-	defer close(sh.toApply)
+	defer func() {
+		sh.wmu.Lock() // no inline write is sending to the applier
+		close(sh.toApply)
+		sh.wmu.Unlock()
+	}()
 	last := 0 // the size of the previous batch
 	for {
 		var batch []*setsReq
@@ -432,7 +472,10 @@ func (sh *Shared) committer() {
 		}
 		last = len(batch)
 		sh.requests.Add(uint64(len(batch)))
+		sh.wmu.Lock()
 		sh.journalBatch(batch)
+		sh.queued.Add(-int64(len(batch)))
+		sh.wmu.Unlock()
 	}
 }
 
@@ -440,7 +483,8 @@ func (sh *Shared) committer() {
 // requests (each then counts as stored, r.committed(0, len(r.keys))), then
 // hands it to the applier, which writes it into badger; reads of the DB wait
 // for that first (badgerLag.wait). On an error nothing is handed over and
-// every request gets the error. Called on the committer only.
+// every request gets the error. Called with sh.wmu held (the committer, or
+// writeInline).
 func (sh *Shared) journalBatch(batch []*setsReq) {
 	err := sh.lag.err()
 	if err == nil && sh.opts.BeforeWrite != nil {
@@ -518,8 +562,9 @@ func (sh *Shared) Group(g int, obs func(time.Duration)) (*Store, error) {
 // writes go through a committer goroutine, as a Shared's groups' do, so that
 // DeferSyncWhen applies to it: for a Raft group alone on its node, whose
 // leader then sends a batch to its followers while its own fsync runs
-// (raftstore/parallelsync.go). A write that does not defer costs one
-// goroutine hand-off more than Open's, which writes on the caller's. Its
+// (raftstore/parallelsync.go). With WriteInlineWhen, a write that does not
+// defer is written on the caller's goroutine, as Open's are, unless writes
+// are still queued (it then goes through the committer, after them). Its
 // Close closes the DB as well.
 func OpenCommitted(dir string, opts Options) (*Store, error) {
 	sh, err := OpenShared(dir, opts)
@@ -989,11 +1034,17 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 }
 
 // write writes r and waits until it is fsynced: through the shared committer
-// when the log is shared (with whatever the other groups write meanwhile),
+// when the log is shared (with whatever the other groups write meanwhile;
+// OpenCommitted's Store on its own goroutine, WriteInlineWhen),
 // else journaled and then written in as few of its own transactions as
 // badger allows (writeBatch).
 func (s *Store) write(r *setsReq) error {
 	if s.sh != nil {
+		if s.ownsShared && s.dur.inline != nil && s.dur.inline() {
+			if done, err := s.sh.writeInline(r); done {
+				return err
+			}
+		}
 		return s.sh.commit(r)
 	}
 	// One write at a time from journal to badger: a journal file the rotator
