@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 type heldLog struct {
 	armed   atomic.Bool
 	release chan struct{}
+	once    sync.Once
 }
 
 func (h *heldLog) hook() error {
@@ -23,6 +25,32 @@ func (h *heldLog) hook() error {
 		<-h.release
 	}
 	return nil
+}
+
+// letGo disarms h and lets every held batch go; later calls do nothing.
+func (h *heldLog) letGo() {
+	h.armed.Store(false)
+	h.once.Do(func() { close(h.release) })
+}
+
+// answeredOnRelease fails the test if reply already holds the answer to a
+// write the leader's held log holds; then lets the log go and expects OK.
+func answeredOnRelease(t *testing.T, h *heldLog, reply chan resp.Value) {
+	t.Helper()
+	select {
+	case v := <-reply:
+		t.Fatalf("the client was answered %v before the leader's copy was on disk", v)
+	default:
+	}
+	h.letGo()
+	select {
+	case v := <-reply:
+		if v.String() != "OK" {
+			t.Fatalf("SET after the release: %v", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client was not answered after the leader's write was released")
+	}
 }
 
 // TestLeaderFsyncRunsWithReplication: with the group leader's own log write
@@ -70,12 +98,7 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 	before := leader.raft.LastIndex()
 	h := holds[li]
 	h.armed.Store(true)
-	released := false
-	defer func() {
-		if !released {
-			close(h.release)
-		}
-	}()
+	defer h.letGo()
 	reply := make(chan resp.Value, 1)
 	go func() { reply <- ndo(c.nodes[li], "SET", key, "after") }()
 
@@ -112,17 +135,7 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 		}
 	}
 
-	h.armed.Store(false)
-	close(h.release)
-	released = true
-	select {
-	case v := <-reply:
-		if v.String() != "OK" {
-			t.Fatalf("SET after the release: %v", v)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the client was not answered after the leader's write was released")
-	}
+	answeredOnRelease(t, h, reply)
 	for _, f := range followers {
 		select {
 		case <-f.m.appliedCh(entry):
@@ -170,12 +183,7 @@ func TestGrownNodeDefers(t *testing.T) {
 
 	before := a.raft.LastIndex()
 	h.armed.Store(true)
-	released := false
-	defer func() {
-		if !released {
-			close(h.release)
-		}
-	}()
+	defer h.letGo()
 	reply := make(chan resp.Value, 1)
 	go func() { reply <- do(a, "SET", "k", "held") }()
 	for b.raft.LastIndex() <= before {
@@ -184,20 +192,5 @@ func TestGrownNodeDefers(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	select {
-	case v := <-reply:
-		t.Fatalf("the client was answered %v before the leader's copy was on disk", v)
-	default:
-	}
-	h.armed.Store(false)
-	close(h.release)
-	released = true
-	select {
-	case v := <-reply:
-		if v.String() != "OK" {
-			t.Fatalf("SET after the release: %v", v)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the client was not answered after the leader's write was released")
-	}
+	answeredOnRelease(t, h, reply)
 }
