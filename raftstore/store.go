@@ -428,10 +428,18 @@ func Open(cfg Config) (*Store, error) {
 		logStore = cfg.WrapLogStore(logs)
 	}
 	// A leader with followers lets its fsync run while they write theirs
-	// (parallelsync.go).
-	logs.DeferSyncWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader && hasFollowers(r) })
-	// A lone voter, which has nothing to overlap, writes on Raft's goroutine
-	// as if it had no committer; a follower's writes go through it.
+	// (parallelsync.go). So does a leader of a group in a shared log, with
+	// followers or not: its leader loop goes on while the committer writes
+	// what several groups queued (a lone node of 8 groups made 0.89x the
+	// cycles/s writing without deferring, 2 pairs of 64 clients).
+	shared := cfg.sharedLog != nil
+	logs.DeferSyncWhen(func() bool {
+		r := leader.Load()
+		return r != nil && r.State() == raft.Leader && (shared || hasFollowers(r))
+	})
+	// A lone voter of a log of its own, which has nothing to overlap, writes
+	// on Raft's goroutine as if it had no committer; a follower's writes go
+	// through it.
 	logs.WriteInlineWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader && !hasFollowers(r) })
 	// Durability as the store Raft writes to reports it: a fault test's
 	// lying disk (logstore.Faulty) claims its acknowledged writes are on
