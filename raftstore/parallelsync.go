@@ -12,7 +12,7 @@ import (
 // two fsyncs in sequence (the leader's, then a follower's). Every group's
 // log is written by a committer (a logstore.Shared's group, or with one
 // group on the node logstore.OpenCommitted), and a leader whose group has
-// another voter (hasFollowers, asked at each write), or whose log is
+// another voter (asked at each write), or whose log is
 // shared with other groups, has its StoreLogs return as soon as the batch
 // is queued (logstore.Store.DeferSyncWhen), so the batch goes out while
 // the leader's fsync runs, and a commit costs the slower of the two. A

@@ -435,12 +435,14 @@ func Open(cfg Config) (*Store, error) {
 	shared := cfg.sharedLog != nil
 	logs.DeferSyncWhen(func() bool {
 		r := leader.Load()
-		return r != nil && r.State() == raft.Leader && (shared || hasFollowers(r))
+		return r != nil && r.State() == raft.Leader && (shared || voters(r) > 1)
 	})
-	// A lone voter of a log of its own, which has nothing to overlap, writes
-	// on Raft's goroutine as if it had no committer; a follower's writes go
-	// through it.
-	logs.WriteInlineWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader && !hasFollowers(r) })
+	if !shared {
+		// A lone voter of a log of its own, which has nothing to overlap,
+		// writes on Raft's goroutine as if it had no committer; a
+		// follower's writes go through it.
+		logs.WriteInlineWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader && voters(r) == 1 })
+	}
 	// Durability as the store Raft writes to reports it: a fault test's
 	// lying disk (logstore.Faulty) claims its acknowledged writes are on
 	// disk, as it claims they are stored.
@@ -501,17 +503,20 @@ func Open(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// hasFollowers reports whether r's latest configuration (committed or not)
-// has a voter besides this node: a lone voter's leader has nothing to
-// overlap its fsync with, and writes without deferring.
-func hasFollowers(r *raft.Raft) bool {
-	voters := 0
-	for _, srv := range r.GetConfiguration().Configuration().Servers {
+// voters is how many voters r's latest configuration (committed or not)
+// holds.
+func voters(r *raft.Raft) int {
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	n := 0
+	for _, srv := range f.Configuration().Servers {
 		if srv.Suffrage == raft.Voter {
-			voters++
+			n++
 		}
 	}
-	return voters > 1
+	return n
 }
 
 func logsLast(l *logstore.Store) uint64 {
@@ -561,17 +566,7 @@ func (s *Store) PeerAddr() string { return string(s.trans.LocalAddr()) }
 // Replicas is what WAIT answers: the number of other voters that are guaranteed
 // to hold every acknowledged write (a majority less this node).
 func (s *Store) Replicas() int {
-	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
-		return 0
-	}
-	voters := 0
-	for _, srv := range f.Configuration().Servers {
-		if srv.Suffrage == raft.Voter {
-			voters++
-		}
-	}
-	return voters / 2 // a majority, less this node
+	return voters(s.raft) / 2 // a majority, less this node
 }
 
 // Stats returns Raft's state for INFO's raft section, as name/value pairs in a
