@@ -16,11 +16,16 @@
 // request becomes a raft.RPC on the Transport's Consumer channel, which
 // also relays every RPC of the wrapped transport, so hashicorp/raft sees one
 // transport. Requests on one connection are answered in order, each answer
-// written as soon as the follower has it.
+// written as soon as the follower has it. Requests that arrived together
+// (while Raft wrote the one before) are handed to Raft as one request when
+// each continues the one before it: one log write and one fsync for all,
+// the same answer to each.
 package appendpipe
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -38,11 +43,16 @@ import (
 // header) falls back to the wrapped transport.
 const greeting byte = 1
 
-// DefaultMaxInFlight is Config.MaxInFlight's default: hashicorp/raft's
-// (NetworkTransportConfig.MaxRPCsInFlight). Deeper pipelines send more,
-// smaller batches: with 128 in flight a loaded 3-node cluster of 8 groups
-// did about 0.85x the cycles/s, at 1.3x the p99, of 2.
-const DefaultMaxInFlight = 2
+// DefaultMaxInFlight is Config.MaxInFlight's default. With hashicorp/raft's
+// two, a loaded follower always had the next request queued behind the one
+// it was writing, and an entry waited out both fsyncs; with more in flight
+// the leader sends what it appends at once, and the follower hands Raft all
+// that arrived during its last write as one request (serve), one fsync. 8
+// against 2 (make bench-ab, 64 clients, 4 pairs each): 1.12x the cycles/s
+// at 0.91x the p99 for one group, 1.11x at 0.89x for 8 groups. Without the
+// merge a deeper pipeline only sent more, smaller batches, each written
+// after the other (128: 0.85x the cycles/s, 1.3x the p99).
+const DefaultMaxInFlight = 8
 
 // Inner is what a Transport wraps: a raft.Transport with pre-vote and Close,
 // as hashicorp/raft's NetworkTransport is.
@@ -242,20 +252,34 @@ func (t *Transport) serve(conn net.Conn) {
 	}
 	respCh := make(chan raft.RPCResponse, 1)
 	var out []byte
+	var held *raft.AppendEntriesRequest // read while merging, and not merged
 	for {
-		p, err := readFrame(r)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				t.log.Debug("appendpipe: reading a request", "remote", conn.RemoteAddr().String(), "err", err)
+		req := held
+		held = nil
+		if req == nil {
+			var err error
+			if req, err = t.readRequest(conn, r); err != nil {
+				return
 			}
-			return
 		}
-		req, err := decodeRequest(p)
-		if err != nil {
-			t.log.Warn("appendpipe: closing a connection", "remote", conn.RemoteAddr().String(), "err", err)
-			return
+		// The requests that came in behind req while Raft wrote the one
+		// before (the leader pipelines up to MaxInFlight) go to Raft with
+		// it as one: one log write, one fsync, instead of one each after
+		// another.
+		n := 1
+		for len(req.Entries) < MaxMergedEntries && frameBuffered(r) {
+			next, err := t.readRequest(conn, r)
+			if err != nil {
+				return
+			}
+			if !follows(req, next) {
+				held = next
+				break
+			}
+			req.Entries = append(req.Entries, next.Entries...)
+			req.LeaderCommitIndex = max(req.LeaderCommitIndex, next.LeaderCommitIndex)
+			n++
 		}
-		t.served.Add(1)
 		select {
 		case t.consumer <- raft.RPC{Command: req, RespChan: respCh}:
 		case <-t.shutdown:
@@ -271,9 +295,14 @@ func (t *Transport) serve(conn net.Conn) {
 		if ae == nil { // not one raft gives; a zero answer is a failure to the leader
 			ae = &raft.AppendEntriesResponse{}
 		}
+		// Each request merged gets the merged one's answer: stored together,
+		// or refused together (a request that follows a refused one would
+		// have been refused too: its previous entry is not in the log).
 		out = appendResponse(out[:0], ae, resp.Error)
-		if err := writeFrame(w, out); err != nil {
-			return
+		for range n {
+			if err := writeFrame(w, out); err != nil {
+				return
+			}
 		}
 		// Each answer leaves at once, even with the next request already
 		// read: holding it for the next one would make this commit wait
@@ -282,6 +311,51 @@ func (t *Transport) serve(conn net.Conn) {
 			return
 		}
 	}
+}
+
+// MaxMergedEntries bounds the entries a follower's pipe hands Raft as one
+// request when it merges requests that arrived together (serve).
+const MaxMergedEntries = 4 * 512
+
+// readRequest reads and decodes the next request on a served connection; an
+// error ends the connection (it is logged when it is not the connection's
+// end).
+func (t *Transport) readRequest(conn net.Conn, r *bufio.Reader) (*raft.AppendEntriesRequest, error) {
+	p, err := readFrame(r)
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			t.log.Debug("appendpipe: reading a request", "remote", conn.RemoteAddr().String(), "err", err)
+		}
+		return nil, err
+	}
+	req, err := decodeRequest(p)
+	if err != nil {
+		t.log.Warn("appendpipe: closing a connection", "remote", conn.RemoteAddr().String(), "err", err)
+		return nil, err
+	}
+	t.served.Add(1)
+	return req, nil
+}
+
+// frameBuffered reports whether r already holds a whole frame, so that
+// reading it does not wait for the network.
+func frameBuffered(r *bufio.Reader) bool {
+	b, _ := r.Peek(min(r.Buffered(), binary.MaxVarintLen64))
+	n, k := binary.Uvarint(b)
+	return k > 0 && n <= uint64(r.Buffered()-k)
+}
+
+// follows reports whether b continues a: the same leader and term, and b's
+// previous entry is a's last (a's previous one when a carries none), so that
+// one request carrying both asks of the follower what the two did in turn.
+func follows(a, b *raft.AppendEntriesRequest) bool {
+	lastIndex, lastTerm := a.PrevLogEntry, a.PrevLogTerm
+	if n := len(a.Entries); n > 0 {
+		lastIndex, lastTerm = a.Entries[n-1].Index, a.Entries[n-1].Term
+	}
+	return b.Term == a.Term && bytes.Equal(b.Leader, a.Leader) &&
+		b.ProtocolVersion == a.ProtocolVersion && bytes.Equal(b.ID, a.ID) && bytes.Equal(b.Addr, a.Addr) &&
+		b.PrevLogEntry == lastIndex && b.PrevLogTerm == lastTerm
 }
 
 // AppendEntriesPipeline opens a pipeline to target on this package's

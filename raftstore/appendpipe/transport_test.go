@@ -1,6 +1,8 @@
 package appendpipe
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -414,5 +416,85 @@ func TestCloseWaitsForHeartbeats(t *testing.T) {
 	}
 	if r := heartbeat(); !errors.Is(r.Error, raft.ErrTransportShutdown) || calls != 1 {
 		t.Fatalf("heartbeat after Close: %v, %d handler calls; want ErrTransportShutdown, 1", r.Error, calls)
+	}
+}
+
+// chained is the i-th of a run of requests of one leader and term, each
+// continuing the one before: entries 2i and 2i+1, after entry 2i-1.
+func chained(i int, term uint64) *raft.AppendEntriesRequest {
+	req := request(i)
+	req.Term = term
+	return req
+}
+
+// Requests that reach a follower together go to its Raft as one request
+// (one log write, one fsync): the entries of all of them in order, the last
+// one's commit index; each gets the answer to it, in order. A request that
+// does not continue the run (another term) goes to Raft after it, alone.
+func TestMergesRequestsThatArriveTogether(t *testing.T) {
+	follower := newNode(t, nil)
+	seen := make(chan *raft.AppendEntriesRequest, 10)
+	defer follower.follow(seen)()
+	c, err := net.Dial("tcp", string(follower.addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	if g, err := r.ReadByte(); err != nil || g != greeting {
+		t.Fatalf("greeting: %v %x", err, g)
+	}
+	// One write, so that all five are in the follower's buffer at its first read.
+	var sent []*raft.AppendEntriesRequest
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	for i := 1; i <= 5; i++ {
+		term := uint64(7)
+		if i == 5 {
+			term = 8
+		}
+		req := chained(i, term)
+		sent = append(sent, req)
+		if err := writeFrame(w, appendRequest(nil, req)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Flush()
+	if _, err := c.Write(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []uint64{sent[3].Entries[1].Index, sent[3].Entries[1].Index, sent[3].Entries[1].Index, sent[3].Entries[1].Index, sent[4].Entries[1].Index} {
+		p, err := readFrame(r)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i+1, err)
+		}
+		var resp raft.AppendEntriesResponse
+		if rpcErr, err := decodeResponse(p, &resp); err != nil || rpcErr != nil || !resp.Success || resp.LastLog != want {
+			t.Fatalf("answer %d: %+v (%v, %v), want success with last log %d", i+1, resp, rpcErr, err, want)
+		}
+	}
+	var got []*raft.AppendEntriesRequest
+	for len(seen) > 0 {
+		got = append(got, <-seen)
+	}
+	if len(got) != 2 {
+		t.Fatalf("Raft got %d requests, want 2 (four merged, then the one of another term)", len(got))
+	}
+	var entries []uint64
+	for _, l := range got[0].Entries {
+		entries = append(entries, l.Index)
+	}
+	if want := []uint64{2, 3, 4, 5, 6, 7, 8, 9}; !reflect.DeepEqual(entries, want) {
+		t.Fatalf("merged request carries entries %v, want %v", entries, want)
+	}
+	if m := got[0]; m.PrevLogEntry != 1 || m.Term != 7 || m.LeaderCommitIndex != sent[3].LeaderCommitIndex {
+		t.Fatalf("merged request: prev %d term %d commit %d, want 1, 7, %d", m.PrevLogEntry, m.Term, m.LeaderCommitIndex, sent[3].LeaderCommitIndex)
+	}
+	if got[1].Term != 8 || got[1].PrevLogEntry != 9 || len(got[1].Entries) != 2 {
+		t.Fatalf("the request of another term arrived as %+v", got[1])
+	}
+	if _, served, _ := follower.t.Stats(); served != 5 {
+		t.Fatalf("served %d requests, want 5", served)
 	}
 }
