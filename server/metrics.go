@@ -67,6 +67,7 @@ func (s *Server) newMetrics() *prometheus.Registry {
 	counter("lockd_resp_rejected_connections_total", "Connections refused at -maxclients.", sec(func(c redisproto.SecurityCounters) int64 { return c.MaxClients }))
 	counter("lockd_resp_output_buffer_disconnects_total", "Clients disconnected because their queued output passed -client-output-buffer-limit.", sec(func(c redisproto.SecurityCounters) int64 { return c.OutputDisconnects }))
 	counter("lockd_resp_protocol_errors_total", "Requests refused as malformed or over a request limit (-proto-max-bulk-len, -max-args).", sec(func(c redisproto.SecurityCounters) int64 { return c.ProtocolErrors }))
+	reg.MustRegister(s.cfg.Collectors...)
 	return reg
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/lockd/lockd/raftstore"
 	"github.com/lockd/lockd/redisproto"
 	"github.com/lockd/lockd/tlsconf"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 )
@@ -38,6 +39,10 @@ type Config struct {
 	// Pprof serves Go's runtime profiles (net/http/pprof) under /debug/pprof/
 	// on the HTTP door, without authentication: for profiling benchmarks.
 	Pprof bool
+	// Collectors are served on /metrics beside the server's own (cmd/lockd's
+	// -raft-metrics: hashicorp/raft's timers). Their names must not collide
+	// with the server's.
+	Collectors []prometheus.Collector
 	// Peers are the voters of a new cluster, this node included ("" = a
 	// single-node cluster); see raftstore.Config.Peers.
 	Peers []raftstore.Peer

@@ -89,6 +89,7 @@ func run(args []string, stderr io.Writer) int {
 		tlsKey   = fs.String("tls-key", "", "PEM private key of -tls-cert")
 		tlsCA    = fs.String("tls-ca", "", "PEM CA bundle: the peer port uses mutual TLS, accepting only nodes whose certificate it signed")
 		tlsCAuth = fs.Bool("tls-client-auth", false, "require RESP and HTTP clients to present a certificate signed by -tls-ca")
+		raftMet  = fs.Bool("raft-metrics", false, "also serve hashicorp/raft's own timers and counters on /metrics (raft_commitTime, raft_replication_appendEntries_rpc, raft_rpc_appendEntries_storeLogs, raft_fsm_applyBatch, ...: where a write's time goes; in ms, all groups together; costs some CPU per write)")
 		pprofOn  = fs.Bool("pprof", false, "serve Go's runtime profiles under /debug/pprof/ on -http-addr, without authentication (for profiling; keep the HTTP address private)")
 		confFile = fs.String("config", "", "a file of \"flag = value\" lines (see above)")
 	)
@@ -143,6 +144,14 @@ func run(args []string, stderr io.Writer) int {
 	cfg.Groups = *groups
 	cfg.Redirect = *redirect
 	cfg.Pprof = *pprofOn
+	if *raftMet {
+		c, err := raftMetrics()
+		if err != nil {
+			fmt.Fprintf(stderr, "lockd: -raft-metrics: %v\n", err)
+			return 1
+		}
+		cfg.Collectors = append(cfg.Collectors, c)
+	}
 	cfg.TLS = tlsconf.Options{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ClientAuth: *tlsCAuth}
 	if *peers != "" {
 		ps, err := parsePeers(*peers)
