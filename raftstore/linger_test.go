@@ -135,7 +135,8 @@ func TestLingeringAcquireOfClosedStore(t *testing.T) {
 	do(s, "LOCK.ACQUIRE", "hot", "a", "PX", "60000")
 	b := waitAcquire(s, "hot", "b")
 	waitFor(t, 10*time.Second, "b's acquire to linger", func() bool { return s.linger.n.Load() == 1 })
-	go s.Close()
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
 	select {
 	case res := <-b:
 		v := res.v
@@ -144,5 +145,12 @@ func TestLingeringAcquireOfClosedStore(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("b still lingering 20 s after Close")
+	}
+	// Close may still be writing its files when b is answered: the test's
+	// directory goes only after it is done.
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return in 20 s")
 	}
 }
