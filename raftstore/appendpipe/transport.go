@@ -313,8 +313,10 @@ func (t *Transport) serve(conn net.Conn) {
 	}
 }
 
-// MaxMergedEntries bounds the entries a follower's pipe hands Raft as one
-// request when it merges requests that arrived together (serve).
+// MaxMergedEntries bounds a merged request (serve): a follower's pipe adds no
+// further request to one that carries this many entries, so one request
+// carries at most this many plus one leader request's (hashicorp/raft sends
+// at most MaxAppendEntries per request).
 const MaxMergedEntries = 4 * 512
 
 // readRequest reads and decodes the next request on a served connection; an
