@@ -438,10 +438,12 @@ func Open(cfg Config) (*Store, error) {
 		return r != nil && r.State() == raft.Leader && (shared || voters(r) > 1)
 	})
 	if !shared {
-		// A lone voter of a log of its own, which has nothing to overlap,
-		// writes on Raft's goroutine as if it had no committer; a
-		// follower's writes go through it.
-		logs.WriteInlineWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader && voters(r) == 1 })
+		// A leader's write that did not defer (above: a lone voter's, or a
+		// DeleteRange) goes to disk on Raft's goroutine as if the log had no
+		// committer, when nothing is queued before it; a follower's writes go
+		// through the committer. logstore asks this only for a write that did
+		// not defer, so the voter count is not asked again.
+		logs.WriteInlineWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader })
 	}
 	// Durability as the store Raft writes to reports it: a fault test's
 	// lying disk (logstore.Faulty) claims its acknowledged writes are on

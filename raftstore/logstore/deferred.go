@@ -69,7 +69,8 @@ func (s *Store) DeferSyncWhen(f func() bool) {
 // before it, instead of through the committer (two goroutine hand-offs
 // fewer): for a lone voter, whose writes all wait for their fsync. Only the
 // Store of OpenCommitted writes inline; f is called on the writing
-// goroutine. Call it before the Store is used.
+// goroutine, and only for a write that did not defer (DeferSyncWhen's
+// predicate said no first). Call it before the Store is used.
 //
 // Not for a follower: on the development VM a follower writing its appends
 // inline made 0.89x the hot-name hand-overs of one writing them through the
