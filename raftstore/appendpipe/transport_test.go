@@ -266,25 +266,35 @@ func TestCloseWithRequestInFlight(t *testing.T) {
 	}
 }
 
+// dialPipe connects to n's pipe listener as a leader's pipeline would and
+// reads its greeting; the connection has a 5 s deadline and closes when the
+// test ends.
+func dialPipe(t *testing.T, n *node) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", string(n.addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	if g, err := r.ReadByte(); err != nil || g != greeting {
+		t.Fatalf("greeting: %v %x", err, g)
+	}
+	return c, r
+}
+
 // A follower that receives a frame it cannot decode closes the connection:
 // the request's future fails rather than being answered.
 func TestGarbageClosesConnection(t *testing.T) {
 	follower := newNode(t, nil)
 	defer follower.follow(nil)()
-	c, err := net.Dial("tcp", string(follower.addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	var g [1]byte
-	if _, err := c.Read(g[:]); err != nil || g[0] != greeting {
-		t.Fatalf("greeting: %v %x", err, g)
-	}
+	c, r := dialPipe(t, follower)
 	if _, err := c.Write([]byte{3, 0xff, 0xff, 0xff}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := c.Read(g[:]); err == nil {
+	var g [1]byte
+	if n, err := r.Read(g[:]); err == nil {
 		t.Fatalf("follower answered garbage with %d bytes", n)
 	}
 	if _, s, _ := follower.t.Stats(); s != 0 {
@@ -435,16 +445,7 @@ func TestMergesRequestsThatArriveTogether(t *testing.T) {
 	follower := newNode(t, nil)
 	seen := make(chan *raft.AppendEntriesRequest, 10)
 	defer follower.follow(seen)()
-	c, err := net.Dial("tcp", string(follower.addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	r := bufio.NewReader(c)
-	if g, err := r.ReadByte(); err != nil || g != greeting {
-		t.Fatalf("greeting: %v %x", err, g)
-	}
+	c, r := dialPipe(t, follower)
 	// One write, so that all five are in the follower's buffer at its first read.
 	var sent []*raft.AppendEntriesRequest
 	var buf bytes.Buffer
