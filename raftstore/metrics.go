@@ -15,6 +15,7 @@ import (
 type storeMetrics struct {
 	commit         prometheus.Histogram // propose → applied, on the leader
 	fsync          prometheus.Histogram // one synced log write
+	appliedEarly   prometheus.Counter   // batches applied on followers' acks before the leader's own fsync
 	leaderChanges  atomic.Int64         // times this node took office
 	rateLimited    atomic.Int64         // requests refused with RATELIMITED
 	scriptsBudget  atomic.Int64         // scripts refused by the dry run: instruction budget or SCRIPT KILL
@@ -33,12 +34,14 @@ func newStoreMetrics() *storeMetrics {
 			Help: "Time from proposing a write to its reply (committed on a quorum and applied), on the leader.", Buckets: latencyBuckets}),
 		fsync: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lockd_fsync_seconds",
 			Help: "Duration of one synced Raft log write (one fsync, one or more entries).", Buckets: latencyBuckets}),
+		appliedEarly: prometheus.NewCounter(prometheus.CounterOpts{Name: "lockd_raft_applied_before_own_fsync_total",
+			Help: "Batches of committed entries this node applied as leader once a majority of the other voters held them on disk, before its own log write of them had finished."}),
 	}
 }
 
 // Collectors returns the store's instruments for a Prometheus registry.
 func (s *Store) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.metrics.commit, s.metrics.fsync}
+	return []prometheus.Collector{s.metrics.commit, s.metrics.fsync, s.metrics.appliedEarly}
 }
 
 // LockCounters is what the lock service holds and has done, for metrics.

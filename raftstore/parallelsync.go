@@ -1,8 +1,11 @@
 package raftstore
 
 import (
+	"sync"
+
 	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/raftstore/appendpipe"
+	"github.com/lockd/lockd/raftstore/logstore"
 )
 
 // The leader's own fsync runs while its followers write theirs.
@@ -22,11 +25,14 @@ import (
 // hashicorp/raft then counts the leader's entry as stored before it is on
 // disk; two things keep that from ever showing:
 //
-//   - The leader applies an entry only once its own copy is on disk
-//     (machine.durable, in ApplyBatch). hashicorp/raft commits an entry once
+//   - The leader applies an entry only once a majority of the voters holds
+//     it on disk (machine.durable, in ApplyBatch; durableOnMajority):
+//     either its own copy is on disk (hashicorp/raft commits an entry once
 //     a majority counting the leader has it, every follower among them on
 //     disk; with the leader's copy on disk too, a majority holds it durably
-//     before any client hears of it, as when the leader's write came first.
+//     before any client hears of it, as when the leader's write came
+//     first), or, whichever comes first, a majority of the voters without
+//     the leader answered that they stored it (followerAcks, below).
 //   - Followers learn of commitment only up to what is on the leader's disk
 //     (capCommit rewrites LeaderCommitIndex in the AppendEntries the leader
 //     sends), so a follower never applies, and never wakes a waiter for, an
@@ -34,7 +40,23 @@ import (
 //
 // A leader that crashes before its fsync loses the entries that were not on
 // disk, exactly as if it had crashed before writing them: none was applied
-// anywhere, so none was acknowledged.
+// anywhere unless a majority of the other voters holds it on disk, and
+// then it is committed as Raft means it (below) and the next leader has it.
+//
+// Why the followers' answers are enough. A follower answers an append with
+// success only once the entries are in its log on disk (its writes never
+// defer), and its log then matches the leader's up to the last of them.
+// followerAcks keeps, per follower, the highest index so answered whose
+// entry is of the term of the request (the leader's term): by Raft's commit
+// rule an entry of the leader's own term stored by a majority is committed,
+// and so is every entry before it; a later leader must have them all, and
+// no voter ever removes them. An entry of an earlier term is not counted on
+// its own (Raft's Figure 8: a majority holding it does not yet commit it).
+// Only answers on a live pipeline count: when a pipeline fails or closes,
+// what it reported is dropped (the follower may have restarted with
+// another log), and a leader that holds none still has its own fsync.
+// Followers still learn of commitment only up to the leader's disk
+// (capCommit), a bound that is safe and only later than needed.
 
 // capCommit is the group's Raft transport with every AppendEntries'
 // LeaderCommitIndex capped at what the leader's log has on disk, pipelined
@@ -74,4 +96,125 @@ type capPipeline struct {
 func (p capPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
 	p.t.cap(args)
 	return p.AppendPipeline.AppendEntries(args, resp)
+}
+
+// followerAcks is a group's record of what its followers stored on disk, as
+// its leader's pipelines heard it (appendpipe.AckObserver): per follower,
+// the highest index of an entry of the leader's term that it answered
+// success for, and the pipeline that heard it. Safe for concurrent use.
+type followerAcks struct {
+	mu      sync.Mutex
+	term    uint64 // the term of the acknowledgements held: the newest heard
+	by      map[raft.ServerID]followerAck
+	changed chan struct{} // closed at the next change; nil until watched
+}
+
+type followerAck struct {
+	pipe  uint64
+	index uint64
+}
+
+var _ appendpipe.AckObserver = (*followerAcks)(nil)
+
+// Stored records that id holds args' entries on disk, if the last is of the
+// request's term; one of a newer term drops every acknowledgement of an
+// older one.
+func (a *followerAcks) Stored(id raft.ServerID, pipe uint64, args *raft.AppendEntriesRequest) {
+	n := len(args.Entries)
+	if n == 0 || args.Entries[n-1].Term != args.Term {
+		return
+	}
+	index := args.Entries[n-1].Index
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case args.Term < a.term:
+		return
+	case args.Term > a.term:
+		a.term = args.Term
+		clear(a.by)
+	}
+	if a.by == nil {
+		a.by = map[raft.ServerID]followerAck{}
+	}
+	if old, ok := a.by[id]; ok && (old.pipe > pipe || old.pipe == pipe && old.index >= index) {
+		return
+	}
+	a.by[id] = followerAck{pipe: pipe, index: index}
+	if a.changed != nil {
+		close(a.changed)
+		a.changed = nil
+	}
+}
+
+// Ended drops what pipe, or an older pipeline to id, reported.
+func (a *followerAcks) Ended(id raft.ServerID, pipe uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if old, ok := a.by[id]; ok && old.pipe <= pipe {
+		delete(a.by, id)
+	}
+}
+
+// watch returns a channel closed at the next acknowledgement recorded.
+func (a *followerAcks) watch() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.changed == nil {
+		a.changed = make(chan struct{})
+	}
+	return a.changed
+}
+
+// cover reports whether a majority of conf's voters other than self have
+// acknowledged storing index.
+func (a *followerAcks) cover(index uint64, conf raft.Configuration, self raft.ServerID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	voters, stored := 0, 0
+	for _, srv := range conf.Servers {
+		if srv.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if ack, ok := a.by[srv.ID]; ok && srv.ID != self && ack.index >= index {
+			stored++
+		}
+	}
+	return voters > 0 && stored >= voters/2+1
+}
+
+// durableOnMajority is machine.durable for a group whose leader may defer
+// its fsync: it returns once the entry at index is on the group's own disk
+// (dur) or acknowledged by a majority of the voters without this node
+// (acks, judged against conf's latest configuration), whichever comes
+// first, and counts in early the batches that went ahead of the node's own
+// fsync. A failed own log write is reported (ApplyBatch then stops the
+// node) even when the followers hold the entry. Called by the FSM goroutine;
+// blocks.
+func durableOnMajority(dur logstore.DurableLog, acks *followerAcks, conf func() (raft.Configuration, bool), self raft.ServerID, early func()) func(uint64) error {
+	polled := make(chan struct{})
+	close(polled)
+	return func(index uint64) error {
+		if dur.Durable() >= index {
+			return nil
+		}
+		c, ok := conf()
+		if !ok { // no Raft yet: its own disk only
+			return dur.WaitDurable(index)
+		}
+		for {
+			changed := acks.watch()
+			if acks.cover(index, c, self) {
+				if on, err := dur.WaitDurableOr(index, polled); err != nil || on {
+					return err
+				}
+				early()
+				return nil
+			}
+			if on, err := dur.WaitDurableOr(index, changed); err != nil || on {
+				return err
+			}
+		}
+	}
 }

@@ -4,33 +4,62 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // heldLog is a node's shared-log hook that, once armed, holds every batch
 // until released: the node's fsyncs stall while its Raft keeps running.
 type heldLog struct {
-	armed   atomic.Bool
+	mu      sync.Mutex
+	armed   bool
 	release chan struct{}
-	once    sync.Once
 }
 
 func (h *heldLog) hook() error {
-	if h.armed.Load() {
-		<-h.release
+	h.mu.Lock()
+	armed, release := h.armed, h.release
+	h.mu.Unlock()
+	if armed {
+		<-release
 	}
 	return nil
 }
 
-// letGo disarms h and lets every held batch go; later calls do nothing.
+// arm makes h hold every batch from now until letGo.
+func (h *heldLog) arm() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.armed {
+		h.armed, h.release = true, make(chan struct{})
+	}
+}
+
+// letGo disarms h and lets every held batch go; a call on a disarmed h
+// does nothing.
 func (h *heldLog) letGo() {
-	h.armed.Store(false)
-	h.once.Do(func() { close(h.release) })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.armed {
+		h.armed = false
+		close(h.release)
+	}
+}
+
+// counterValue reads a Prometheus counter.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 // answeredOnRelease fails the test if reply already holds the answer to a
@@ -55,10 +84,14 @@ func answeredOnRelease(t *testing.T, h *heldLog, reply chan resp.Value) {
 
 // TestLeaderFsyncRunsWithReplication: with the group leader's own log write
 // held, a write still reaches both followers' logs (the leader sent it
-// without waiting for its fsync), yet no replica applies it and the client
-// is not answered; once the leader's write is on disk, the client gets its
-// reply and the followers apply it. On nodes of several groups (one shared
-// log) and of one (the group's log of its own, with its own committer).
+// without waiting for its fsync); once both hold it on disk, a majority of
+// the voters does, so the leader applies it and answers the client while its
+// own write is still held, and the followers, who learn of commitment only
+// up to the leader's disk, apply it once that write is released. With one
+// follower down, the one left and the leader's held copy are not a durable
+// majority: the client waits until the leader's write is on disk. On nodes
+// of several groups (one shared log) and of one (the group's log of its
+// own, with its own committer).
 func TestLeaderFsyncRunsWithReplication(t *testing.T) {
 	for _, groups := range []int{1, 2} {
 		t.Run(fmt.Sprintf("groups=%d", groups), func(t *testing.T) { testLeaderFsyncRunsWithReplication(t, groups) })
@@ -66,13 +99,10 @@ func TestLeaderFsyncRunsWithReplication(t *testing.T) {
 }
 
 func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
-	holds := []*heldLog{{release: make(chan struct{})}, {release: make(chan struct{})}, {release: make(chan struct{})}}
+	holds := []*heldLog{{}, {}, {}}
 	c := newNodeClusterTB(t, 3, groups, holds[0].hook, holds[1].hook, holds[2].hook)
 	const g = 0
 	key := keyIn(c.nodes[0].ShardMap(), g, "k")
-	if v := ndo(c.nodes[0], "SET", key, "before"); v.String() != "OK" {
-		t.Fatalf("SET before: %v", v)
-	}
 	li := -1
 	for i, nd := range c.nodes {
 		if nd.Group(g).IsLeader() {
@@ -84,9 +114,11 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 	}
 	leader := c.nodes[li].Group(g)
 	var followers []*Store
+	var fi []int // their nodes
 	for i, nd := range c.nodes {
 		if i != li {
 			followers = append(followers, nd.Group(g))
+			fi = append(fi, i)
 		}
 	}
 	applied := func(s *Store) uint64 {
@@ -94,48 +126,64 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 		defer s.m.wmu.Unlock()
 		return s.m.applied
 	}
-
-	before := leader.raft.LastIndex()
-	h := holds[li]
-	h.armed.Store(true)
-	defer h.letGo()
-	reply := make(chan resp.Value, 1)
-	go func() { reply <- ndo(c.nodes[li], "SET", key, "after") }()
-
-	// The followers store the entry while the leader's own write is held.
+	// Writes until both followers' pipelines have answered one (hashicorp/raft
+	// sends the first appends of a term one at a time, then pipelines).
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := 0
-		for _, f := range followers {
-			if f.raft.LastIndex() > before {
-				n++
-			}
+	for n := 0; ; n++ {
+		if v := ndo(c.nodes[li], "SET", key, fmt.Sprint("before", n)); v.String() != "OK" {
+			t.Fatalf("SET before: %v", v)
 		}
-		if n == len(followers) {
+		leader.acks.mu.Lock()
+		heard := len(leader.acks.by)
+		leader.acks.mu.Unlock()
+		if heard == len(followers) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the followers did not receive the write while the leader's fsync was held")
+			t.Fatalf("the leader's pipelines heard %d of %d followers", heard, len(followers))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	entry := followers[0].raft.LastIndex()
-	// Several commit timeouts pass (each sends the followers the commit
-	// index): nobody applies the entry and the client waits.
-	for end := time.Now().Add(6 * commitTimeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		select {
-		case v := <-reply:
-			t.Fatalf("the client was answered %v before the leader's copy was on disk", v)
-		default:
+	early := counterValue(t, leader.metrics.appliedEarly)
+
+	before := leader.raft.LastIndex()
+	h := holds[li]
+	h.arm()
+	defer h.letGo()
+	reply := make(chan resp.Value, 1)
+	go func() { reply <- ndo(c.nodes[li], "SET", key, "after") }()
+	select {
+	case v := <-reply:
+		if v.String() != "OK" {
+			t.Fatalf("SET with the leader's write held: %v", v)
 		}
-		for _, s := range append([]*Store{leader}, followers...) {
-			if a := applied(s); a >= entry {
-				t.Fatalf("a replica applied index %d (entry %d) before the leader's copy was on disk", a, entry)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client was not answered with both followers holding the write and the leader's held")
+	}
+	entry := leader.raft.LastIndex()
+	if entry <= before {
+		t.Fatalf("the leader's log ends at %d, at %d before the write", entry, before)
+	}
+	if d := leader.logs.Durable(); d >= entry {
+		t.Fatalf("the leader's own log is durable to %d (entry %d) while its write is held", d, entry)
+	}
+	if got := counterValue(t, leader.metrics.appliedEarly); got <= early {
+		t.Fatalf("lockd_raft_applied_before_own_fsync_total stayed at %v", got)
+	}
+	if v := ndo(c.nodes[li], "GET", key); v.String() != "after" {
+		t.Fatalf("GET on the leader while its write is held: %v", v)
+	}
+	// Several commit timeouts pass (each sends the followers the commit
+	// index): the followers do not apply the entry while the leader's copy
+	// is not on disk.
+	for end := time.Now().Add(6 * commitTimeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		for _, f := range followers {
+			if a := applied(f); a >= entry {
+				t.Fatalf("a follower applied index %d (entry %d) before the leader's copy was on disk", a, entry)
 			}
 		}
 	}
-
-	answeredOnRelease(t, h, reply)
+	h.letGo()
 	for _, f := range followers {
 		select {
 		case <-f.m.appliedCh(entry):
@@ -143,6 +191,31 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 			t.Fatalf("a follower did not apply index %d after the release", entry)
 		}
 	}
+
+	// One follower down: the other and the leader's held copy are the
+	// majority, so the client waits for the leader's disk.
+	if err := c.nodes[fi[1]].Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[fi[1]] = nil
+	up := followers[0]
+	h.arm()
+	before = leader.raft.LastIndex()
+	reply = make(chan resp.Value, 1)
+	go func() { reply <- ndo(c.nodes[li], "SET", key, "third") }()
+	for deadline := time.Now().Add(10 * time.Second); up.raft.LastIndex() <= before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the follower left did not receive the write while the leader's fsync was held")
+		}
+	}
+	for end := time.Now().Add(6 * commitTimeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		select {
+		case v := <-reply:
+			t.Fatalf("the client was answered %v with one follower and the leader's held copy", v)
+		default:
+		}
+	}
+	answeredOnRelease(t, h, reply)
 }
 
 // A node started alone writes its log without deferring (it has no
@@ -151,7 +224,7 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 // fsync is still held, without a restart, and answers the client only once
 // that fsync is done.
 func TestGrownNodeDefers(t *testing.T) {
-	h := &heldLog{release: make(chan struct{})}
+	h := &heldLog{}
 	a := openConfig(t, Config{NodeID: "n1", DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second, BeforeLogWrite: h.hook})
 	defer a.Close()
 	b, err := Open(Config{NodeID: "n2", DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", Join: true, ApplyTimeout: 3 * time.Second})
@@ -182,7 +255,7 @@ func TestGrownNodeDefers(t *testing.T) {
 	}
 
 	before := a.raft.LastIndex()
-	h.armed.Store(true)
+	h.arm()
 	defer h.letGo()
 	reply := make(chan resp.Value, 1)
 	go func() { reply <- do(a, "SET", "k", "held") }()
@@ -193,4 +266,108 @@ func TestGrownNodeDefers(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	answeredOnRelease(t, h, reply)
+}
+
+// appendOf is an AppendEntries of term carrying entries first..last of the
+// given entry term.
+func appendOf(term, entryTerm, first, last uint64) *raft.AppendEntriesRequest {
+	args := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{}, Term: term}
+	for i := first; i <= last; i++ {
+		args.Entries = append(args.Entries, &raft.Log{Index: i, Term: entryTerm})
+	}
+	return args
+}
+
+// TestFollowerAcksCountAMajorityOfTheOthers: an entry counts as held by a
+// majority without the leader only when more than half of the voters other
+// than the leader (non-voters aside) acknowledged it on a live pipeline, in
+// an append whose last entry is of the leader's term; a pipeline that ends
+// takes its acknowledgements with it, and a newer term drops the older's.
+func TestFollowerAcksCountAMajorityOfTheOthers(t *testing.T) {
+	conf := raft.Configuration{Servers: []raft.Server{
+		{Suffrage: raft.Voter, ID: "n1"}, {Suffrage: raft.Voter, ID: "n2"}, {Suffrage: raft.Voter, ID: "n3"},
+		{Suffrage: raft.Nonvoter, ID: "n4"},
+	}}
+	var a followerAcks
+	if a.cover(1, conf, "n1") {
+		t.Fatal("covered with no acknowledgement")
+	}
+	a.Stored("n2", 1, appendOf(5, 5, 1, 10))
+	a.Stored("n4", 3, appendOf(5, 5, 1, 10)) // a non-voter does not count
+	a.Stored("n1", 9, appendOf(5, 5, 1, 10)) // nor does the leader itself
+	if a.cover(10, conf, "n1") {
+		t.Fatal("one follower of two covers an entry of three voters")
+	}
+	// The other follower stored entries of an older term only: Raft does not
+	// count those as committed on their own.
+	a.Stored("n3", 2, appendOf(5, 4, 1, 10))
+	if a.cover(10, conf, "n1") {
+		t.Fatal("an append whose last entry is of an older term counted")
+	}
+	a.Stored("n3", 2, appendOf(5, 5, 11, 12))
+	if !a.cover(10, conf, "n1") || !a.cover(9, conf, "n1") {
+		t.Fatal("both followers stored index 10: not covered")
+	}
+	if a.cover(11, conf, "n1") {
+		t.Fatal("index 11 is on one follower only")
+	}
+	// A lower acknowledgement on the same pipeline does not lower it; one
+	// from an older pipeline to the same follower is ignored.
+	a.Stored("n3", 2, appendOf(5, 5, 1, 3))
+	a.Stored("n2", 0, appendOf(5, 5, 1, 2))
+	if !a.cover(10, conf, "n1") {
+		t.Fatal("a lower or older acknowledgement lowered what was held")
+	}
+	// Heartbeats and empty appends say nothing.
+	a.Stored("n2", 1, &raft.AppendEntriesRequest{Term: 5, PrevLogEntry: 50})
+	if a.cover(11, conf, "n1") {
+		t.Fatal("an append without entries counted")
+	}
+	// n2's pipeline ends: its acknowledgements go.
+	a.Ended("n2", 1)
+	if a.cover(10, conf, "n1") {
+		t.Fatal("an ended pipeline's acknowledgement still counts")
+	}
+	a.Stored("n2", 4, appendOf(5, 5, 1, 10)) // a new pipeline
+	a.Ended("n2", 1)                         // the old one's end does not drop the new one's
+	if !a.cover(10, conf, "n1") {
+		t.Fatal("an older pipeline's end dropped the new one's acknowledgement")
+	}
+	// A newer term drops every acknowledgement of the older.
+	a.Stored("n2", 5, appendOf(6, 6, 11, 11))
+	if a.cover(10, conf, "n1") {
+		t.Fatal("an acknowledgement of term 5 counted after one of term 6")
+	}
+	a.Stored("n3", 6, appendOf(5, 5, 11, 20))
+	if a.cover(11, conf, "n1") {
+		t.Fatal("an acknowledgement of an older term was recorded")
+	}
+	// A change wakes a watcher.
+	w := a.watch()
+	select {
+	case <-w:
+		t.Fatal("watch closed before a change")
+	default:
+	}
+	a.Stored("n3", 6, appendOf(6, 6, 11, 11))
+	select {
+	case <-w:
+	default:
+		t.Fatal("an acknowledgement did not close the watch")
+	}
+	if !a.cover(11, conf, "n1") {
+		t.Fatal("both followers stored index 11 in term 6: not covered")
+	}
+	// Five voters: three others needed.
+	five := raft.Configuration{Servers: []raft.Server{
+		{Suffrage: raft.Voter, ID: "n1"}, {Suffrage: raft.Voter, ID: "n2"}, {Suffrage: raft.Voter, ID: "n3"},
+		{Suffrage: raft.Voter, ID: "n4"}, {Suffrage: raft.Voter, ID: "n5"},
+	}}
+	if a.cover(11, five, "n1") {
+		t.Fatal("two followers of four cover an entry of five voters")
+	}
+	a.Stored("n5", 7, appendOf(6, 6, 11, 11))
+	if !a.cover(11, five, "n1") {
+		t.Fatal("three followers of four do not cover an entry of five voters")
+	}
 }

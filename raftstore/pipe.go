@@ -23,8 +23,9 @@ var errNoAppendPipe = errors.New("raftstore: appendpipe disabled (test)")
 // dials go through the same fault-test wrappers as the Raft layer's (a
 // partition cuts the pipe too). With cfg.noAppendPipe (tests of a rolling
 // upgrade: a node from before appendpipe) the header is not served and the
-// node's own pipelines fall back, as its peers' do when they dial it.
-func newPipeTransport(cfg Config, peer *mux.Mux, inner *raft.NetworkTransport, lg *slog.Logger) *appendpipe.Transport {
+// node's own pipelines fall back, as its peers' do when they dial it. acks
+// hears what the node's pipelines learn of their followers' logs.
+func newPipeTransport(cfg Config, peer *mux.Mux, inner *raft.NetworkTransport, acks appendpipe.AckObserver, lg *slog.Logger) *appendpipe.Transport {
 	layer := peer.Handle(pipeHeader(cfg.Group))
 	var stream raft.StreamLayer = layer
 	if cfg.faults != nil {
@@ -37,5 +38,5 @@ func newPipeTransport(cfg Config, peer *mux.Mux, inner *raft.NetworkTransport, l
 		dial = func(raft.ServerAddress, time.Duration) (net.Conn, error) { return nil, errNoAppendPipe }
 	}
 	return appendpipe.New(appendpipe.Config{Inner: inner, Listener: layer, Dial: dial,
-		Timeout: 10 * time.Second, Logger: lg.With("group", cfg.Group)})
+		Timeout: 10 * time.Second, Logger: lg.With("group", cfg.Group), Acks: acks})
 }

@@ -229,6 +229,7 @@ type Store struct {
 	fwdLayer *mux.Layer
 	fwd      *forward.Client
 	m        *machine
+	acks     *followerAcks // what the followers stored, as this node's pipelines heard it (parallelsync.go)
 	nudge    chan struct{} // nudgeFollowers → nudgeLoop (one pending at most)
 	replies  *replyQueue   // awaitReplies → replyLoop: the waits on Raft futures, in proposal order
 	dry      *lua.Engine   // compiles scripts for dry runs (not the replicated cache)
@@ -320,7 +321,8 @@ func Open(cfg Config) (*Store, error) {
 	})
 	// The leader's stream of appends to each follower goes on a pipe of its
 	// own, in appendpipe's binary frames (everything else stays on netTrans).
-	trans := newPipeTransport(cfg, peer, netTrans, lg)
+	acks := &followerAcks{}
+	trans := newPipeTransport(cfg, peer, netTrans, acks, lg)
 	fwdLayer := peer.Handle(fwdHdr)
 	if ownPeer {
 		go peer.Serve()
@@ -404,7 +406,7 @@ func Open(cfg Config) (*Store, error) {
 	m.ks.SetEventFilter(cfg.WantEvents)
 	m.observe = cfg.observe
 	m.onShardMap = cfg.onShardMap
-	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, ownPeer: ownPeer, fwdLayer: fwdLayer, m: m, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
+	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, ownPeer: ownPeer, fwdLayer: fwdLayer, m: m, acks: acks, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
 		dryRuns: map[chan struct{}]struct{}{}, metrics: metrics}
 	m.wake = func(ws []fsm.Wake) {
 		if s.waits.deliver(ws) > 0 {
@@ -452,7 +454,14 @@ func Open(cfg Config) (*Store, error) {
 	if d, ok := logStore.(logstore.DurableLog); ok {
 		dur = d
 	}
-	m.durable = dur.WaitDurable
+	m.durable = durableOnMajority(dur, acks, func() (raft.Configuration, bool) {
+		r := leader.Load()
+		if r == nil {
+			return raft.Configuration{}, false
+		}
+		f := r.GetConfiguration()
+		return f.Configuration(), f.Error() == nil
+	}, rc.LocalID, metrics.appliedEarly.Inc)
 	transport = capCommit{Inner: trans, durable: dur.Durable}
 	// The replicators read back what the leader just appended: serve the
 	// newest entries from memory instead of badger (hashicorp/raft's ring

@@ -83,6 +83,26 @@ type Config struct {
 	// the leader's next append waits, and the entries arriving meanwhile go
 	// out together in the one after.
 	MaxInFlight int
+	// Acks, when set, is told what each of this Transport's own pipelines
+	// learns of its follower's log (not the wrapped transport's pipelines,
+	// nor single AppendEntries).
+	Acks AckObserver
+}
+
+// AckObserver hears, from a leader's pipelines, which followers stored what:
+// raftstore counts the followers that hold an entry on disk (parallelsync.go).
+// Its methods are called on a pipeline's goroutines and must not block.
+type AckObserver interface {
+	// Stored: the follower id answered success to args in args.Term, so its
+	// log holds every entry of args, and the leader's log up to them; on
+	// disk, as a follower answers only once its write is (hashicorp/raft's
+	// appendEntries over lockd's logstore). pipe names the pipeline (a
+	// serial, higher for each pipeline the Transport opens).
+	Stored(id raft.ServerID, pipe uint64, args *raft.AppendEntriesRequest)
+	// Ended: pipe failed or closed, and what it reported of id may no
+	// longer hold (the follower may have restarted with another log). No
+	// Stored from pipe follows it.
+	Ended(id raft.ServerID, pipe uint64)
 }
 
 // Transport is a raft.Transport whose pipelined AppendEntries use this
@@ -105,6 +125,7 @@ type Transport struct {
 	hbMu     sync.RWMutex
 	hbClosed bool
 
+	pipes     atomic.Uint64 // pipelines opened (each one's serial)
 	sent      atomic.Uint64 // requests sent on pipes
 	served    atomic.Uint64 // requests served from pipes
 	fallbacks atomic.Uint64 // pipelines that went to Inner
@@ -373,7 +394,7 @@ func (t *Transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAd
 		}
 		return guard(p), nil
 	}
-	return newPipeline(t, conn), nil
+	return newPipeline(t, conn, id), nil
 }
 
 // ends reports whether hashicorp/raft stops reading a pipeline's answers at
@@ -496,10 +517,18 @@ type pipeline struct {
 
 	shutdown  chan struct{}
 	closeOnce sync.Once
+
+	// The follower and this pipeline's serial, for Config.Acks; ackMu
+	// orders an answer's Stored against Close's Ended, so none follows it.
+	id     raft.ServerID
+	serial uint64
+	ackMu  sync.Mutex
+	ended  bool
 }
 
-func newPipeline(t *Transport, conn net.Conn) *pipeline {
+func newPipeline(t *Transport, conn net.Conn, id raft.ServerID) *pipeline {
 	p := &pipeline{t: t, conn: conn, w: bufio.NewWriterSize(conn, 64<<10), r: bufio.NewReaderSize(conn, 4<<10),
+		id: id, serial: t.pipes.Add(1),
 		// As in hashicorp/raft's own pipeline: decodeResponses takes one
 		// request off the channel while it waits for its answer, and one
 		// more may be sent meanwhile, so a buffer of MaxInFlight-2 lets
@@ -552,7 +581,9 @@ func (p *pipeline) decodeResponses() {
 			if d := p.t.cfg.Timeout; d > 0 {
 				_ = p.conn.SetReadDeadline(time.Now().Add(d))
 			}
-			f.respond(p.readResponse(f.resp))
+			err := p.readResponse(f.resp)
+			p.observe(f, err)
+			f.respond(err)
 			if !deliver(f, p.done, p.broken, p.shutdown) {
 				return
 			}
@@ -575,6 +606,28 @@ func (p *pipeline) readResponse(resp *raft.AppendEntriesResponse) error {
 	return rpcErr
 }
 
+// observe tells Config.Acks of f's answer (err: the connection's or the
+// follower's error) before hashicorp/raft sees it: Stored for a success in
+// the request's own term, else Ended (the pipeline ends with such an answer:
+// ends).
+func (p *pipeline) observe(f *future, err error) {
+	acks := p.t.cfg.Acks
+	if acks == nil {
+		return
+	}
+	p.ackMu.Lock()
+	defer p.ackMu.Unlock()
+	if p.ended {
+		return
+	}
+	if err == nil && f.resp.Success && f.resp.Term == f.args.Term {
+		acks.Stored(p.id, p.serial, f.args)
+		return
+	}
+	p.ended = true
+	acks.Ended(p.id, p.serial)
+}
+
 // Consumer returns the answered futures, in order.
 func (p *pipeline) Consumer() <-chan raft.AppendFuture { return p.done }
 
@@ -583,6 +636,14 @@ func (p *pipeline) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.shutdown)
 		p.conn.Close()
+		if acks := p.t.cfg.Acks; acks != nil {
+			p.ackMu.Lock()
+			if !p.ended {
+				p.ended = true
+				acks.Ended(p.id, p.serial)
+			}
+			p.ackMu.Unlock()
+		}
 	})
 	return nil
 }

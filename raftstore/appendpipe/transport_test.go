@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -497,5 +499,82 @@ func TestMergesRequestsThatArriveTogether(t *testing.T) {
 	}
 	if _, served, _ := follower.t.Stats(); served != 5 {
 		t.Fatalf("served %d requests, want 5", served)
+	}
+}
+
+// ackLog records what an AckObserver hears, as lines.
+type ackLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (a *ackLog) Stored(id raft.ServerID, pipe uint64, args *raft.AppendEntriesRequest) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lines = append(a.lines, fmt.Sprintf("stored %s pipe %d term %d last %d", id, pipe, args.Term, args.Entries[len(args.Entries)-1].Index))
+}
+
+func (a *ackLog) Ended(id raft.ServerID, pipe uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lines = append(a.lines, fmt.Sprintf("ended %s pipe %d", id, pipe))
+}
+
+func (a *ackLog) get() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.lines)
+}
+
+// A leader's pipeline tells Config.Acks of each success before
+// hashicorp/raft sees the answer, and that it ended at the first refusal
+// (once: closing it after says nothing more); a second pipeline has its own,
+// higher serial, and its Close ends it.
+func TestAcksReportStoredAndEnded(t *testing.T) {
+	follower := newNode(t, nil)
+	leader := newNode(t, nil)
+	acks := &ackLog{}
+	leader.t.cfg.Acks = acks
+	p := openPipeline(t, leader, follower, true)
+	refused := request(3)
+	refused.Term = 13 // the follower refuses it
+	for _, req := range []*raft.AppendEntriesRequest{request(1), request(2), refused} {
+		if _, err := p.AppendEntries(req, &raft.AppendEntriesResponse{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		select {
+		case f := <-p.Consumer():
+			if i < 2 && len(acks.get()) <= i {
+				t.Fatalf("answer %d reached the consumer before the observer heard of it", i)
+			}
+			_ = f.Error()
+		case <-time.After(5 * time.Second):
+			t.Fatalf("answer %d did not come", i)
+		}
+	}
+	p.Close()
+	want := []string{"stored f pipe 1 term 2 last 3", "stored f pipe 1 term 3 last 5", "ended f pipe 1"}
+	if got := acks.get(); !slices.Equal(got, want) {
+		t.Fatalf("heard %q, want %q", got, want)
+	}
+	q, err := leader.t.AppendEntriesPipeline("f", follower.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.AppendEntries(request(4), &raft.AppendEntriesResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-q.Consumer():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second pipeline's answer did not come")
+	}
+	q.Close()
+	q.Close()
+	want = append(want, "stored f pipe 2 term 5 last 9", "ended f pipe 2")
+	if got := acks.get(); !slices.Equal(got, want) {
+		t.Fatalf("heard %q, want %q", got, want)
 	}
 }

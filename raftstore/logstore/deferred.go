@@ -42,6 +42,9 @@ type pendingRun struct {
 type DurableLog interface {
 	Durable() uint64                // every entry at or below is on disk; does not block
 	WaitDurable(index uint64) error // blocks until index is on disk, or returns why it never will be
+	// WaitDurableOr is WaitDurable that also returns, with false and a nil
+	// error, once cancel is closed; true: index is on disk.
+	WaitDurableOr(index uint64, cancel <-chan struct{}) (bool, error)
 }
 
 var (
@@ -93,7 +96,16 @@ func (s *Store) Durable() uint64 {
 // being so (ErrNotDurable), or ErrClosed once the Shared is closed. Entries
 // written without deferring are on disk when StoreLogs returns.
 func (s *Store) WaitDurable(index uint64) error {
-	return s.dur.await(s.stopped(), func() bool { return s.dur.durable >= index })
+	_, err := s.WaitDurableOr(index, nil)
+	return err
+}
+
+// WaitDurableOr is WaitDurable that also returns, with false and a nil error,
+// once cancel is closed (never, for a nil cancel) before index is on disk;
+// it reports true once index is. A closed cancel makes it a poll: true if
+// index is on disk now, else false or the failure.
+func (s *Store) WaitDurableOr(index uint64, cancel <-chan struct{}) (bool, error) {
+	return s.dur.await(s.stopped(), cancel, func() bool { return s.dur.durable >= index })
 }
 
 // stopped is closed when the Shared that writes s's entries is closed (never
@@ -106,9 +118,10 @@ func (s *Store) stopped() <-chan struct{} {
 }
 
 // await blocks until ready (called with d.mu held) reports true and returns
-// nil; or returns d.failed once a deferred write has failed and ready does
-// not hold, or ErrClosed once stopped is closed.
-func (d *durability) await(stopped <-chan struct{}, ready func() bool) error {
+// true; or returns d.failed once a deferred write has failed and ready does
+// not hold, ErrClosed once stopped is closed, or false and nil once cancel
+// is closed (nil: never).
+func (d *durability) await(stopped, cancel <-chan struct{}, ready func() bool) (bool, error) {
 	for {
 		d.mu.Lock()
 		ok, failed := ready(), d.failed
@@ -119,14 +132,16 @@ func (d *durability) await(stopped <-chan struct{}, ready func() bool) error {
 		d.mu.Unlock()
 		switch {
 		case ok:
-			return nil
+			return true, nil
 		case failed != nil:
-			return failed
+			return false, failed
 		}
 		select {
 		case <-ch:
 		case <-stopped:
-			return ErrClosed
+			return false, ErrClosed
+		case <-cancel:
+			return false, nil
 		}
 	}
 }
@@ -187,7 +202,8 @@ func (d *durability) get(index uint64, log *raft.Log) bool {
 // drain blocks until no deferred write is pending, and returns the error of
 // one that failed, or ErrClosed once stopped is closed.
 func (d *durability) drain(stopped <-chan struct{}) error {
-	return d.await(stopped, func() bool { return len(d.pending) == 0 && d.failed == nil })
+	_, err := d.await(stopped, nil, func() bool { return len(d.pending) == 0 && d.failed == nil })
+	return err
 }
 
 // storeDeferred queues keys and vals (the encoded logs, indexes lo to hi)

@@ -108,15 +108,22 @@ func (f *Faulty) Durable() uint64 {
 // WaitDurable is the wrapped store's WaitDurable, except that the lying disk
 // returns at once for every entry it acknowledged (see Durable).
 func (f *Faulty) WaitDurable(index uint64) error {
+	_, err := f.WaitDurableOr(index, nil)
+	return err
+}
+
+// WaitDurableOr is the wrapped store's WaitDurableOr, except that the lying
+// disk returns at once for every entry it acknowledged (see Durable).
+func (f *Faulty) WaitDurableOr(index uint64, cancel <-chan struct{}) (bool, error) {
 	if f.LyingDisk() > 0 {
 		if last, err := f.LastIndex(); err == nil && index <= last {
-			return nil
+			return true, nil
 		}
 	}
 	if d, ok := f.inner.(DurableLog); ok {
-		return d.WaitDurable(index)
+		return d.WaitDurableOr(index, cancel)
 	}
-	return nil
+	return true, nil
 }
 
 // LyingDisk reports the lag of the planted bug (0: off).
