@@ -14,13 +14,13 @@ import (
 // write, and only then sends the batch to its followers: every commit pays
 // two fsyncs in sequence (the leader's, then a follower's). Every group's
 // log is written by a committer (a logstore.Shared's group, or with one
-// group on the node logstore.OpenCommitted), and a leader whose group has
+// group on the node logstore.Open's), and a leader whose group has
 // another voter (asked at each write), or whose log is
 // shared with other groups, has its StoreLogs return as soon as the batch
 // is queued (logstore.Store.DeferSyncWhen), so the batch goes out while
 // the leader's fsync runs, and a commit costs the slower of the two. A
 // follower's writes do not defer, nor do a lone voter's of a log of its own
-// (its OpenCommitted Store writes them on the caller's goroutine,
+// (its Store of logstore.Open writes them on the caller's goroutine,
 // WriteInlineWhen).
 // hashicorp/raft then counts the leader's entry as stored before it is on
 // disk; two things keep that from ever showing:

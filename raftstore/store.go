@@ -366,7 +366,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.sharedLog != nil {
 		logs, err = cfg.sharedLog.Group(cfg.Group, metrics.observeWrite)
 	} else {
-		logs, err = logstore.OpenCommitted(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite, BeforeWrite: cfg.BeforeLogWrite})
+		logs, err = logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite, BeforeWrite: cfg.BeforeLogWrite})
 	}
 	if err != nil {
 		closePeer()

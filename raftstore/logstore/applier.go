@@ -26,7 +26,7 @@ var ErrBadgerWrite = errors.New("logstore: badger failed to take a journaled wri
 // with one hot name a group write spent ~200 µs in the journal and ~70 µs in
 // badger; with 64 clients ~720 and ~210 µs.) Until the applier has written
 // it, an answered write is in no DB, so a read of the DB (GetLog of an entry
-// above the Store's inBadger mark, Get, the seeks and scans of a DeleteRange)
+// not in the journal's tail, Get, the seeks and scans of a DeleteRange)
 // first waits for the applier to catch up with what was answered before it
 // (badgerLag.wait), and so does a journal checkpoint, which must not drop a
 // record badger does not yet hold.
@@ -176,23 +176,15 @@ func (sh *Shared) write(reqs []*setsReq) error {
 	}
 	txns, err := writeBatch(sh.db, reqs, nil)
 	logSplit(sh.logger, sh.dir, txns, batchKeys(reqs))
-	if err != nil {
-		return err
-	}
-	for _, r := range reqs {
-		if r.inBadger != nil {
-			r.inBadger()
-		}
-	}
-	return nil
+	return err
 }
 
 // writeBatch writes the requests' keys, in order, in as few transactions of
 // db as badger's size limit allows (one, unless they are large), and returns
 // how many it committed; after each commit it calls committed (when not nil)
 // with each run of keys [from, to) of request ri that the transaction held.
-// After an error a prefix of the keys may be in db. The applier, a Store of
-// its own (Store.write) and the journal's replay write this way.
+// After an error a prefix of the keys may be in db. The applier, the tails'
+// moves and the journal's replay write this way.
 func writeBatch(db *badger.DB, batch []*setsReq, committed func(ri, from, to int)) (txns int, err error) {
 	type run struct{ ri, from, to int }
 	var runs []run // what txn holds
@@ -246,23 +238,6 @@ func logSplit(logger *slog.Logger, dir string, txns, keys int) {
 	}
 }
 
-// badgerHolds returns the applier's callback for a write of s's entries up
-// to hi: badger now holds every entry of s at or below hi (writes reach
-// badger in order). Nil with a tail: the entries stay in the journal.
-func (s *Store) badgerHolds(hi uint64) func() {
-	if s.tail != nil {
-		return nil
-	}
-	return func() {
-		for {
-			cur := s.inBadger.Load()
-			if hi <= cur || s.inBadger.CompareAndSwap(cur, hi) {
-				return
-			}
-		}
-	}
-}
-
 // batchKeys counts the keys the requests write.
 func batchKeys(batch []*setsReq) (n int) {
 	for _, r := range batch {
@@ -272,10 +247,5 @@ func batchKeys(batch []*setsReq) (n int) {
 }
 
 // settle waits until badger holds every write answered before the call
-// (Shared.applier); a Store of its own writes badger before it answers.
-func (s *Store) settle() error {
-	if s.sh == nil {
-		return nil
-	}
-	return s.sh.lag.wait()
-}
+// (Shared.applier).
+func (s *Store) settle() error { return s.sh.lag.wait() }

@@ -173,48 +173,6 @@ func TestTruncatedEntryStoredAgain(t *testing.T) {
 	}
 }
 
-// A Store of its own takes one write at a time from its journal record to
-// its badger commit: a write that fills the journal's file waits while an
-// earlier one (here the stable store's, which hashicorp/raft may make beside
-// a log truncation) is journaled but not yet in badger, so the rotator never
-// checkpoints and removes a file with a record badger lacks.
-func TestOwnStoreRotatesAfterBadger(t *testing.T) {
-	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
-	journalFileSize, journalKeepFiles = 4<<10, 0
-	dir := t.TempDir()
-	release := make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	var held atomic.Bool
-	st := openStore(t, dir, Options{BeforeApply: func() error {
-		if held.CompareAndSwap(false, true) { // the first write only
-			<-release
-		}
-		return nil
-	}})
-	t.Cleanup(free) // runs before openStore's Close, which waits for the write
-
-	var setErr, bigErr error
-	set, ok := returnsWithin(50*time.Millisecond, func() { setErr = st.SetUint64([]byte("CurrentTerm"), 9) })
-	if ok {
-		t.Fatal("SetUint64 returned before its badger commit")
-	}
-	big, ok := returnsWithin(200*time.Millisecond, func() { bigErr = st.StoreLogs(testLogs(1, 200)) })
-	if ok {
-		t.Fatal("a write filled the journal's file while an earlier write was not yet in badger")
-	}
-	free()
-	finished(t, set, "SetUint64")
-	requireNoErr(t, setErr, "SetUint64")
-	finished(t, big, "StoreLogs")
-	requireNoErr(t, bigErr, "StoreLogs")
-	journalSettles(t, dir, st)
-	assertHasLogs(t, st, 1, 200, func(uint64) bool { return true })
-	if v, err := st.GetUint64([]byte("CurrentTerm")); err != nil || v != 9 {
-		t.Fatalf("CurrentTerm = %d, %v; want 9", v, err)
-	}
-}
-
 // The applier writes batches that come close together into badger as one
 // write, lingering for more; a read of the DB does not wait out the linger.
 func TestApplierGathersBatches(t *testing.T) {

@@ -67,13 +67,15 @@ func (s *Store) DeferSyncWhen(f func() bool) {
 	s.dur.deferSync = f
 }
 
-// WriteInlineWhen makes a write that does not defer go to disk on its
-// caller's goroutine, when f reports true at the call and nothing is queued
-// before it, instead of through the committer (two goroutine hand-offs
-// fewer): for a lone voter, whose writes all wait for their fsync. Only the
-// Store of OpenCommitted writes inline; f is called on the writing
-// goroutine, and only for a write that did not defer (DeferSyncWhen's
-// predicate said no first). Call it before the Store is used.
+// WriteInlineWhen limits the writes of the Store of Open that go to disk on
+// their caller's goroutine instead of through the committer (two goroutine
+// hand-offs fewer) to those for which f reports true at the call; without
+// it, every write that does not defer does, when nothing is queued before
+// it (raftstore: a leader's, such as a lone voter's, whose writes all wait
+// for their fsync). A group of a Shared never writes inline. f is called
+// on the writing goroutine, and only for a write that did not defer
+// (DeferSyncWhen's predicate said no first). Call it before the Store is
+// used.
 //
 // Not for a follower: on the development VM a follower writing its appends
 // inline made 0.89x the hot-name hand-overs of one writing them through the
@@ -108,14 +110,8 @@ func (s *Store) WaitDurableOr(index uint64, cancel <-chan struct{}) (bool, error
 	return s.dur.await(s.stopped(), cancel, func() bool { return s.dur.durable >= index })
 }
 
-// stopped is closed when the Shared that writes s's entries is closed (never
-// for a Store of its own, which never defers).
-func (s *Store) stopped() <-chan struct{} {
-	if s.sh == nil {
-		return nil
-	}
-	return s.sh.stopped
-}
+// stopped is closed when the Shared that writes s's entries is closed.
+func (s *Store) stopped() <-chan struct{} { return s.sh.stopped }
 
 // await blocks until ready (called with d.mu held) reports true and returns
 // true; or returns d.failed once a deferred write has failed and ready does
@@ -231,7 +227,7 @@ func (s *Store) storeDeferred(logs []*raft.Log, lo, hi uint64, keys, vals [][]by
 		}
 		d.signal()
 	}
-	if err := s.sh.enqueue(&setsReq{keys: keys, vals: vals, committed: func(int, int) {}, onDone: done, inBadger: s.badgerHolds(hi), tail: s.tail}); err != nil {
+	if err := s.sh.enqueue(&setsReq{keys: keys, vals: vals, committed: func(int, int) {}, onDone: done, tail: s.tail}); err != nil {
 		d.mu.Lock()
 		d.pending = d.pending[:len(d.pending)-1]
 		d.mu.Unlock()

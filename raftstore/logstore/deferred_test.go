@@ -25,17 +25,16 @@ func heldShared(t *testing.T, dir string) (*Shared, chan error) {
 	return sh, release
 }
 
-// heldCommitted is heldShared for the Store of OpenCommitted, whose writes
-// that do not defer take the committer's turn on their own goroutine
-// (WriteInlineWhen): the hook holds them just the same.
+// heldCommitted is heldShared for the Store of Open, whose writes that do
+// not defer take the committer's turn on their own goroutine: the hook holds
+// them just the same.
 func heldCommitted(t *testing.T, dir string) (*Store, chan error) {
 	t.Helper()
 	opts, release, stopped := heldOptions()
-	st, err := OpenCommitted(dir, opts)
+	st, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.WriteInlineWhen(func() bool { return true })
 	go func() { <-st.sh.stopped; close(stopped) }()
 	t.Cleanup(func() { st.Close() })
 	return st, release
@@ -83,7 +82,7 @@ func returnsWithin(d time.Duration, f func()) (chan struct{}, bool) {
 // readable and counted at once, Durable stays below them and WaitDurable
 // blocks until the committer has written them; a write that does not defer
 // waits for the deferred ones before it, and DeleteRange too. For a group of
-// a Shared, and for OpenCommitted's Store, whose writes that do not defer are
+// a Shared, and for Open's Store, whose writes that do not defer are
 // written on their caller's goroutine when nothing is queued, never before
 // what is.
 func TestDeferredStoreLogs(t *testing.T) {
@@ -110,7 +109,7 @@ func TestDeferredStoreLogs(t *testing.T) {
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
 			}
-			st2, err := OpenCommitted(dir, Options{})
+			st2, err := Open(dir, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +187,7 @@ func testDeferredStoreLogs(t *testing.T, st *Store, release chan error, reopen f
 	}
 }
 
-// OpenCommitted's Store writes what it does not defer on the caller's
+// Open's Store writes what it does not defer on the caller's
 // goroutine only when nothing is queued before it: behind a deferred write
 // that the committer has not finished, it does not (the write then goes
 // through the committer, after it); once that is on disk, it does.
@@ -248,24 +247,19 @@ func TestDeferredWriteFailure(t *testing.T) {
 	}
 }
 
-// Open and OpenCommitted keep a log on the same files: what either wrote
-// (entries in its journal and in badger, truncations of both ends, stable
-// values, and through OpenCommitted deferred writes once durable) the other
-// reads back, after a clean stop and after a crash (the directory copied as
-// it was, the journal's tail not yet moved into badger), and both go on
-// writing the same log. So a lone group's node can change from one to the
-// other at a restart.
-func TestCommittedAndOwnShareFiles(t *testing.T) {
-	kinds := map[string]journalOpener{}
+// What a Store wrote (entries in its journal and in badger, truncations of
+// both ends, stable values, deferred writes once durable) reads back after a
+// clean stop and after a crash (the directory copied as it was, the
+// journal's tail not yet moved into badger), whether the Store was alone in
+// its directory (Open) or a group of a Shared, and the log goes on from
+// there; the reopened store's next restart finds it all again.
+func TestReopenReadsBackWhatWasWritten(t *testing.T) {
 	for _, k := range journalKinds {
-		kinds[k.name] = k.open
-	}
-	for _, c := range []struct{ from, to string }{{"own", "committed"}, {"committed", "own"}} {
 		for _, crash := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s-to-%s-crash-%v", c.from, c.to, crash), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-crash-%v", k.name, crash), func(t *testing.T) {
 				dir := t.TempDir()
-				st, _ := kinds[c.from](t, dir)
-				st.DeferSyncWhen(func() bool { return true }) // a Store of its own never defers
+				st, closeAll := k.open(t, dir)
+				st.DeferSyncWhen(func() bool { return true })
 				requireNoErr(t, st.StoreLogs(testLogs(1, 100)), "StoreLogs")
 				requireNoErr(t, st.DeleteRange(1, 10), "DeleteRange of the head")
 				requireNoErr(t, st.StoreLogs(testLogs(101, 120)), "StoreLogs")
@@ -279,9 +273,9 @@ func TestCommittedAndOwnShareFiles(t *testing.T) {
 					requireNoErr(t, os.CopyFS(crashed, os.DirFS(dir)), "copy")
 					dir = crashed
 				}
-				requireNoErr(t, st.Close(), "Close")
+				requireNoErr(t, closeAll(), "Close")
 
-				again, _ := kinds[c.to](t, dir)
+				again, closeAgain := k.open(t, dir)
 				assertBounds(t, again, 11, 130)
 				assertHasLogs(t, again, 1, 140, func(i uint64) bool { return i >= 11 && i <= 130 })
 				if v, err := again.Get([]byte("k")); err != nil || string(v) != "v" {
@@ -291,9 +285,9 @@ func TestCommittedAndOwnShareFiles(t *testing.T) {
 					t.Fatalf("GetUint64(n) = %d, %v; want 7", n, err)
 				}
 				requireNoErr(t, again.StoreLogs(testLogs(131, 140)), "StoreLogs after the reopen")
-				requireNoErr(t, again.Close(), "Close")
+				requireNoErr(t, closeAgain(), "Close")
 
-				back, _ := kinds[c.from](t, dir)
+				back, _ := k.open(t, dir)
 				assertBounds(t, back, 11, 140)
 				assertHasLogs(t, back, 1, 150, func(i uint64) bool { return i >= 11 && i <= 140 })
 			})

@@ -37,13 +37,6 @@ func openStore(t testing.TB, dir string, opts Options) *Store {
 	return openWith(t, "Open", Open, dir, opts)
 }
 
-// openCommitted opens a store with OpenCommitted and closes it when the test
-// ends.
-func openCommitted(t testing.TB, dir string, opts Options) *Store {
-	t.Helper()
-	return openWith(t, "OpenCommitted", OpenCommitted, dir, opts)
-}
-
 // openWith opens a store with open (named name in a failure) and closes it
 // when the test ends.
 func openWith(t testing.TB, name string, open func(string, Options) (*Store, error), dir string, opts Options) *Store {

@@ -96,7 +96,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // append is safe for concurrent use; openJournal runs before the first
 // append, retire or close after the last.
 type journal struct {
-	mu       sync.Mutex // a Store of its own appends from several goroutines
+	mu       sync.Mutex // the committer and an inline write (Shared.writeInline) append, in turn
 	dir      string     // the journal's own directory
 	dbDir    string     // badger's directory, which a checkpoint syncs
 	f        *os.File
@@ -109,8 +109,8 @@ type journal struct {
 
 	// quiesce, when set, runs before a checkpoint and waits until badger
 	// holds every record handed to it so far (a Shared's applier trails the
-	// journal); an error fails the checkpoint. A Store of its own needs none:
-	// its writes reach badger before the next one is journaled (Store.write).
+	// journal); an error fails the checkpoint. nil (tests of the journal
+	// alone): every record is in badger once appended.
 	quiesce func() error
 
 	// The rotator (rotator's doc) and the writer take turns: the rotator

@@ -27,10 +27,6 @@ var journalKinds = []struct {
 		sh, s := openGroup(t, dir, Options{})
 		return s, func() error { s.Close(); return sh.Close() }
 	}},
-	{"committed", func(t *testing.T, dir string) (*Store, func() error) {
-		s := openCommitted(t, dir, Options{})
-		return s, s.Close
-	}},
 }
 
 // journalSettles waits (5 s at most) until st's journal directory holds only

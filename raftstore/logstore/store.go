@@ -99,10 +99,9 @@ type Options struct {
 	BeforeWrite func() error
 
 	// BeforeApply (fault tests only) runs before journaled writes go into
-	// badger and may block: a Shared's on the applier, once per badger write
-	// of the batches it gathered, where an error fails them as a failed
-	// badger transaction would (ErrBadgerWrite); a Store of its own's on the
-	// writing goroutine, where an error fails that write.
+	// badger and may block: on the applier, once per badger write of the
+	// batches it gathered, where an error fails them as a failed badger
+	// transaction would (ErrBadgerWrite).
 	BeforeApply func() error
 }
 
@@ -123,11 +122,10 @@ type Store struct {
 	db *badger.DB
 	kp keyPrefix // where this Store's keys live in db
 	// sh is the Shared whose DB holds this Store and whose committer writes
-	// its logs (Close leaves it open, unless ownsShared); nil: a DB of its own.
+	// its writes (Close leaves it open, unless ownsShared).
 	sh *Shared
-	// ownsShared: sh is this Store's alone (OpenCommitted), and Close closes it.
+	// ownsShared: sh is this Store's alone (Open), and Close closes it.
 	ownsShared bool
-	jr         *journal // its own DB's journal (journal.go); nil with a Shared or in memory
 	dir        string
 	logger     *slog.Logger
 
@@ -143,11 +141,6 @@ type Store struct {
 	// with what is on disk.
 	writeMu sync.Mutex
 
-	// ownMu (a Store of its own) serialises every write, the stable store's
-	// too, from its journal record to its badger commit (Store.write).
-	ownMu       sync.Mutex
-	beforeApply func() error // Options.BeforeApply
-
 	// first and last cache the lowest and highest stored log index (both 0
 	// when the log is empty). They are written only with writeMu held and
 	// once the write is durable (journaled; a Shared's badger may trail).
@@ -162,14 +155,6 @@ type Store struct {
 
 	dur durability // deferred writes (DeferSyncWhen) and what is on disk
 
-	// inBadger: every entry stored at or below this index is in badger, so
-	// GetLog reads it without waiting for the Shared's applier (badger
-	// trails the journal: applier.go). Raised by the applier as it writes
-	// this Store's appends, lowered when the end of the log is deleted. With
-	// a tail it stays 0: log entries reach badger only by a move, and a read
-	// the tail misses may be one on its way.
-	inBadger atomic.Uint64
-
 	// tail (on disk) says where in the journal's files the log entries are
 	// that badger does not hold (tail.go); nil in memory.
 	tail *tail
@@ -179,7 +164,15 @@ type Store struct {
 // LastIndex it shows how many log entries share each fsync.
 func (s *Store) Batches() uint64 { return s.batches.Load() }
 
-// Open opens, creating it if needed, the log store kept in directory dir.
+// Open opens, creating it if needed, the log store kept in directory dir:
+// a Shared of its own (one committer and one applier goroutine) holding one
+// unprefixed Store, which Close closes with it. Its writes go through the
+// committer, so that DeferSyncWhen applies to it: for a Raft group alone on
+// its node, whose leader then sends a batch to its followers while its own
+// fsync runs (raftstore/parallelsync.go); a write that does not defer is
+// written on the caller's goroutine, as if there were no committer, unless
+// writes are still queued (it then goes after them) or WriteInlineWhen's
+// predicate says no.
 //
 // The directory is created with mode 0700 if it does not exist. It must be
 // writable and must not be in use by another Store (in this or another
@@ -188,27 +181,16 @@ func (s *Store) Batches() uint64 { return s.batches.Load() }
 // the underlying *fs.PathError where there is one). Open loads the first and
 // last log index into memory before returning.
 func Open(dir string, opts Options) (*Store, error) {
-	db, maxValue, logger, err := openDB(dir, opts)
+	sh, err := OpenShared(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	var jr *journal
-	var t *tail
-	if !opts.InMemory {
-		var ts *tailSet
-		if jr, ts, err = openJournalFor(db, dir, logger, nil); err != nil {
-			_ = db.Close()
-			return nil, err
-		}
-		t = ts.of(-1)
-	}
-	s, err := newStore(db, nil, dir, maxValue, logger, opts, t)
+	s, err := sh.store(-1, nil)
 	if err != nil {
-		_ = db.Close()
-		jr.close()
+		_ = sh.Close()
 		return nil, err
 	}
-	s.jr, s.beforeApply = jr, opts.BeforeApply
+	s.ownsShared = true
 	return s, nil
 }
 
@@ -277,14 +259,14 @@ func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 	return db, maxValue, logger, nil
 }
 
-// newStore makes the Store of the keys under kp in db and loads its log
+// newStore makes the Store of the keys under kp in sh's DB and loads its log
 // bounds.
-func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slog.Logger, opts Options, t *tail) (*Store, error) {
-	s := &Store{db: db, kp: kp, dir: dir, logger: logger, maxValue: maxValue, observe: opts.ObserveWrite, tail: t}
+func newStore(sh *Shared, kp keyPrefix, logger *slog.Logger, opts Options, t *tail) (*Store, error) {
+	s := &Store{db: sh.db, sh: sh, kp: kp, dir: sh.dir, logger: logger, maxValue: sh.maxValue, observe: opts.ObserveWrite, tail: t}
 	if t != nil {
 		moved, err := s.seekBadger(math.MaxUint64, true)
 		if err != nil {
-			return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", dir, err)
+			return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", sh.dir, err)
 		}
 		t.mu.Lock()
 		t.moved = max(t.moved, moved)
@@ -297,14 +279,11 @@ func newStore(db *badger.DB, kp keyPrefix, dir string, maxValue int, logger *slo
 		s.first.Store(first)
 		s.last.Store(last)
 		s.dur.durable = last
-		if t == nil {
-			s.inBadger.Store(last)
-		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", dir, err)
+		return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", sh.dir, err)
 	}
-	logger.Debug("logstore: opened", "dir", dir, "key_prefix", string(kp), "in_memory", opts.InMemory,
+	logger.Debug("logstore: opened", "dir", sh.dir, "key_prefix", string(kp), "in_memory", opts.InMemory,
 		"first_index", s.first.Load(), "last_index", s.last.Load())
 	return s, nil
 }
@@ -328,9 +307,8 @@ type Shared struct {
 	reqs    chan *setsReq
 	journal *journal // nil in memory
 
-	// The Store of OpenCommitted may write what it does not defer on its
-	// caller's goroutine, as Open's does, when nothing is queued before it
-	// (WriteInlineWhen, writeInline): wmu makes the committer and such a caller take turns
+	// The Store of Open may write what it does not defer on its caller's
+	// goroutine when nothing is queued before it (writeInline): wmu makes the committer and such a caller take turns
 	// at journalBatch, and queued counts the requests enqueued and not yet
 	// answered, so that an inline write never overtakes one.
 	wmu       sync.Mutex
@@ -351,15 +329,14 @@ type Shared struct {
 }
 
 // setsReq is one write of a Store's: a StoreLogs call or one chunk of a
-// DeleteRange, for the committer (or, for a Store of its own, written at once
-// by Store.write).
+// DeleteRange or a stable-store Set, for the committer (or written inline,
+// Shared.writeInline).
 type setsReq struct {
 	keys, vals [][]byte
 	del        bool               // delete keys (vals unused) instead of setting them
 	committed  func(from, to int) // called, in order, for each committed run
 	done       chan error         // gets the outcome, unless onDone is set
 	onDone     func(error)        // called with the outcome (on the committer); a deferred write
-	inBadger   func()             // if set, called by the applier once badger holds the write
 
 	// A write of log keys of a Store whose entries stay in the journal:
 	// its tail, and where the journal put each value (journal.append).
@@ -402,7 +379,7 @@ func (sh *Shared) enqueue(r *setsReq) error {
 // not writing, and reports whether it did (if not, the caller enqueues r);
 // it does not wait for the committer. It saves the two
 // goroutine hand-offs of a write through the committer: for the Store of
-// OpenCommitted (WriteInlineWhen).
+// Open.
 func (sh *Shared) writeInline(r *setsReq) (bool, error) {
 	if !sh.wmu.TryLock() { // the committer is writing: r goes after that
 		return false, nil
@@ -524,7 +501,7 @@ func (sh *Shared) journalBatch(batch []*setsReq) {
 }
 
 // OpenShared opens (or creates) the shared DB in dir (see Open for dir's
-// requirements and errors) and starts its committer.
+// requirements and errors) and starts its committer and applier.
 func OpenShared(dir string, opts Options) (*Shared, error) {
 	db, maxValue, logger, err := openDB(dir, opts)
 	if err != nil {
@@ -556,32 +533,8 @@ func (sh *Shared) Group(g int, obs func(time.Duration)) (*Store, error) {
 	return sh.store(g, obs)
 }
 
-// OpenCommitted opens, creating it if needed, the log store kept in
-// directory dir, as Open does and on the same files (a directory either one
-// wrote opens with the other, its journal's entries included), but its
-// writes go through a committer goroutine, as a Shared's groups' do, so that
-// DeferSyncWhen applies to it: for a Raft group alone on its node, whose
-// leader then sends a batch to its followers while its own fsync runs
-// (raftstore/parallelsync.go). With WriteInlineWhen, a write that does not
-// defer is written on the caller's goroutine, as Open's are, unless writes
-// are still queued (it then goes through the committer, after them). Its
-// Close closes the DB as well.
-func OpenCommitted(dir string, opts Options) (*Store, error) {
-	sh, err := OpenShared(dir, opts)
-	if err != nil {
-		return nil, err
-	}
-	s, err := sh.store(-1, nil)
-	if err != nil {
-		_ = sh.Close()
-		return nil, err
-	}
-	s.ownsShared = true
-	return s, nil
-}
-
 // store makes the Store of group g, or for g -1 the unprefixed Store of
-// OpenCommitted.
+// Open.
 func (sh *Shared) store(g int, obs func(time.Duration)) (*Store, error) {
 	opts := sh.opts
 	if obs != nil {
@@ -595,12 +548,7 @@ func (sh *Shared) store(g int, obs func(time.Duration)) (*Store, error) {
 	if g >= 0 {
 		logger = logger.With("group", g)
 	}
-	s, err := newStore(sh.db, prefixOf(g), sh.dir, sh.maxValue, logger, opts, t)
-	if err != nil {
-		return nil, err
-	}
-	s.sh = sh
-	return s, nil
+	return newStore(sh, prefixOf(g), logger, opts, t)
 }
 
 // Commits reports how many batches the committer made durable (one journal
@@ -681,8 +629,8 @@ func (s *Store) acquire() error {
 	return nil
 }
 
-// Close waits for in-flight calls, then closes the badger DB, flushing its
-// memtables. Calls after the first return nil and do nothing; every other
+// Close waits for in-flight calls; the Store of Open then closes its Shared
+// (the badger DB, flushing its memtables, and the journal). Calls after the first return nil and do nothing; every other
 // method returns ErrClosed afterwards.
 func (s *Store) Close() error {
 	_ = s.dur.drain(s.stopped()) // a failed deferred write was reported to WaitDurable
@@ -692,29 +640,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed.Store(true)
-	if s.sh != nil {
-		if s.ownsShared {
-			return s.sh.Close()
-		}
-		return nil // the Shared closes the DB
+	if s.ownsShared {
+		return s.sh.Close()
 	}
-	s.jr.stopRotator()
-	var err error
-	if s.tail != nil {
-		err = s.tail.moveAll(s.db, s.jr, s.kp) // so that the journal can go
-	}
-	if dberr := s.db.Close(); err == nil {
-		err = dberr
-	}
-	if err != nil {
-		s.jr.close() // its records are replayed at the next open
-		return fmt.Errorf("logstore: close %s: %w", s.dir, err)
-	}
-	if err := s.jr.retire(); err != nil {
-		return fmt.Errorf("logstore: close %s: %w", s.dir, err)
-	}
-	s.logger.Debug("logstore: closed", "dir", s.dir)
-	return nil
+	return nil // the Shared closes the DB
 }
 
 // FirstIndex returns the lowest stored log index, or 0 if the log is empty.
@@ -755,10 +684,8 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 			return s.decodeAt(buf, index, log)
 		}
 	}
-	if index > s.inBadger.Load() { // maybe still on its way to badger
-		if err := s.settle(); err != nil {
-			return fmt.Errorf("logstore: get log %d: %w", index, err)
-		}
+	if err := s.settle(); err != nil { // it may be on its way to badger
+		return fmt.Errorf("logstore: get log %d: %w", index, err)
 	}
 
 	var buf []byte
@@ -779,14 +706,9 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	return s.decodeAt(buf, index, log)
 }
 
-// journal is the journal that holds s's writes, its own or its Shared's;
-// nil in memory.
-func (s *Store) journal() *journal {
-	if s.sh != nil {
-		return s.sh.journal
-	}
-	return s.jr
-}
+// journal is the journal that holds s's writes, its Shared's; nil in
+// memory.
+func (s *Store) journal() *journal { return s.sh.journal }
 
 // decodeAt decodes buf, the stored value of entry index, into log.
 func (s *Store) decodeAt(buf []byte, index uint64, log *raft.Log) error {
@@ -854,7 +776,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	defer s.writeMu.Unlock()
 	lo, hi := logBounds(logs)
 	err := s.dur.err() // a failed deferred write fails every later one
-	if err == nil && s.sh != nil && s.dur.deferSync != nil && s.dur.deferSync() {
+	if err == nil && s.dur.deferSync != nil && s.dur.deferSync() {
 		if err = s.storeDeferred(logs, lo, hi, keys, vals); err == nil {
 			return nil
 		}
@@ -866,7 +788,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		defer func() { s.observe(time.Since(start)) }()
 	}
 	committed := func(from, to int) { s.extendBounds(logBounds(logs[from:to])) }
-	err = s.write(&setsReq{keys: keys, vals: vals, committed: committed, inBadger: s.badgerHolds(hi), tail: s.tail})
+	err = s.write(&setsReq{keys: keys, vals: vals, committed: committed, tail: s.tail})
 	if err != nil {
 		return fmt.Errorf("logstore: store logs [%d..%d]: %w",
 			logs[0].Index, logs[len(logs)-1].Index, err)
@@ -938,13 +860,7 @@ func (s *Store) deleteStep(min, max uint64) (next uint64, more bool, err error) 
 		return 0, false, nil
 	}
 	if max >= last { // the tail goes: what is stored there again counts once written
-		// Below deleteLogs waits for the applier, so no write of s is on
-		// its way to badger (writeMu keeps new ones out) to raise inBadger.
-		defer func() {
-			last := s.last.Load()
-			s.dur.lower(last)
-			s.inBadger.Store(minU64(s.inBadger.Load(), last))
-		}()
+		defer func() { s.dur.lower(s.last.Load()) }()
 	}
 	lo, hi := maxU64(min, first), minU64(max, last)
 	if lo == first && hi < last && hi-lo >= deleteChunk {
@@ -1033,46 +949,17 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 	return s.write(&setsReq{keys: keys, del: true, committed: func(int, int) {}, tail: s.tail})
 }
 
-// write writes r and waits until it is fsynced: through the shared committer
-// when the log is shared (with whatever the other groups write meanwhile;
-// OpenCommitted's Store on its own goroutine, WriteInlineWhen),
-// else journaled and then written in as few of its own transactions as
-// badger allows (writeBatch).
+// write writes r and waits until it is fsynced, through the Shared's
+// committer (with whatever the other groups write meanwhile), or for the
+// Store of Open on its own goroutine when nothing is queued before it and
+// WriteInlineWhen's predicate (if set) agrees.
 func (s *Store) write(r *setsReq) error {
-	if s.sh != nil {
-		if s.ownsShared && s.dur.inline != nil && s.dur.inline() {
-			if done, err := s.sh.writeInline(r); done {
-				return err
-			}
-		}
-		return s.sh.commit(r)
-	}
-	// One write at a time from journal to badger: a journal file the rotator
-	// checkpoints must have all its records in badger already (journal.go).
-	s.ownMu.Lock()
-	defer s.ownMu.Unlock()
-	if s.jr != nil { // durable first (badger does not sync), then into badger: journal.go
-		if err := s.jr.append([]*setsReq{r}); err != nil {
+	if s.ownsShared && (s.dur.inline == nil || s.dur.inline()) {
+		if done, err := s.sh.writeInline(r); done {
 			return err
 		}
 	}
-	if r.tail != nil { // the log's entries stay in the journal (tail.go)
-		n := len(r.keys)
-		r.tail.journaled(r)
-		r.committed(0, n)
-		if len(r.keys) == 0 {
-			return nil
-		}
-		r.committed = func(int, int) {}
-	}
-	if s.beforeApply != nil {
-		if err := s.beforeApply(); err != nil {
-			return err
-		}
-	}
-	txns, err := writeBatch(s.db, []*setsReq{r}, func(_, from, to int) { r.committed(from, to) })
-	logSplit(s.logger, s.dir, txns, len(r.keys))
-	return err
+	return s.sh.commit(r)
 }
 
 func (s *Store) logIteratorOptions(reverse bool) badger.IteratorOptions {

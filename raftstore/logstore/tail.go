@@ -30,9 +30,8 @@ import (
 // of those.
 //
 // An entry is in the tail or in badger, never both for a reader: a move adds
-// it to badger before (a Store of its own) or, through the Shared's applier,
-// with the reader waiting for the applier (badgerLag) after it leaves the
-// tail. Deleting an entry removes it from where it is. A replay rebuilds the
+// it to badger before it leaves the tail, the readers waiting for the
+// Shared's applier (badgerLag) when they miss it in the tail. Deleting an entry removes it from where it is. A replay rebuilds the
 // tails from the journal files, in order, and deletes what the records delete
 // from badger as well (a crash between a move and its file's removal leaves
 // an entry in both, which the replay then removes from badger: dedupeTails).
@@ -62,7 +61,7 @@ func (g *segment) last() uint64 { return g.base + uint64(len(g.locs)) - 1 }
 // hashicorp/raft keeps the entries before it).
 //
 // Its Store's writes change it one at a time (the Shared's committer, or the
-// replay before it starts, or a Store of its own's writer under ownMu), and
+// replay before it starts, or an inline write in the committer's turn), and
 // the rotator's moves take entries out of it (move); both hold mu, and so
 // do the file counts' changes. Reads (get, seek, entries) may come from any
 // goroutine.
@@ -212,8 +211,9 @@ func (t *tail) entriesLocked(from, to, seq uint64, limit int) (idx []uint64, loc
 // durable, to the tail: the entries it sets are now where r.locs says (and
 // badger gets none of them: r becomes the deletion of any older copy badger
 // may hold, usually none), the entries it deletes leave the tail (r.keys
-// keeps those that are not in it, for badger). The writer (committer or
-// ownMu; the replay, for the writes it finds) calls it before badger sees r.
+// keeps those that are not in it, for badger). The writer (the committer or
+// an inline write in its turn; the replay, for the writes it finds) calls it
+// before badger sees r.
 func (t *tail) journaled(r *setsReq) {
 	var d liveDelta
 	t.mu.Lock()
@@ -291,7 +291,7 @@ func (d *liveDelta) flush(lf *liveFiles) {
 }
 
 // tailSet is the tails of the Stores whose writes one journal holds, by
-// group (-1: a Store of its own). Safe for concurrent use.
+// group (-1: the Store of Open). Safe for concurrent use.
 type tailSet struct {
 	mu    sync.Mutex
 	live  *liveFiles
@@ -319,7 +319,8 @@ func (ts *tailSet) all() map[int]*tail {
 	return maps.Clone(ts.tails)
 }
 
-// prefixOf is the key prefix of group g's keys (-1: a Store of its own).
+// prefixOf is the key prefix of group g's keys (-1: the Store of Open, whose
+// keys are unprefixed).
 func prefixOf(g int) keyPrefix {
 	if g < 0 {
 		return nil
