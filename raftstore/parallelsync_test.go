@@ -72,13 +72,20 @@ func answeredOnRelease(t *testing.T, h *heldLog, reply chan resp.Value) {
 	default:
 	}
 	h.letGo()
+	expectOK(t, reply, "after the leader's write was released")
+}
+
+// expectOK waits (10 s at most) for the answer on reply and fails the test
+// unless it is OK; when says at what point, in a failure.
+func expectOK(t *testing.T, reply chan resp.Value, when string) {
+	t.Helper()
 	select {
 	case v := <-reply:
 		if v.String() != "OK" {
-			t.Fatalf("SET after the release: %v", v)
+			t.Fatalf("SET %s: %v", when, v)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the client was not answered after the leader's write was released")
+		t.Fatalf("the client was not answered %s", when)
 	}
 }
 
@@ -152,14 +159,7 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 	defer h.letGo()
 	reply := make(chan resp.Value, 1)
 	go func() { reply <- ndo(c.nodes[li], "SET", key, "after") }()
-	select {
-	case v := <-reply:
-		if v.String() != "OK" {
-			t.Fatalf("SET with the leader's write held: %v", v)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the client was not answered with both followers holding the write and the leader's held")
-	}
+	expectOK(t, reply, "with both followers holding the write and the leader's held")
 	entry := leader.raft.LastIndex()
 	if entry <= before {
 		t.Fatalf("the leader's log ends at %d, at %d before the write", entry, before)
