@@ -31,8 +31,11 @@ import (
 //     a majority counting the leader has it, every follower among them on
 //     disk; with the leader's copy on disk too, a majority holds it durably
 //     before any client hears of it, as when the leader's write came
-//     first), or, whichever comes first, a majority of the voters without
-//     the leader answered that they stored it (followerAcks, below).
+//     first), or, for a group alone in its log, whichever comes first, a
+//     majority of the voters without the leader answered that they stored
+//     it (followerAcks, below). A group of a shared log waits for its own
+//     disk: there the leader's fsync is the one its node's groups share, and
+//     applying ahead of it cost more than it saved (store.go).
 //   - Followers learn of commitment only up to what is on the leader's disk
 //     (capCommit rewrites LeaderCommitIndex in the AppendEntries the leader
 //     sends), so a follower never applies, and never wakes a waiter for, an

@@ -91,14 +91,15 @@ func expectOK(t *testing.T, reply chan resp.Value, when string) {
 
 // TestLeaderFsyncRunsWithReplication: with the group leader's own log write
 // held, a write still reaches both followers' logs (the leader sent it
-// without waiting for its fsync); once both hold it on disk, a majority of
-// the voters does, so the leader applies it and answers the client while its
-// own write is still held, and the followers, who learn of commitment only
-// up to the leader's disk, apply it once that write is released. With one
+// without waiting for its fsync), and the followers, who learn of
+// commitment only up to the leader's disk, apply it only once that write is
+// released. On nodes of one group (the group's log of its own, with its own
+// committer), once both followers hold it on disk a majority of the voters
+// does, so the leader applies it and answers the client while its own write
+// is still held; on nodes of several groups (one shared log) the leader
+// applies it and answers only once its own write is on disk. With one
 // follower down, the one left and the leader's held copy are not a durable
-// majority: the client waits until the leader's write is on disk. On nodes
-// of several groups (one shared log) and of one (the group's log of its
-// own, with its own committer).
+// majority: the client waits until the leader's write is on disk.
 func TestLeaderFsyncRunsWithReplication(t *testing.T) {
 	for _, groups := range []int{1, 2} {
 		t.Run(fmt.Sprintf("groups=%d", groups), func(t *testing.T) { testLeaderFsyncRunsWithReplication(t, groups) })
@@ -133,12 +134,21 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 		defer s.m.wmu.Unlock()
 		return s.m.applied
 	}
+	// A group alone in its log counts its followers' acknowledgements; one
+	// of a shared log waits for the leader's own disk.
+	counts := groups == 1
 	// Writes until both followers' pipelines have answered one (hashicorp/raft
 	// sends the first appends of a term one at a time, then pipelines).
 	deadline := time.Now().Add(10 * time.Second)
 	for n := 0; ; n++ {
 		if v := ndo(c.nodes[li], "SET", key, fmt.Sprint("before", n)); v.String() != "OK" {
 			t.Fatalf("SET before: %v", v)
+		}
+		if !counts {
+			if leader.acks != nil {
+				t.Fatal("a group of a shared log records its followers' acknowledgements")
+			}
+			break
 		}
 		leader.acks.mu.Lock()
 		heard := len(leader.acks.by)
@@ -159,29 +169,56 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 	defer h.letGo()
 	reply := make(chan resp.Value, 1)
 	go func() { reply <- ndo(c.nodes[li], "SET", key, "after") }()
-	expectOK(t, reply, "with both followers holding the write and the leader's held")
-	entry := leader.raft.LastIndex()
-	if entry <= before {
-		t.Fatalf("the leader's log ends at %d, at %d before the write", entry, before)
+	// The followers store the entry while the leader's own write is held.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, f := range followers {
+			if f.raft.LastIndex() > before {
+				n++
+			}
+		}
+		if n == len(followers) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the followers did not receive the write while the leader's fsync was held")
+		}
 	}
-	if d := leader.logs.Durable(); d >= entry {
-		t.Fatalf("the leader's own log is durable to %d (entry %d) while its write is held", d, entry)
-	}
-	if got := counterValue(t, leader.metrics.appliedEarly); got <= early {
-		t.Fatalf("lockd_raft_applied_before_own_fsync_total stayed at %v", got)
-	}
-	if v := ndo(c.nodes[li], "GET", key); v.String() != "after" {
-		t.Fatalf("GET on the leader while its write is held: %v", v)
+	entry := followers[0].raft.LastIndex()
+	if counts {
+		expectOK(t, reply, "with both followers holding the write and the leader's held")
+		if d := leader.logs.Durable(); d >= entry {
+			t.Fatalf("the leader's own log is durable to %d (entry %d) while its write is held", d, entry)
+		}
+		if got := counterValue(t, leader.metrics.appliedEarly); got <= early {
+			t.Fatalf("lockd_raft_applied_before_own_fsync_total stayed at %v", got)
+		}
+		if v := ndo(c.nodes[li], "GET", key); v.String() != "after" {
+			t.Fatalf("GET on the leader while its write is held: %v", v)
+		}
 	}
 	// Several commit timeouts pass (each sends the followers the commit
 	// index): the followers do not apply the entry while the leader's copy
-	// is not on disk.
+	// is not on disk; in a shared log neither does the leader, and the
+	// client waits.
 	for end := time.Now().Add(6 * commitTimeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		for _, f := range followers {
-			if a := applied(f); a >= entry {
-				t.Fatalf("a follower applied index %d (entry %d) before the leader's copy was on disk", a, entry)
+		replicas := followers
+		if !counts {
+			replicas = append([]*Store{leader}, followers...)
+			select {
+			case v := <-reply:
+				t.Fatalf("the client was answered %v before the leader's copy was on disk", v)
+			default:
 			}
 		}
+		for _, r := range replicas {
+			if a := applied(r); a >= entry {
+				t.Fatalf("a replica applied index %d (entry %d) before the leader's copy was on disk", a, entry)
+			}
+		}
+	}
+	if !counts {
+		answeredOnRelease(t, h, reply)
 	}
 	h.letGo()
 	for _, f := range followers {
