@@ -35,7 +35,7 @@ import (
 //     majority of the voters without the leader answered that they stored
 //     it (followerAcks, below). A group of a shared log waits for its own
 //     disk: there the leader's fsync is the one its node's groups share, and
-//     applying ahead of it cost more than it saved (store.go).
+//     applying ahead of it measured worse (store.go).
 //   - Followers learn of commitment only up to what is on the leader's disk
 //     (capCommit rewrites LeaderCommitIndex in the AppendEntries the leader
 //     sends), so a follower never applies, and never wakes a waiter for, an

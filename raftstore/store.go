@@ -324,10 +324,11 @@ func Open(cfg Config) (*Store, error) {
 	// A group alone in its log counts its followers' acknowledgements toward
 	// the durable majority its leader applies at (parallelsync.go); a group
 	// of a shared log does not: there the leader's fsync is the one its
-	// node's groups share, and applying ahead of it cost more than it saved
-	// (3 nodes, 8 groups, make bench-ab, 4 pairs: 0.91x the cycles/s, 1.12x
-	// the CPU per operation and the acquire p99; one group alone: 7 of 8
-	// pairs ahead, p99 lower).
+	// node's groups share, and applying ahead of it measured worse (3 nodes,
+	// 8 groups, make bench-ab, 4 pairs: 0.91x the cycles/s, 1.12x the CPU
+	// per operation and the acquire p99). A group alone gains a leader whose
+	// slow or stalled fsync no longer holds its commits while both followers
+	// are healthy (its throughput here moved within the noise: 0.88-1.08x).
 	var acks *followerAcks
 	var observer appendpipe.AckObserver // nil: the pipelines report nothing
 	if cfg.sharedLog == nil {
