@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +50,30 @@ func (h *heldLog) letGo() {
 	if h.armed {
 		h.armed = false
 		close(h.release)
+	}
+}
+
+// writeUntilPipelined makes writes with set (its argument counts them; each
+// must answer OK) until leader's pipelines have answered for n followers
+// (hashicorp/raft sends the first appends of a term one at a time, then
+// pipelines them), 10 s at most.
+func writeUntilPipelined(t *testing.T, leader *Store, n int, set func(i int) resp.Value) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		if v := set(i); v.String() != "OK" {
+			t.Fatalf("SET before: %v", v)
+		}
+		leader.acks.mu.Lock()
+		heard := len(leader.acks.by)
+		leader.acks.mu.Unlock()
+		if heard == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader's pipelines heard %d of %d followers", heard, n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -139,27 +164,16 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 	counts := groups == 1
 	// Writes until both followers' pipelines have answered one (hashicorp/raft
 	// sends the first appends of a term one at a time, then pipelines).
-	deadline := time.Now().Add(10 * time.Second)
-	for n := 0; ; n++ {
-		if v := ndo(c.nodes[li], "SET", key, fmt.Sprint("before", n)); v.String() != "OK" {
+	set := func(n int) resp.Value { return ndo(c.nodes[li], "SET", key, fmt.Sprint("before", n)) }
+	if counts {
+		writeUntilPipelined(t, leader, len(followers), set)
+	} else {
+		if v := set(0); v.String() != "OK" {
 			t.Fatalf("SET before: %v", v)
 		}
-		if !counts {
-			if leader.acks != nil {
-				t.Fatal("a group of a shared log records its followers' acknowledgements")
-			}
-			break
+		if leader.acks != nil {
+			t.Fatal("a group of a shared log records its followers' acknowledgements")
 		}
-		leader.acks.mu.Lock()
-		heard := len(leader.acks.by)
-		leader.acks.mu.Unlock()
-		if heard == len(followers) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the leader's pipelines heard %d of %d followers", heard, len(followers))
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	early := counterValue(t, leader.metrics.appliedEarly)
 
@@ -406,5 +420,49 @@ func TestFollowerAcksCountAMajorityOfTheOthers(t *testing.T) {
 	a.Stored("n5", 7, appendOf(6, 6, 11, 11))
 	if !a.cover(11, five, "n1") {
 		t.Fatal("three followers of four do not cover an entry of five voters")
+	}
+}
+
+// TestAnswerOnFollowersOutlivesTheLeader: a write that the leader of a
+// group alone in its log answered on its two followers' acknowledgements,
+// while its own log write was held, survives that leader being cut off for
+// good before the write reached its disk: the followers elect one of
+// themselves, whose log has the write, and a read there sees it.
+func TestAnswerOnFollowersOutlivesTheLeader(t *testing.T) {
+	holds := []*heldLog{{}, {}, {}}
+	c := newClusterWith(t, 3, func(i int, cfg *Config) { cfg.BeforeLogWrite = holds[i].hook })
+	ctx := context.Background()
+	li, leader := c.leader()
+	writeUntilPipelined(t, leader, 2, func(n int) resp.Value {
+		return leader.Do(ctx, []command.Request{req("SET", "k", fmt.Sprint("before", n))})[0]
+	})
+	h := holds[li]
+	h.arm()
+	defer h.letGo() // before the cluster's cleanup closes the nodes
+	if v := leader.Do(ctx, []command.Request{req("SET", "k", "after")})[0]; v.String() != "OK" {
+		t.Fatalf("SET with the leader's write held: %v", v)
+	}
+	if d, last := leader.logs.Durable(), leader.raft.LastIndex(); d >= last {
+		t.Fatalf("the leader's log is durable to %d of %d: its write was not held", d, last)
+	}
+	c.isolate(li)
+	defer c.heal()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the followers did not elect a leader that reads the write")
+		}
+		for j := range c.peers {
+			s := c.node(j)
+			if j == li || s == nil || !s.IsLeader() {
+				continue
+			}
+			v := s.Do(ctx, []command.Request{req("GET", "k")})[0]
+			switch got := v.String(); {
+			case got == "after":
+				return
+			case strings.HasPrefix(got, "before"):
+				t.Fatalf("the new leader lost the answered write: GET k = %v", v)
+			}
+		}
 	}
 }
