@@ -174,61 +174,42 @@ func (sh *Shared) write(reqs []*setsReq) error {
 	if err != nil {
 		return err
 	}
-	txns, err := writeBatch(sh.db, reqs, nil)
+	txns, err := writeBatch(sh.db, reqs)
 	logSplit(sh.logger, sh.dir, txns, batchKeys(reqs))
 	return err
 }
 
 // writeBatch writes the requests' keys, in order, in as few transactions of
 // db as badger's size limit allows (one, unless they are large), and returns
-// how many it committed; after each commit it calls committed (when not nil)
-// with each run of keys [from, to) of request ri that the transaction held.
-// After an error a prefix of the keys may be in db. The applier, the tails'
-// moves and the journal's replay write this way.
-func writeBatch(db *badger.DB, batch []*setsReq, committed func(ri, from, to int)) (txns int, err error) {
-	type run struct{ ri, from, to int }
-	var runs []run // what txn holds
+// how many it committed. After an error a prefix of the keys may be in db.
+// The applier, the tails' moves and the journal's replay write this way.
+func writeBatch(db *badger.DB, batch []*setsReq) (txns int, err error) {
 	txn := db.NewTransaction(true)
 	defer func() { txn.Discard() }()
-	commit := func() error {
-		if err := txn.Commit(); err != nil {
-			return err
-		}
-		txns++
-		for _, x := range runs {
-			if committed != nil {
-				committed(x.ri, x.from, x.to)
-			}
-		}
-		runs = runs[:0]
-		return nil
-	}
-	for ri, r := range batch {
-		from := 0
+	held := 0 // keys txn holds
+	for _, r := range batch {
 		for i := range r.keys {
 			err := r.apply(txn, i)
-			if errors.Is(err, badger.ErrTxnTooBig) && (len(runs) > 0 || i > from) {
-				if i > from {
-					runs = append(runs, run{ri, from, i})
-				}
-				if err = commit(); err == nil {
-					txn = db.NewTransaction(true)
-					from = i
+			if errors.Is(err, badger.ErrTxnTooBig) && held > 0 {
+				if err = txn.Commit(); err == nil {
+					txns++
+					txn, held = db.NewTransaction(true), 0
 					err = r.apply(txn, i)
 				}
 			}
 			if err != nil {
 				return txns, err
 			}
-		}
-		if len(r.keys) > from {
-			runs = append(runs, run{ri, from, len(r.keys)})
+			held++
 		}
 	}
-	if len(runs) == 0 {
+	if held == 0 {
 		return txns, nil
 	}
-	return txns, commit()
+	if err := txn.Commit(); err != nil {
+		return txns, err
+	}
+	return txns + 1, nil
 }
 
 // logSplit notes a write that badger took in more than one transaction.

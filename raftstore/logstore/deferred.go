@@ -227,7 +227,7 @@ func (s *Store) storeDeferred(logs []*raft.Log, lo, hi uint64, keys, vals [][]by
 		}
 		d.signal()
 	}
-	if err := s.sh.enqueue(&setsReq{keys: keys, vals: vals, committed: func(int, int) {}, onDone: done, tail: s.tail}); err != nil {
+	if err := s.sh.enqueue(&setsReq{keys: keys, vals: vals, onDone: done, tail: s.tail}); err != nil {
 		d.mu.Lock()
 		d.pending = d.pending[:len(d.pending)-1]
 		d.mu.Unlock()

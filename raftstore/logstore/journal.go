@@ -308,7 +308,7 @@ func appendJournalRecord(dst []byte, batch []*setsReq) []byte {
 var errJournalRecord = errors.New("malformed journal record")
 
 // decodeJournalRecord parses a record's payload into its writes (keys and
-// values share p's memory; each reports nothing when committed).
+// values share p's memory).
 func decodeJournalRecord(p []byte) ([]*setsReq, error) {
 	uvarint := func() (uint64, bool) {
 		n, k := binary.Uvarint(p)
@@ -336,7 +336,7 @@ func decodeJournalRecord(p []byte) ([]*setsReq, error) {
 		if len(p) == 0 || p[0] > 1 {
 			return nil, errJournalRecord
 		}
-		r := &setsReq{del: p[0] == 1, committed: func(int, int) {}}
+		r := &setsReq{del: p[0] == 1}
 		p = p[1:]
 		n, ok := uvarint()
 		if !ok {

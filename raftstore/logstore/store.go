@@ -333,10 +333,10 @@ type Shared struct {
 // Shared.writeInline).
 type setsReq struct {
 	keys, vals [][]byte
-	del        bool               // delete keys (vals unused) instead of setting them
-	committed  func(from, to int) // called, in order, for each committed run
-	done       chan error         // gets the outcome, unless onDone is set
-	onDone     func(error)        // called with the outcome (on the committer); a deferred write
+	del        bool        // delete keys (vals unused) instead of setting them
+	stored     func()      // if set, called (on the writer) once the write is durable, before its answer
+	done       chan error  // gets the outcome, unless onDone is set
+	onDone     func(error) // called with the outcome (on the committer); a deferred write
 
 	// A write of log keys of a Store whose entries stay in the journal:
 	// its tail, and where the journal put each value (journal.append).
@@ -352,8 +352,8 @@ func (r *setsReq) apply(txn *badger.Txn, i int) error {
 	return txn.Set(r.keys[i], r.vals[i])
 }
 
-// commit hands r to the committer and waits for its outcome; r.committed is
-// called (from the committer) for each run that committed.
+// commit hands r to the committer and waits for its outcome (r.stored, if
+// set, is called from the committer once r is durable).
 func (sh *Shared) commit(r *setsReq) error {
 	r.done = make(chan error, 1)
 	if err := sh.enqueue(r); err != nil {
@@ -457,7 +457,7 @@ func (sh *Shared) committer() {
 }
 
 // journalBatch makes batch durable with one journal record and answers its
-// requests (each then counts as stored, r.committed(0, len(r.keys))), then
+// requests (each then counts as stored: r.stored), then
 // hands it to the applier, which writes it into badger; reads of the DB wait
 // for that first (badgerLag.wait). On an error nothing is handed over and
 // every request gets the error. Called with sh.wmu held (the committer, or
@@ -477,11 +477,12 @@ func (sh *Shared) journalBatch(batch []*setsReq) {
 		sh.commits.Add(1)
 		toDB := make([]*setsReq, 0, len(batch))
 		for _, r := range batch {
-			n := len(r.keys)
 			if r.tail != nil { // its entries stay in the journal (tail.go)
 				r.tail.journaled(r)
 			}
-			r.committed(0, n)
+			if r.stored != nil {
+				r.stored()
+			}
 			if len(r.keys) > 0 {
 				toDB = append(toDB, r)
 			}
@@ -630,8 +631,9 @@ func (s *Store) acquire() error {
 }
 
 // Close waits for in-flight calls; the Store of Open then closes its Shared
-// (the badger DB, flushing its memtables, and the journal). Calls after the first return nil and do nothing; every other
-// method returns ErrClosed afterwards.
+// (the badger DB, flushing its memtables, and the journal). Calls after the
+// first return nil and do nothing; every other method returns ErrClosed
+// afterwards.
 func (s *Store) Close() error {
 	_ = s.dur.drain(s.stopped()) // a failed deferred write was reported to WaitDurable
 	s.closeMu.Lock()
@@ -729,14 +731,14 @@ func (s *Store) StoreLog(log *raft.Log) error {
 // StoreLogs stores a batch of entries, replacing any entries with the same
 // indexes, and blocks until they are fsynced (unless DeferSyncWhen defers
 // it: then it returns once they are queued, and WaitDurable tells when they
-// are on disk). The batch is written in one
-// badger transaction, i.e. one fsync, unless it exceeds badger's
-// per-transaction size limit (about 2.4 MiB of entries with the settings used
-// here; values over 1 MiB count only as a pointer), in which case it is split
-// into as few transactions as needed, committed in order. If an error is
-// returned, a prefix of the batch may have been stored; FirstIndex and
-// LastIndex reflect what was. Entries need not be contiguous with the ones
-// already stored, but index 0 is rejected.
+// are on disk). The batch is made durable with one journal record (one
+// fsync, shared with whatever else the committer writes with it); badger
+// takes it afterwards, split across transactions when it exceeds badger's
+// per-transaction size limit (about 2.4 MiB of entries with the settings
+// used here; values over 1 MiB count only as a pointer). If an error is
+// returned, the batch does not count as stored: FirstIndex and LastIndex
+// are unchanged. Entries need not be contiguous with the ones already
+// stored, but index 0 is rejected.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
@@ -787,8 +789,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if s.observe != nil {
 		defer func() { s.observe(time.Since(start)) }()
 	}
-	committed := func(from, to int) { s.extendBounds(logBounds(logs[from:to])) }
-	err = s.write(&setsReq{keys: keys, vals: vals, committed: committed, tail: s.tail})
+	err = s.write(&setsReq{keys: keys, vals: vals, stored: func() { s.extendBounds(lo, hi) }, tail: s.tail})
 	if err != nil {
 		return fmt.Errorf("logstore: store logs [%d..%d]: %w",
 			logs[0].Index, logs[len(logs)-1].Index, err)
@@ -946,7 +947,7 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 		slices.SortFunc(keys, bytes.Compare)
 		keys = slices.CompactFunc(keys, bytes.Equal)
 	}
-	return s.write(&setsReq{keys: keys, del: true, committed: func(int, int) {}, tail: s.tail})
+	return s.write(&setsReq{keys: keys, del: true, tail: s.tail})
 }
 
 // write writes r and waits until it is fsynced, through the Shared's
@@ -1023,7 +1024,7 @@ func (s *Store) Set(key, val []byte) error {
 	defer s.closeMu.RUnlock()
 
 	// Through write, whose journal makes it durable (badger does not sync).
-	err := s.write(&setsReq{keys: [][]byte{s.kp.stable(key)}, vals: [][]byte{val}, committed: func(int, int) {}})
+	err := s.write(&setsReq{keys: [][]byte{s.kp.stable(key)}, vals: [][]byte{val}})
 	if err != nil {
 		return fmt.Errorf("logstore: set %q: %w", key, err)
 	}

@@ -365,7 +365,7 @@ func (ts *tailSet) replayInto(db *badger.DB, replayed *int) func([]*setsReq) err
 				toDB = append(toDB, r)
 			}
 		}
-		_, err := writeBatch(db, toDB, nil)
+		_, err := writeBatch(db, toDB)
 		return err
 	}
 }
@@ -416,7 +416,7 @@ func (ts *tailSet) dedupe(db *badger.DB) error {
 	if len(dup) == 0 {
 		return nil
 	}
-	_, err := writeBatch(db, []*setsReq{{keys: dup, del: true, committed: func(int, int) {}}}, nil)
+	_, err := writeBatch(db, []*setsReq{{keys: dup, del: true}})
 	return err
 }
 
@@ -433,7 +433,7 @@ func (t *tail) move(db *badger.DB, j *journal, kp keyPrefix, seq uint64, limit i
 	if len(idx) == 0 {
 		return 0, nil
 	}
-	w := &setsReq{keys: make([][]byte, len(idx)), vals: make([][]byte, len(idx)), committed: func(int, int) {}}
+	w := &setsReq{keys: make([][]byte, len(idx)), vals: make([][]byte, len(idx))}
 	for k, index := range idx {
 		v, err := j.read(locs[k])
 		if err != nil {
@@ -441,7 +441,7 @@ func (t *tail) move(db *badger.DB, j *journal, kp keyPrefix, seq uint64, limit i
 		}
 		w.keys[k], w.vals[k] = kp.log(index), v
 	}
-	if _, err := writeBatch(db, []*setsReq{w}, nil); err != nil {
+	if _, err := writeBatch(db, []*setsReq{w}); err != nil {
 		return 0, err
 	}
 	var d liveDelta
