@@ -69,13 +69,8 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 // shardMap is the replicated shard map this group holds (group 0), or nil.
 func (s *Store) shardMap() []byte { return s.m.shardMap() }
 
-func (s *Store) configuration() []raft.Server {
-	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
-		return nil
-	}
-	return f.Configuration().Servers
-}
+// configuration is the group's latest configuration (latestServers).
+func (s *Store) configuration() []raft.Server { return latestServers(s.raft) }
 
 // members lists the configuration as this node knows it, with each member's
 // RESP address, applied index and lag behind this node's last log index (asked

@@ -169,13 +169,13 @@ func (a *followerAcks) watch() <-chan struct{} {
 	return a.changed
 }
 
-// cover reports whether a majority of conf's voters other than self have
-// acknowledged storing index.
-func (a *followerAcks) cover(index uint64, conf raft.Configuration, self raft.ServerID) bool {
+// cover reports whether a majority of the voters among servers (a
+// configuration) other than self have acknowledged storing index.
+func (a *followerAcks) cover(index uint64, servers []raft.Server, self raft.ServerID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	voters, stored := 0, 0
-	for _, srv := range conf.Servers {
+	for _, srv := range servers {
 		if srv.Suffrage != raft.Voter {
 			continue
 		}
@@ -190,20 +190,20 @@ func (a *followerAcks) cover(index uint64, conf raft.Configuration, self raft.Se
 // durableOnMajority is machine.durable for a group whose leader may defer
 // its fsync: it returns once the entry at index is on the group's own disk
 // (dur) or acknowledged by a majority of the voters without this node
-// (acks, judged against conf's latest configuration), whichever comes
+// (acks, judged against the latest configuration, servers), whichever comes
 // first, and counts in early the batches that went ahead of the node's own
 // fsync. A failed own log write is reported (ApplyBatch then stops the
 // node) even when the followers hold the entry. Called by the FSM goroutine;
 // blocks.
-func durableOnMajority(dur logstore.DurableLog, acks *followerAcks, conf func() (raft.Configuration, bool), self raft.ServerID, early func()) func(uint64) error {
+func durableOnMajority(dur logstore.DurableLog, acks *followerAcks, servers func() []raft.Server, self raft.ServerID, early func()) func(uint64) error {
 	polled := make(chan struct{})
 	close(polled)
 	return func(index uint64) error {
 		if dur.Durable() >= index {
 			return nil
 		}
-		c, ok := conf()
-		if !ok { // no Raft yet: its own disk only
+		c := servers()
+		if c == nil { // no Raft yet: its own disk only
 			return dur.WaitDurable(index)
 		}
 		for {

@@ -77,6 +77,21 @@ func writeUntilPipelined(t *testing.T, leader *Store, n int, set func(i int) res
 	}
 }
 
+// waitReceived waits (10 s at most) until each of followers has an entry
+// after index before: the leader sent it while its own fsync was held.
+func waitReceived(t *testing.T, followers []*Store, before uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, f := range followers {
+		for f.raft.LastIndex() <= before {
+			if time.Now().After(deadline) {
+				t.Fatal("a follower did not receive the write while the leader's fsync was held")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
 // counterValue reads a Prometheus counter.
 func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	t.Helper()
@@ -184,20 +199,7 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 	reply := make(chan resp.Value, 1)
 	go func() { reply <- ndo(c.nodes[li], "SET", key, "after") }()
 	// The followers store the entry while the leader's own write is held.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		n := 0
-		for _, f := range followers {
-			if f.raft.LastIndex() > before {
-				n++
-			}
-		}
-		if n == len(followers) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the followers did not receive the write while the leader's fsync was held")
-		}
-	}
+	waitReceived(t, followers, before)
 	entry := followers[0].raft.LastIndex()
 	if counts {
 		expectOK(t, reply, "with both followers holding the write and the leader's held")
@@ -254,11 +256,7 @@ func testLeaderFsyncRunsWithReplication(t *testing.T, groups int) {
 	before = leader.raft.LastIndex()
 	reply = make(chan resp.Value, 1)
 	go func() { reply <- ndo(c.nodes[li], "SET", key, "third") }()
-	for deadline := time.Now().Add(10 * time.Second); up.raft.LastIndex() <= before; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the follower left did not receive the write while the leader's fsync was held")
-		}
-	}
+	waitReceived(t, []*Store{up}, before)
 	for end := time.Now().Add(6 * commitTimeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		select {
 		case v := <-reply:
@@ -340,57 +338,57 @@ func TestFollowerAcksCountAMajorityOfTheOthers(t *testing.T) {
 		{Suffrage: raft.Nonvoter, ID: "n4"},
 	}}
 	var a followerAcks
-	if a.cover(1, conf, "n1") {
+	if a.cover(1, conf.Servers, "n1") {
 		t.Fatal("covered with no acknowledgement")
 	}
 	a.Stored("n2", 1, appendOf(5, 5, 1, 10))
 	a.Stored("n4", 3, appendOf(5, 5, 1, 10)) // a non-voter does not count
 	a.Stored("n1", 9, appendOf(5, 5, 1, 10)) // nor does the leader itself
-	if a.cover(10, conf, "n1") {
+	if a.cover(10, conf.Servers, "n1") {
 		t.Fatal("one follower of two covers an entry of three voters")
 	}
 	// The other follower stored entries of an older term only: Raft does not
 	// count those as committed on their own.
 	a.Stored("n3", 2, appendOf(5, 4, 1, 10))
-	if a.cover(10, conf, "n1") {
+	if a.cover(10, conf.Servers, "n1") {
 		t.Fatal("an append whose last entry is of an older term counted")
 	}
 	a.Stored("n3", 2, appendOf(5, 5, 11, 12))
-	if !a.cover(10, conf, "n1") || !a.cover(9, conf, "n1") {
+	if !a.cover(10, conf.Servers, "n1") || !a.cover(9, conf.Servers, "n1") {
 		t.Fatal("both followers stored index 10: not covered")
 	}
-	if a.cover(11, conf, "n1") {
+	if a.cover(11, conf.Servers, "n1") {
 		t.Fatal("index 11 is on one follower only")
 	}
 	// A lower acknowledgement on the same pipeline does not lower it; one
 	// from an older pipeline to the same follower is ignored.
 	a.Stored("n3", 2, appendOf(5, 5, 1, 3))
 	a.Stored("n2", 0, appendOf(5, 5, 1, 2))
-	if !a.cover(10, conf, "n1") {
+	if !a.cover(10, conf.Servers, "n1") {
 		t.Fatal("a lower or older acknowledgement lowered what was held")
 	}
 	// Heartbeats and empty appends say nothing.
 	a.Stored("n2", 1, &raft.AppendEntriesRequest{Term: 5, PrevLogEntry: 50})
-	if a.cover(11, conf, "n1") {
+	if a.cover(11, conf.Servers, "n1") {
 		t.Fatal("an append without entries counted")
 	}
 	// n2's pipeline ends: its acknowledgements go.
 	a.Ended("n2", 1)
-	if a.cover(10, conf, "n1") {
+	if a.cover(10, conf.Servers, "n1") {
 		t.Fatal("an ended pipeline's acknowledgement still counts")
 	}
 	a.Stored("n2", 4, appendOf(5, 5, 1, 10)) // a new pipeline
 	a.Ended("n2", 1)                         // the old one's end does not drop the new one's
-	if !a.cover(10, conf, "n1") {
+	if !a.cover(10, conf.Servers, "n1") {
 		t.Fatal("an older pipeline's end dropped the new one's acknowledgement")
 	}
 	// A newer term drops every acknowledgement of the older.
 	a.Stored("n2", 5, appendOf(6, 6, 11, 11))
-	if a.cover(10, conf, "n1") {
+	if a.cover(10, conf.Servers, "n1") {
 		t.Fatal("an acknowledgement of term 5 counted after one of term 6")
 	}
 	a.Stored("n3", 6, appendOf(5, 5, 11, 20))
-	if a.cover(11, conf, "n1") {
+	if a.cover(11, conf.Servers, "n1") {
 		t.Fatal("an acknowledgement of an older term was recorded")
 	}
 	// A change wakes a watcher.
@@ -406,7 +404,7 @@ func TestFollowerAcksCountAMajorityOfTheOthers(t *testing.T) {
 	default:
 		t.Fatal("an acknowledgement did not close the watch")
 	}
-	if !a.cover(11, conf, "n1") {
+	if !a.cover(11, conf.Servers, "n1") {
 		t.Fatal("both followers stored index 11 in term 6: not covered")
 	}
 	// Five voters: three others needed.
@@ -414,11 +412,11 @@ func TestFollowerAcksCountAMajorityOfTheOthers(t *testing.T) {
 		{Suffrage: raft.Voter, ID: "n1"}, {Suffrage: raft.Voter, ID: "n2"}, {Suffrage: raft.Voter, ID: "n3"},
 		{Suffrage: raft.Voter, ID: "n4"}, {Suffrage: raft.Voter, ID: "n5"},
 	}}
-	if a.cover(11, five, "n1") {
+	if a.cover(11, five.Servers, "n1") {
 		t.Fatal("two followers of four cover an entry of five voters")
 	}
 	a.Stored("n5", 7, appendOf(6, 6, 11, 11))
-	if !a.cover(11, five, "n1") {
+	if !a.cover(11, five.Servers, "n1") {
 		t.Fatal("three followers of four do not cover an entry of five voters")
 	}
 }

@@ -469,14 +469,8 @@ func Open(cfg Config) (*Store, error) {
 	}
 	m.durable = dur.WaitDurable
 	if acks != nil {
-		m.durable = durableOnMajority(dur, acks, func() (raft.Configuration, bool) {
-			r := leader.Load()
-			if r == nil {
-				return raft.Configuration{}, false
-			}
-			f := r.GetConfiguration()
-			return f.Configuration(), f.Error() == nil
-		}, rc.LocalID, metrics.appliedEarly.Inc)
+		servers := func() []raft.Server { return latestServers(leader.Load()) }
+		m.durable = durableOnMajority(dur, acks, servers, rc.LocalID, metrics.appliedEarly.Inc)
 	}
 	transport = capCommit{Inner: trans, durable: dur.Durable}
 	// The replicators read back what the leader just appended: serve the
@@ -530,15 +524,23 @@ func Open(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// voters is how many voters r's latest configuration (committed or not)
-// holds.
-func voters(r *raft.Raft) int {
+// latestServers is r's latest configuration (committed or not); nil while r
+// is nil or cannot say.
+func latestServers(r *raft.Raft) []raft.Server {
+	if r == nil {
+		return nil
+	}
 	f := r.GetConfiguration()
 	if f.Error() != nil {
-		return 0
+		return nil
 	}
+	return f.Configuration().Servers
+}
+
+// voters is how many voters r's latest configuration holds.
+func voters(r *raft.Raft) int {
 	n := 0
-	for _, srv := range f.Configuration().Servers {
+	for _, srv := range latestServers(r) {
 		if srv.Suffrage == raft.Voter {
 			n++
 		}

@@ -624,8 +624,15 @@ func (p *pipeline) observe(f *future, err error) {
 		acks.Stored(p.id, p.serial, f.args)
 		return
 	}
-	p.ended = true
-	acks.Ended(p.id, p.serial)
+	p.endAcks()
+}
+
+// endAcks tells Config.Acks, once, that the pipeline ended; p.ackMu is held.
+func (p *pipeline) endAcks() {
+	if acks := p.t.cfg.Acks; acks != nil && !p.ended {
+		p.ended = true
+		acks.Ended(p.id, p.serial)
+	}
 }
 
 // Consumer returns the answered futures, in order.
@@ -636,14 +643,9 @@ func (p *pipeline) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.shutdown)
 		p.conn.Close()
-		if acks := p.t.cfg.Acks; acks != nil {
-			p.ackMu.Lock()
-			if !p.ended {
-				p.ended = true
-				acks.Ended(p.id, p.serial)
-			}
-			p.ackMu.Unlock()
-		}
+		p.ackMu.Lock()
+		p.endAcks()
+		p.ackMu.Unlock()
 	})
 	return nil
 }
