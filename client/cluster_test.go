@@ -38,32 +38,84 @@ var buildLockd = sync.OnceValues(func() (string, error) {
 // lockdNode is one lockd process of a test cluster.
 type lockdNode struct {
 	id, addr string
+	log      string // the process's stdout and stderr
 	cmd      *exec.Cmd
 	exited   chan struct{}
 }
 
+// startTries bounds the starts of a test cluster whose free ports were taken
+// by another process between freePort and lockd's bind.
+const startTries = 3
+
 // startLockdCluster starts n lockd processes on 127.0.0.1 and waits until
-// one leads and every node knows it. They are killed with the test.
+// one leads and every node knows it. They are killed with the test. A node
+// that exits because a port is taken makes it start all n again on new
+// ports (at most startTries times); any other exit, or no agreed leader
+// within startTimeout, fails the test with the nodes' logs.
 func startLockdCluster(t *testing.T, n int) []*lockdNode {
 	t.Helper()
 	bin, err := buildLockd()
 	if err != nil {
 		t.Fatal(err)
 	}
+	for attempt := 1; ; attempt++ {
+		nodes := spawnLockdCluster(t, bin, n)
+		var gone *lockdNode
+		deadline := time.Now().Add(startTimeout)
+		for {
+			if _, ok := leaderOf(nodes); ok {
+				return nodes
+			}
+			for _, nd := range nodes {
+				select {
+				case <-nd.exited:
+					gone = nd
+				default:
+				}
+			}
+			if gone != nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(pollEvery)
+		}
+		for _, nd := range nodes {
+			nd.kill()
+		}
+		if gone != nil && attempt < startTries && strings.Contains(readLog(gone), "address already in use") {
+			t.Logf("%s: a port was taken (attempt %d); starting the cluster again", gone.id, attempt)
+			continue
+		}
+		var logs strings.Builder
+		for _, nd := range nodes {
+			fmt.Fprintf(&logs, "--- %s (%s):\n%s\n", nd.id, nd.addr, lastLines(readLog(nd), 40))
+		}
+		if gone != nil {
+			t.Fatalf("%s exited while the cluster started\n%s", gone.id, logs.String())
+		}
+		t.Fatalf("not within %v: a leader that every node knows\n%s", startTimeout, logs.String())
+	}
+}
+
+// spawnLockdCluster starts n lockd processes on fresh ports and returns at
+// once; each is killed with the test.
+func spawnLockdCluster(t *testing.T, bin string, n int) []*lockdNode {
+	t.Helper()
 	var nodes []*lockdNode
 	var peers []string
 	peerAddrs := make([]string, n)
+	ports := freePorts(t, 2*n) // distinct: a node's two, and the nodes' among each other
 	for i := range n {
 		id := fmt.Sprintf("n%d", i+1)
-		peerAddrs[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		peerAddrs[i] = fmt.Sprintf("127.0.0.1:%d", ports[2*i])
 		peers = append(peers, id+"="+peerAddrs[i])
-		nodes = append(nodes, &lockdNode{id: id, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))})
+		nodes = append(nodes, &lockdNode{id: id, addr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])})
 	}
 	for i, nd := range nodes {
 		dir := t.TempDir()
+		nd.log = filepath.Join(dir, "lockd.log")
 		nd.cmd = exec.Command(bin, "-node-id", nd.id, "-addr", nd.addr, "-peer-addr", peerAddrs[i],
 			"-data-dir", filepath.Join(dir, "data"), "-peers", strings.Join(peers, ","), "-http-addr", "")
-		logf, err := os.Create(filepath.Join(dir, "lockd.log"))
+		logf, err := os.Create(nd.log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,16 +128,25 @@ func startLockdCluster(t *testing.T, n int) []*lockdNode {
 		go func() { nd.cmd.Wait(); logf.Close(); close(nd.exited) }()
 		t.Cleanup(func() { nd.kill() })
 	}
-	waitUntil(t, startTimeout, "a leader that every node knows", func() bool {
-		_, ok := leaderOf(nodes)
-		return ok
-	})
 	return nodes
 }
 
+// kill stops nd's process, if it still runs, and waits until it is gone.
 func (nd *lockdNode) kill() {
 	nd.cmd.Process.Kill()
 	<-nd.exited
+}
+
+// readLog returns what nd's process wrote so far.
+func readLog(nd *lockdNode) string {
+	b, _ := os.ReadFile(nd.log)
+	return string(b)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // raftInfo reads a node's INFO raft fields.

@@ -82,14 +82,28 @@ func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() boo
 	}
 }
 
+// freePort returns a 127.0.0.1 port that was free a moment ago (another
+// process may take it before the caller binds it).
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freePorts(t, 1)[0]
+}
+
+// freePorts returns n distinct 127.0.0.1 ports that were free a moment ago:
+// it holds each open until all are chosen, so the kernel cannot hand out one
+// twice (one at a time, a port closed can be the next one given).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // startRedis starts a redis-server on a free 127.0.0.1 port and kills it with

@@ -3,7 +3,6 @@ package deploy
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -185,6 +184,23 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// freeAddrs returns n distinct loopback addresses that were free a moment
+// ago: each listener stays open until all are chosen, so the kernel cannot
+// hand out one port twice (one at a time, a port just closed can come back).
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	out := make([]string, n)
+	for i := range out {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out[i] = ln.Addr().String()
+	}
+	return out
+}
+
 // TestSystemdClusterStarts: the three nodes' environment files describe one
 // cluster, and the command lines the unit makes of them start it. The
 // addresses are moved to free loopback ports and the data to a temporary
@@ -215,13 +231,19 @@ func TestSystemdClusterStarts(t *testing.T) {
 	// Move every address to loopback, consistently across the three files.
 	moved := map[string]string{}
 	for _, n := range nodes {
+		for _, v := range envs[n] {
+			for _, a := range hostPort.FindAllString(v, -1) {
+				moved[a] = ""
+			}
+		}
+	}
+	free := freeAddrs(t, len(moved))
+	for a := range moved {
+		moved[a], free = free[0], free[1:]
+	}
+	for _, n := range nodes {
 		for k, v := range envs[n] {
-			envs[n][k] = hostPort.ReplaceAllStringFunc(v, func(a string) string {
-				if _, ok := moved[a]; !ok {
-					moved[a] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-				}
-				return moved[a]
-			})
+			envs[n][k] = hostPort.ReplaceAllStringFunc(v, func(a string) string { return moved[a] })
 		}
 	}
 	data := t.TempDir()
