@@ -170,6 +170,7 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	for _, nd := range cc.running() {
 		cc.kill(nd)
 	}
+	selfExits(cc, res)
 	var ids []string
 	var logs [][][]raft.Log
 	for _, nd := range cc.nodes {
@@ -292,6 +293,25 @@ func chaosMarkers(cc *chaosCluster, name string, keys []string, res *chaosResult
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// selfExits reports, as violations, the processes of the run that ended
+// other than by the harness's SIGKILL (lockdProc.kill): a panic, a fatal
+// error, a signal from elsewhere. The nemesis only kills and pauses, and the
+// run kills every node before its replay, so each should end that way. Each
+// comes with the last lines of its log.
+func selfExits(cc *chaosCluster, res *chaosResult) {
+	for _, nd := range cc.nodes {
+		for _, p := range nd.procs {
+			if !p.hasExited() || p.killed.Load() {
+				continue
+			}
+			if strings.Contains(p.stderr.String(), "address already in use") {
+				continue // a restart that lost its port to another process (restartChaos tries again)
+			}
+			res.violate("%s ended by itself (%v); its log's last lines:\n%s", p.name, p.cmd.ProcessState, lastLines(p.stderr.String(), 60))
+		}
+	}
 }
 
 // waitApplied waits (bounded) until every node applied every group's marker.
@@ -614,7 +634,12 @@ func TestChaosCampaign(t *testing.T) {
 		run := chaosRun{name: fmt.Sprintf("campaign-%d", i+1), nodes: 3 + 2*(i%2), groups: campaignGroups(i), faultFor: runFor, seed: seed + uint64(i),
 			kinds: campaignKinds(i), fenced: true, workers: 4, lin: 3}
 		var r *chaosResult
-		t.Run(run.name, func(t *testing.T) { r = runChaos(t, run) })
+		t.Run(run.name, func(t *testing.T) {
+			r = runChaos(t, run)
+			if len(r.violations) > 0 { // so that the run's own log is printed too
+				t.Errorf("%d violations (in the campaign's report below)", len(r.violations))
+			}
+		})
 		if r == nil {
 			continue
 		}

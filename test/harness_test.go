@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -85,6 +86,7 @@ type lockdProc struct {
 	stderr   *syncBuffer
 	started  time.Time // just before the process was started
 	exited   chan struct{}
+	killed   atomic.Bool // kill sent it SIGKILL (an end the test caused)
 }
 
 // lockdAddrs are the listen addresses of one process.
@@ -239,6 +241,9 @@ func (p *lockdProc) waitReady(bound time.Duration) error {
 // kill sends SIGKILL and waits (bounded) until the process is gone.
 func (p *lockdProc) kill() {
 	p.t.Helper()
+	if !p.hasExited() {
+		p.killed.Store(true)
+	}
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		p.t.Fatalf("%s: kill: %v", p.name, err)
 	}
