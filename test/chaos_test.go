@@ -26,7 +26,9 @@ import (
 // the register history is linearizable (porcupine); acknowledged grants are in
 // the log with their tokens, tokens rise in real-time order, and leases did not
 // end early in real time (when clocks are honest); dead holders' locks were
-// freed in time; and the replay of every replica's log (see chaos_replay_test.go).
+// freed in time; every node process ended by the harness's own kill, never by
+// itself (selfExits); and the replay of every replica's log (see
+// chaos_replay_test.go).
 //
 // `make chaos` runs a long campaign (CHAOS_DURATION, CHAOS_SEED); `go test`
 // runs a short one, plus the negative control and the planted bugs, which the
