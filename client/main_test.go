@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/internal/loopback"
 	"github.com/lockd/lockd/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -94,14 +95,9 @@ func freePort(t testing.TB) int {
 // twice (one at a time, a port closed can be the next one given).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+	ports, err := loopback.Ports(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

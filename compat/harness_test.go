@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockd/lockd/internal/loopback"
 )
 
 // Timeouts. Every wait in the suite is one of these, and every loop polls.
@@ -85,13 +87,13 @@ func startRedis(t testing.TB, extra ...string) string {
 	return ""
 }
 
+// freePort is a 127.0.0.1 port that was free a moment ago.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := loopback.Ports(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 // waitPing polls addr with PING until it answers +PONG, the process exits, or

@@ -309,7 +309,7 @@ func TestKubernetesStartScript(t *testing.T) {
 	}
 	defer ln.Close()
 	up := ln.Addr().String()
-	down := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	down := freeAddrs(t, 1)[0]
 	containerArgs := m.sts.Spec.Template.Spec.Containers[0].Args
 	const memLimit = 2 << 30
 	flags := lockdFlags(t)

@@ -3,7 +3,6 @@ package deploy
 import (
 	"bufio"
 	"bytes"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockd/lockd/internal/loopback"
 )
 
 const unitPath = "systemd/lockd@.service"
@@ -173,30 +174,13 @@ func execStart(t *testing.T, u unit, instance string, file map[string]string) []
 
 var hostPort = regexp.MustCompile(`\b\d+\.\d+\.\d+\.\d+:\d+\b`)
 
-// freePort is a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // freeAddrs returns n distinct loopback addresses that were free a moment
-// ago: each listener stays open until all are chosen, so the kernel cannot
-// hand out one port twice (one at a time, a port just closed can come back).
+// ago (loopback.Addrs).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	out := make([]string, n)
-	for i := range out {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		out[i] = ln.Addr().String()
+	out, err := loopback.Addrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

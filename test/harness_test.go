@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockd/lockd/internal/loopback"
 )
 
 // Bounds. Every wait in the suite is one of these, and every wait polls.
@@ -96,20 +98,9 @@ type lockdAddrs struct{ resp, peer, http string }
 // process that binds them later can still lose a race, and its start is retried.
 func freeAddrs(t testing.TB, n int) []string {
 	t.Helper()
-	out := make([]string, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for i := range out {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		ls = append(ls, l)
-		out[i] = l.Addr().String()
+	out, err := loopback.Addrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

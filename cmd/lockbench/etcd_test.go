@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,22 +13,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/lockd/lockd/internal/loopback"
 )
 
 // etcdStartTimeout bounds how long a fresh single-member etcd may take to
 // answer a linearizable read.
 const etcdStartTimeout = 20 * time.Second
-
-// freeLoopbackPort is a port on 127.0.0.1 that nothing listens on now.
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // startEtcd starts a single-member etcd (Debian's etcd-server; `make test`
 // installs it) on free 127.0.0.1 ports with its data in a t.TempDir, waits,
@@ -44,8 +34,11 @@ func startEtcd(t *testing.T) string {
 	dir := t.TempDir()
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken between probe and bind
-		client := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
-		peer := fmt.Sprintf("http://127.0.0.1:%d", freeLoopbackPort(t))
+		addrs, err := loopback.Addrs(2) // distinct: the client's and the peer's
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, peer := addrs[0], "http://"+addrs[1]
 		logPath := filepath.Join(dir, fmt.Sprintf("etcd-%d.log", attempt))
 		logFile, err := os.Create(logPath)
 		if err != nil {
@@ -165,7 +158,11 @@ func TestEtcdEndToEnd(t *testing.T) {
 // TestEtcdUnreachable: an endpoint where nothing listens fails the run before
 // it starts, with the address in the message.
 func TestEtcdUnreachable(t *testing.T) {
-	addr := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
+	addrs, err := loopback.Addrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := addrs[0]
 	var stdout, stderr bytes.Buffer
 	args := []string{"-etcd", etcdTxn, "-addr", addr, "-clients", "1", "-duration", "1s", "-quiet", "-timeout", "500ms"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

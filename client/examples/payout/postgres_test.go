@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockd/lockd/internal/loopback"
 )
 
 // pgStartTimeout bounds initdb plus a server accepting connections.
@@ -159,14 +160,14 @@ func waitPostgres(dsn string, exited <-chan struct{}) error {
 	}
 }
 
+// freePort is a 127.0.0.1 port that was free a moment ago.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := loopback.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // lineAfter returns what follows prefix in line, or "".
