@@ -3,11 +3,11 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/internal/loopback"
 	"github.com/lockd/lockd/raftstore"
 )
 
@@ -17,13 +17,11 @@ import (
 func TestAdvertisedNames(t *testing.T) {
 	var peers []raftstore.Peer
 	var binds []string
-	for i := range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+	ports, err := loopback.Ports(3) // distinct: one peer port per node
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, port := range ports {
 		binds = append(binds, fmt.Sprintf("127.0.0.1:%d", port))
 		peers = append(peers, raftstore.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: fmt.Sprintf("localhost:%d", port)})
 	}
