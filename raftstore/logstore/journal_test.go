@@ -251,7 +251,7 @@ func TestJournalFirst(t *testing.T) {
 		}
 		assertBounds(t, st, 1, 5)
 		assertHasLogs(t, st, 1, 8, func(i uint64) bool { return i <= 5 })
-		if err := st.db.View(func(txn *badger.Txn) error {
+		if err := st.sh.db.View(func(txn *badger.Txn) error {
 			_, err := txn.Get(st.kp.log(6))
 			return err
 		}); !errors.Is(err, badger.ErrKeyNotFound) {

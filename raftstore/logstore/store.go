@@ -119,18 +119,13 @@ type Options struct {
 // Log entries with index 0 are rejected: raft never uses index 0, and the
 // store reports an empty log as first = last = 0.
 type Store struct {
-	db *badger.DB
-	kp keyPrefix // where this Store's keys live in db
+	kp keyPrefix // where this Store's keys live in sh's DB
 	// sh is the Shared whose DB holds this Store and whose committer writes
 	// its writes (Close leaves it open, unless ownsShared).
 	sh *Shared
 	// ownsShared: sh is this Store's alone (Open), and Close closes it.
 	ownsShared bool
-	dir        string
 	logger     *slog.Logger
-
-	// maxValue is the largest value badger accepts in one entry.
-	maxValue int
 
 	// closeMu is held shared by every operation that touches badger and
 	// exclusively by Close, so Close waits for in-flight calls.
@@ -262,7 +257,7 @@ func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 // newStore makes the Store of the keys under kp in sh's DB and loads its log
 // bounds.
 func newStore(sh *Shared, kp keyPrefix, logger *slog.Logger, opts Options, t *tail) (*Store, error) {
-	s := &Store{db: sh.db, sh: sh, kp: kp, dir: sh.dir, logger: logger, maxValue: sh.maxValue, observe: opts.ObserveWrite, tail: t}
+	s := &Store{sh: sh, kp: kp, logger: logger, observe: opts.ObserveWrite, tail: t}
 	if t != nil {
 		moved, err := s.seekBadger(math.MaxUint64, true)
 		if err != nil {
@@ -296,7 +291,7 @@ func newStore(sh *Shared, kp keyPrefix, logger *slog.Logger, opts Options, t *ta
 type Shared struct {
 	db       *badger.DB
 	dir      string
-	maxValue int
+	maxValue int // the largest value badger accepts in one entry
 	logger   *slog.Logger
 	opts     Options
 
@@ -691,7 +686,7 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	}
 
 	var buf []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.sh.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(s.kp.log(index))
 		if err != nil {
 			return err
@@ -767,9 +762,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		keys[i] = s.kp.putLog(keySlab[i*keyLen:], l.Index)
 		start := len(valSlab)
 		valSlab = logcodec.Append(valSlab, l)
-		if n := len(valSlab) - start; n > s.maxValue {
+		if n := len(valSlab) - start; n > s.sh.maxValue {
 			return fmt.Errorf("logstore: store logs: entry %d: %w: %d bytes encoded, limit %d",
-				l.Index, ErrEntryTooLarge, n, s.maxValue)
+				l.Index, ErrEntryTooLarge, n, s.sh.maxValue)
 		}
 		vals[i] = valSlab[start:len(valSlab):len(valSlab)]
 	}
@@ -924,7 +919,7 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 	if err := s.settle(); err != nil {
 		return err
 	}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.sh.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(s.logIteratorOptions(false))
 		defer it.Close()
 		for it.Seek(s.kp.log(lo)); it.Valid(); it.Next() {
@@ -999,7 +994,7 @@ func (s *Store) seekBadger(from uint64, reverse bool) (uint64, error) {
 		return 0, err
 	}
 	var idx uint64
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.sh.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(s.logIteratorOptions(reverse))
 		defer it.Close()
 		it.Seek(s.kp.log(from))
@@ -1043,7 +1038,7 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 		return nil, fmt.Errorf("logstore: get %q: %w", key, err)
 	}
 	var val []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.sh.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(s.kp.stable(key))
 		if err != nil {
 			return err

@@ -30,7 +30,7 @@ func TestStoreLogGetLogRoundTrip(t *testing.T) {
 		// On disk a 2 MiB entry goes to badger's value log; in memory entries
 		// are capped at 1 MiB.
 		big := bytes.Repeat([]byte("0123456789abcdef"), (2<<20)/16)
-		if s.db.Opts().InMemory {
+		if s.sh.db.Opts().InMemory {
 			big = big[:1<<20-2048]
 		}
 		cases := []*raft.Log{
@@ -580,7 +580,7 @@ func TestBadgerLoggerLevels(t *testing.T) {
 
 func TestStoreLogsRejectsOversizedEntry(t *testing.T) {
 	forEachMode(t, func(t *testing.T, s *Store) {
-		huge := &raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: make([]byte, s.maxValue)}
+		huge := &raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: make([]byte, s.sh.maxValue)}
 		err := s.StoreLogs([]*raft.Log{testLog(1), huge})
 		if !errors.Is(err, ErrEntryTooLarge) {
 			t.Fatalf("StoreLogs of a %d-byte entry = %v, want ErrEntryTooLarge", len(huge.Data), err)

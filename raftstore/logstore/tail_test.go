@@ -141,7 +141,7 @@ func TestTailRuns(t *testing.T) {
 func badgerLogKeys(t *testing.T, st *Store) int {
 	t.Helper()
 	n := 0
-	err := st.db.View(func(txn *badger.Txn) error {
+	err := st.sh.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(st.logIteratorOptions(false))
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -323,7 +323,7 @@ func testStoredAgainOverMoved(t *testing.T, open journalOpener) {
 	dir := t.TempDir()
 	st, closeAll := open(t, dir)
 	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
-	if n, err := st.tail.move(st.db, st.journal(), st.kp, 0, 0); err != nil || n != 10 {
+	if n, err := st.tail.move(st.sh.db, st.journal(), st.kp, 0, 0); err != nil || n != 10 {
 		t.Fatalf("moved %d entries into badger (%v), want 10", n, err)
 	}
 	again := testLog(8)
@@ -438,7 +438,7 @@ func TestMoveWaitsForQueuedDeletion(t *testing.T) {
 	dir := t.TempDir()
 	_, st, _, letGo := heldApplier(t, dir)
 	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
-	if n, err := st.tail.move(st.db, st.journal(), st.kp, 0, 0); err != nil || n != 10 {
+	if n, err := st.tail.move(st.sh.db, st.journal(), st.kp, 0, 0); err != nil || n != 10 {
 		t.Fatalf("moved %d entries into badger (%v), want 10", n, err)
 	}
 	again := testLog(8)
