@@ -110,6 +110,9 @@ func (cc *chaosCluster) restartChaos(nd *clusterNode) error {
 			return nil
 		}
 		if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") && attempt < startTries {
+			// Another process took a port: this start never ran, and its
+			// exit is no finding (selfExits).
+			nd.procs = nd.procs[:len(nd.procs)-1]
 			time.Sleep(100 * time.Millisecond) // back-off before the next attempt, not synchronisation
 			continue
 		}

@@ -308,9 +308,6 @@ func selfExits(cc *chaosCluster, res *chaosResult) {
 			if !p.hasExited() || p.killed.Load() {
 				continue
 			}
-			if strings.Contains(p.stderr.String(), "address already in use") {
-				continue // a restart that lost its port to another process (restartChaos tries again)
-			}
 			res.violate("%s ended by itself (%v); its log's last lines:\n%s", p.name, p.cmd.ProcessState, lastLines(p.stderr.String(), 60))
 		}
 	}

@@ -36,7 +36,7 @@ type clusterNode struct {
 	gen   int          // processes started so far
 	proc  *lockdProc   // the current process; nil while down
 	up    atomic.Bool  // up and following or leading: clients may connect to it
-	procs []*lockdProc // every process started for this node
+	procs []*lockdProc // every process started for this node (but a chaos restart that lost its port)
 }
 
 // lockdCluster is a cluster of real lockd processes on 127.0.0.1. Only the
