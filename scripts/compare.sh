@@ -340,6 +340,9 @@ done
 verdict() { # verdict CONDITION-AS-AWK-EXPR: met / MISSED / - (no data)
 	awk "BEGIN { print ($1) ? \"met\" : \"MISSED\" }" 2>/dev/null || echo -
 }
+both() { # both VERDICT VERDICT: a target of two parts is met when both are
+	if [[ $1 == met && $2 == met ]]; then echo met; else echo MISSED; fi
+}
 num() { [[ $1 =~ ^[0-9.]+$ ]]; }
 echo
 echo "issue 9 targets (latencies in ms):"
@@ -351,7 +354,7 @@ if ((${#THREE[@]} > 0)) && has etcd-3; then
 	for row in "${THREE[@]}"; do
 		l=$(cycles "$row" uncontended "$top") e=$(cycles etcd-txn uncontended "$top") p=$(value "$row" uncontended "$top" op acquire p99_ms)
 		r=$(ratio "$l" "$e") v=- vr=- vp=-
-		num "$r" && num "$p" && v=$(verdict "$r >= 5 && $p < 10") vr=$(verdict "$r >= 5") vp=$(verdict "$p < 10")
+		num "$r" && num "$p" && vr=$(verdict "$r >= 5") vp=$(verdict "$p < 10") && v=$(both "$vr" "$vp")
 		printf '  %-76s %s\n' "$row, uncontended, $top clients: >= 5x etcd-txn, acquire p99 < 10" "${r}x ($l vs $e cycles/s): $vr, p99 $p: $vp; target $v"
 	done
 	for row in "${THREE[@]}"; do
@@ -366,7 +369,7 @@ if ((${#THREE[@]} > 0)) && has etcd-3; then
 		l=$(cycles $row hot-key 16) e=$(cycles etcd-mutex hot-key 16) r=$(ratio "$l" "$e") v=-
 		o=$(value $row hot-key 16 workload contended ops/s) per=$(ratio "$o" "$l")
 		vr=- vc=-
-		num "$r" && num "$per" && v=$(verdict "$r >= 10 && $per <= 2.05") vr=$(verdict "$r >= 10") vc=$(verdict "$per <= 2.05")
+		num "$r" && num "$per" && vr=$(verdict "$r >= 10") vc=$(verdict "$per <= 2.05") && v=$(both "$vr" "$vc")
 		printf '  %-76s %s\n' "$row hot name, 16 waiters: >= 10x etcd-mutex hand-overs/s," "${r}x ($l vs $e/s): $vr,"
 		printf '  %-76s %s\n' "  <= 2 commands (one LOCK.ACQUIRE ... WAIT, one LOCK.RELEASE) per hand-over" "$per: $vc; target $v"
 	done
