@@ -18,6 +18,10 @@ var (
 	ErrUnknownOutcome = errors.New("UNKNOWNOUTCOME the write may or may not have been applied (leadership lost before commit); read before retrying")
 	// ErrNotReadable: a strict read could not confirm leadership with a quorum.
 	ErrNotReadable = errors.New("TRYAGAIN read not served: leadership could not be confirmed with a quorum; safe to retry")
+	// ErrTooLarge: the write's log entry would be longer than
+	// Config.MaxWriteBytes allows, or than the log accepts; nothing was
+	// appended. Wrapped with the entry's size and the limit.
+	ErrTooLarge = errors.New("ERR write too large for the log")
 	// ErrClosed: the store is shut down.
 	ErrClosed = errors.New("TRYAGAIN server is shutting down")
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -368,7 +369,14 @@ func TestNodeJoinTakesItsShare(t *testing.T) {
 	}
 	c.nodes = append(c.nodes, nd)
 	add := command.Request{Op: command.Admin{Action: "add", ID: "n4", Addr: c.peers[3].Addr}, Spec: command.AdminSpec}
-	if v := c.nodes[1].Do(context.Background(), []command.Request{add})[0]; v.IsError() {
+	// TRYAGAIN (a group between leaders: on a loaded machine the balance loop
+	// may still be moving one) is safe to retry, as a client would.
+	var v resp.Value
+	waitFor(t, 15*time.Second, "RAFT ADD to answer other than TRYAGAIN", func() bool {
+		v = c.nodes[1].Do(context.Background(), []command.Request{add})[0]
+		return !strings.HasPrefix(v.String(), "TRYAGAIN ")
+	})
+	if v.IsError() {
 		t.Fatalf("RAFT ADD: %v", v)
 	}
 	for g := range 4 {
@@ -401,5 +409,49 @@ func TestNodeJoinTakesItsShare(t *testing.T) {
 	c.waitSpread() // the three again lead every group, each its preferred ones
 	if v := ndo(c.nodes[2], "GET", "joined"); v.String() != "yes" {
 		t.Fatalf("GET after the removal: %v", v)
+	}
+}
+
+// Config.MaxWriteBytes bounds what clients write, in every group, not the
+// entries a node builds itself: a slot range holding more than a client may
+// write in one command moves whole.
+func TestNodeMaxWriteBytes(t *testing.T) {
+	const most = 64 << 10
+	nd, err := OpenNode(Config{NodeID: "n1", DataDir: t.TempDir(), PeerAddr: freeAddr(t), ApplyTimeout: 3 * time.Second,
+		Groups: 2, MaxWriteBytes: most})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := nd.WaitServing(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := nd.ShardMap()
+	tag := keyIn(m, 0, "big")
+	val := strings.Repeat("v", 40<<10)
+	for _, g := range []int{0, 1} {
+		if v := ndo(nd, "SET", keyIn(m, g, "huge"), strings.Repeat("v", most)); !strings.HasPrefix(v.String(), ErrTooLarge.Error()+": ") {
+			t.Fatalf("group %d: SET of %d bytes = %.100q, want %s: …", g, most, v.String(), ErrTooLarge)
+		}
+	}
+	for i := range 3 {
+		if v := ndo(nd, "SET", "{"+tag+"}"+strconv.Itoa(i), val); v.String() != "OK" {
+			t.Fatalf("SET %d: %v", i, v)
+		}
+	}
+	slot := strconv.Itoa(int(shard.Slot([]byte(tag))))
+	move := command.Request{Op: command.Admin{Action: "moveslots", ID: slot + "-" + slot, Addr: "1"}, Spec: command.AdminSpec}
+	if v := nd.Do(context.Background(), []command.Request{move})[0]; v.Kind != resp.KindInt || v.Int != 1 {
+		t.Fatalf("MOVESLOTS of %d bytes: %v", 3*len(val), v)
+	}
+	if g := nd.groupOf([]byte(tag)); g != 1 {
+		t.Fatalf("the slot is in group %d after the move", g)
+	}
+	for i := range 3 {
+		if v := ndo(nd, "GET", "{"+tag+"}"+strconv.Itoa(i)); v.String() != val {
+			t.Fatalf("GET %d after the move: %d bytes", i, len(v.String()))
+		}
 	}
 }

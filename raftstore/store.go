@@ -74,6 +74,12 @@ type Config struct {
 	// followers that lag (0: 10240). A follower further behind installs the
 	// leader's snapshot instead.
 	TrailingLogs uint64
+	// MaxWriteBytes bounds a client's write: a command (or transaction, or
+	// script call) whose log entry would be longer is answered ErrTooLarge
+	// and not proposed (0: DefaultMaxWriteBytes). The log's own limit
+	// (logstore.Store.MaxData, 64 MiB) caps it, and bounds the entries a
+	// node builds itself (a slot move's import).
+	MaxWriteBytes int
 	// Now is the monotonic clock (tests inject one); nil means time.Now.
 	Now func() time.Time
 	// PeerTLS, when set, runs the peer port (Raft and forwarding, inbound and

@@ -433,3 +433,68 @@ func TestSnapshotsFollowTheInterval(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A write longer than Config.MaxWriteBytes is answered with an error before it
+// is proposed: nothing is appended, the leader keeps its term, and the writes
+// around it in a pipeline go through; one that fits is stored whole. A limit
+// above what the log accepts counts as the log's: a write the log would refuse
+// made the leader step down (its StoreLogs failed), and its clients waited out
+// an election.
+func TestWriteTooLarge(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  int
+	}{{"default", 0}, {"above the log's limit", 1 << 30}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openConfig(t, Config{DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second, MaxWriteBytes: tc.max})
+			defer s.Close()
+			most := DefaultMaxWriteBytes
+			if tc.max != 0 {
+				most = s.logs.MaxData()
+			}
+			if v := do(s, "SET", "k", "small"); v.String() != "OK" {
+				t.Fatalf("SET = %v", v)
+			}
+			big := strings.Repeat("v", most)
+			term, last := s.raft.CurrentTerm(), s.raft.LastIndex()
+			req := func(cmd ...string) command.Request {
+				args := make([][]byte, len(cmd))
+				for i, a := range cmd {
+					args[i] = []byte(a)
+				}
+				op, spec, err := command.Parse(args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return command.Request{Args: args, Op: op, Spec: spec}
+			}
+			out := s.Do(context.Background(), []command.Request{
+				req("SET", "a", "1"), req("SET", "k", big), req("LOCK.ACQUIRE", big, "o", "PX", "1000", "WAIT", "1000"), req("SET", "b", "2")})
+			for i, want := range []string{"OK", "", "", "OK"} {
+				if want == "" {
+					if !out[i].IsError() || !strings.HasPrefix(out[i].String(), ErrTooLarge.Error()+": ") {
+						t.Fatalf("reply %d = %.200q, want %q", i, out[i].String(), ErrTooLarge.Error()+": …")
+					}
+				} else if out[i].String() != want {
+					t.Fatalf("reply %d = %v, want %s", i, out[i], want)
+				}
+			}
+			if got, want := s.raft.LastIndex(), last+2; got != want || s.raft.CurrentTerm() != term || !s.IsLeader() {
+				t.Fatalf("after the refusals: last index %d (want %d), term %d (was %d), leader %v", got, want, s.raft.CurrentTerm(), term, s.IsLeader())
+			}
+			if v := do(s, "GET", "k"); v.String() != "small" {
+				t.Fatalf("GET k = %.100q, want small", v.String())
+			}
+			if tc.max != 0 {
+				return
+			}
+			fits := big[:most-100]
+			if v := do(s, "SET", "k", fits); v.String() != "OK" {
+				t.Fatalf("SET of %d bytes = %.200q", len(fits), v.String())
+			}
+			if v := do(s, "GET", "k"); v.String() != fits {
+				t.Fatalf("GET k: %d bytes, want %d", len(v.String()), len(fits))
+			}
+		})
+	}
+}

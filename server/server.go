@@ -75,6 +75,8 @@ type Config struct {
 	RequirePass     string
 	MaxClients      int
 	MaxOutputBuffer int64
+	// MaxWriteBytes is raftstore.Config's (0: its default, 4 MiB).
+	MaxWriteBytes int
 	// SnapshotThreshold, SnapshotInterval and TrailingLogs tune Raft
 	// snapshots (0: the store's defaults, 8192 entries, 10 s and 10240
 	// entries).
@@ -194,7 +196,8 @@ func New(cfg Config) (*Server, error) {
 	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr, AdvertiseAddr: cfg.AdvertiseAddr,
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
-		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups}
+		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
+		MaxWriteBytes: cfg.MaxWriteBytes}
 	if ts != nil {
 		scfg.PeerTLS = ts.peer
 	}

@@ -315,3 +315,38 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A write over MaxWriteBytes, alone, in a transaction or as a script, is
+// answered with an error and applies nothing; the connection goes on.
+func TestMaxWriteBytes(t *testing.T) {
+	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", DataDir: t.TempDir(), MaxWriteBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	c := client(t, s, 2)
+	tooLarge := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.HasPrefix(err.Error(), "ERR write too large for the log: ") {
+			t.Fatalf("%s: %v, want ERR write too large for the log: …", what, err)
+		}
+	}
+	tooLarge("SET", c.Set(ctx, "k", strings.Repeat("v", 2000), 0).Err())
+	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "a", strings.Repeat("a", 600), 0)
+		p.Set(ctx, "b", strings.Repeat("b", 600), 0)
+		return nil
+	})
+	tooLarge("MULTI/EXEC", err)
+	tooLarge("EVAL", c.Eval(ctx, "return redis.call('SET', KEYS[1], ARGV[1])", []string{"k"}, strings.Repeat("v", 2000)).Err())
+	if n := c.Exists(ctx, "k", "a", "b").Val(); n != 0 {
+		t.Fatalf("%d of the refused keys exist", n)
+	}
+	if err := c.Set(ctx, "k", strings.Repeat("v", 900), 0).Err(); err != nil {
+		t.Fatalf("SET within the limit: %v", err)
+	}
+	if v := c.Get(ctx, "k").Val(); len(v) != 900 {
+		t.Fatalf("GET k: %d bytes", len(v))
+	}
+}

@@ -36,3 +36,13 @@ func TestConfigPrecedence(t *testing.T) {
 		t.Fatal("a line without = was accepted")
 	}
 }
+
+// A write limit that would refuse every write is a start-up error.
+func TestBadMaxWriteBytes(t *testing.T) {
+	for _, v := range []string{"0", "-5"} {
+		var out strings.Builder
+		if rc := run([]string{"-max-write-bytes", v, "-data-dir", t.TempDir()}, &out); rc != 2 || !strings.Contains(out.String(), "bad -max-write-bytes "+v) {
+			t.Fatalf("-max-write-bytes %s: exit %d, %q", v, rc, out.String())
+		}
+	}
+}

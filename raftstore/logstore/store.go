@@ -643,6 +643,12 @@ func (s *Store) Close() error {
 	return nil // the Shared closes the DB
 }
 
+// MaxData is the largest raft.Log Data (without Extensions) that StoreLogs
+// accepts: a longer entry fails with ErrEntryTooLarge, and with it the whole
+// batch — on a leader, its term. Callers refuse such a write before they
+// propose it.
+func (s *Store) MaxData() int { return s.sh.maxValue - logcodec.Size(&raft.Log{}) }
+
 // FirstIndex returns the lowest stored log index, or 0 if the log is empty.
 // It reads an in-memory cache and never touches disk.
 func (s *Store) FirstIndex() (uint64, error) {
