@@ -378,6 +378,33 @@ func TestSlowReaderDisconnected(t *testing.T) {
 	}
 }
 
+// A request that grows past the query buffer limit while it is read closes its
+// connection without a reply, as Redis closes a client past its
+// client-query-buffer-limit; what the connection sent before it is answered,
+// and other clients go on.
+func TestQueryBufferLimit(t *testing.T) {
+	st := newFSMStore()
+	s := startServer(t, Config{Limits: Limits{MaxQueryBuffer: 64 << 10}}, st)
+	c := dialClient(t, s.Addr())
+	if got := c.do("SET", "k", strings.Repeat("v", 60<<10)); got != okReply {
+		t.Fatalf("60 KiB request: %q", got)
+	}
+	c.nc.SetDeadline(time.Now().Add(5 * time.Second))
+	// A bulk announced whole and sent in part: the limit applies to what is
+	// buffered, whatever the request announces.
+	c.nc.Write([]byte("*1\r\n$1\r\na\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$200000\r\n" + strings.Repeat("w", 100<<10)))
+	var out []byte
+	if err := readFrame(c.r, &out); err != nil || string(out) != "-ERR unknown command 'a', with args beginning with: \r\n" {
+		t.Fatalf("the request before the oversized one: %q, %v", out, err)
+	}
+	if !c.closed() || s.SecurityCounters().ProtocolErrors != 1 {
+		t.Fatalf("after the limit: counters %+v", s.SecurityCounters())
+	}
+	if got := dialClient(t, s.Addr()).do("GET", "k"); got != "$61440\r\n"+strings.Repeat("v", 60<<10)+"\r\n" {
+		t.Fatalf("another client's GET: %.40q", got)
+	}
+}
+
 // Requests over the argument-count limit are protocol errors.
 func TestArgumentCountLimit(t *testing.T) {
 	s := startServer(t, Config{Limits: Limits{MaxMultibulkLen: 8}}, newFSMStore())

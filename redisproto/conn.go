@@ -153,6 +153,10 @@ func (c *conn) serve() {
 			c.srv.stats.protocolErrors.Add(1)
 			replies = append(replies, resp.Error("ERR "+pe.Error()))
 			protos = append(protos, c.protocol())
+		} else if perr == errQueryBuffer {
+			c.srv.stats.protocolErrors.Add(1)
+			c.srv.log.Warn("closing a client whose request reached the query buffer limit",
+				"addr", c.addr, "id", c.id, "limit", c.rd.lim.MaxQueryBuffer)
 		}
 		if !c.sendReplies(replies, protos) {
 			return

@@ -2,6 +2,7 @@ package redisproto
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math"
 
@@ -14,9 +15,14 @@ import (
 type Limits struct {
 	MaxBulkLen      int64 // proto-max-bulk-len: 512 MiB
 	MaxMultibulkLen int64 // argument count per command: INT_MAX, as Redis 7
+	// MaxQueryBuffer bounds the bytes of one request buffered while it is
+	// read (client-query-buffer-limit: 1 GiB); a connection past it is closed
+	// without a reply (errQueryBuffer), as Redis closes one.
+	MaxQueryBuffer int64
 }
 
 const (
+	defaultMaxQueryBuf  = 1 << 30
 	defaultMaxBulk      = 512 << 20
 	defaultMaxMultibulk = math.MaxInt32
 	maxInlineSize       = 64 << 10 // PROTO_INLINE_MAX_SIZE
@@ -64,6 +70,9 @@ func newReader(rd io.Reader, lim Limits) *reader {
 	if lim.MaxMultibulkLen <= 0 {
 		lim.MaxMultibulkLen = defaultMaxMultibulk
 	}
+	if lim.MaxQueryBuffer <= 0 {
+		lim.MaxQueryBuffer = defaultMaxQueryBuf
+	}
 	return &reader{rd: rd, buf: make([]byte, readChunk), lim: lim}
 }
 
@@ -72,6 +81,11 @@ func newReader(rd io.Reader, lim Limits) *reader {
 type errIncomplete struct{ need int }
 
 func (errIncomplete) Error() string { return "incomplete" }
+
+// errQueryBuffer: a request grew past Limits.MaxQueryBuffer while it was read.
+// The connection is closed without a reply, as Redis closes a client that
+// reached its client-query-buffer-limit.
+var errQueryBuffer = errors.New("request larger than the query buffer limit")
 
 // next returns the next command. With block false it returns (nil, nil) instead of
 // waiting for bytes that are not yet buffered. Empty requests (blank inline lines,
@@ -104,6 +118,9 @@ func (r *reader) fill(need int) error {
 	if r.start > 0 && (r.start == r.end || r.end == len(r.buf) || need > len(r.buf)-r.start) {
 		r.end = copy(r.buf, r.buf[r.start:r.end])
 		r.start = 0
+	}
+	if int64(r.end-r.start) >= r.lim.MaxQueryBuffer {
+		return errQueryBuffer
 	}
 	// Grow by doubling, so that the copying stays linear in what arrives however
 	// it is split (a multibulk of a million small arguments grew by readChunk per

@@ -78,6 +78,7 @@ func run(args []string, stderr io.Writer) int {
 		trailing = fs.Uint64("trailing-logs", 10240, "log entries kept after a snapshot for lagging followers (a follower further behind installs the snapshot)")
 		maxBulk  = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a request may carry, in bytes")
 		maxArgs  = fs.Int64("max-args", 1<<20, "most arguments one request may carry (Redis allows 2147483647)")
+		maxQuery = fs.Int64("client-query-buffer-limit", 1<<30, "bytes of one request buffered while it is read; a client past it is disconnected, as by Redis")
 		maxWrite = fs.Int("max-write-bytes", raftstore.DefaultMaxWriteBytes, "largest write, in bytes of its Raft log entry (about the request's size): a larger one is answered -ERR write too large for the log; above 64 MiB, the log's limit, counts as 64 MiB (writes of 16 MiB and more cost elections in a test cluster)")
 		reqPass  = fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)")
 		maxConns = fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached")
@@ -137,6 +138,7 @@ func run(args []string, stderr io.Writer) int {
 		DataDir: abs, Logger: lg}
 	cfg.Limits.MaxBulkLen = *maxBulk
 	cfg.Limits.MaxMultibulkLen = *maxArgs
+	cfg.Limits.MaxQueryBuffer = *maxQuery
 	cfg.MaxWriteBytes = *maxWrite
 	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *reqPass, *maxConns, *maxOut
 	if cfg.RequirePass == "" {
