@@ -273,6 +273,19 @@ func replayJournal(data []byte, seq uint64, apply func([]*setsReq) error) error 
 // value, each preceded by its length (uvarints). The locs of a set for a tail
 // get where each value is, from the record's start.
 func appendJournalRecord(dst []byte, batch []*setsReq) []byte {
+	// Grown once to the record's size: appending megabyte values one by one
+	// to a buffer that starts small copied each several times over.
+	n := journalHeader + binary.MaxVarintLen64
+	for _, r := range batch {
+		n += 1 + binary.MaxVarintLen64
+		for i, k := range r.keys {
+			n += binary.MaxVarintLen64 + len(k)
+			if !r.del {
+				n += binary.MaxVarintLen64 + len(r.vals[i])
+			}
+		}
+	}
+	dst = slices.Grow(dst, n)
 	start := len(dst)
 	dst = append(dst, make([]byte, journalHeader)...)
 	dst = binary.AppendUvarint(dst, uint64(len(batch)))
