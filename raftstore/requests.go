@@ -146,8 +146,10 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 // DefaultMaxWriteBytes is Config.MaxWriteBytes's default. A Raft entry is
 // written, replicated and applied whole, and a follower's Raft loop does
 // nothing else meanwhile: on the development VM a 3-node cluster kept its
-// leader through writes of 8 MiB, and held elections during writes of 16 MiB
-// and more (heartbeats waited behind them). etcd's request limit is 1.5 MiB.
+// leader through single writes of 8 MiB and held elections during writes of
+// 16 MiB and more (heartbeats waited behind them). It bounds one write, not
+// their sum: 8 clients writing 1 MB values at once also cost the leader its
+// lease (README: large values). etcd's request limit is 1.5 MiB.
 const DefaultMaxWriteBytes = 4 << 20
 
 // maxEntry is the longest entry of this kind that doLocal proposes: a
