@@ -18,6 +18,7 @@ type storeMetrics struct {
 	appliedEarly   prometheus.Counter   // batches applied on followers' acks before the leader's own fsync
 	leaderChanges  atomic.Int64         // times this node took office
 	rateLimited    atomic.Int64         // requests refused with RATELIMITED
+	tooLarge       atomic.Int64         // writes refused with ErrTooLarge
 	scriptsBudget  atomic.Int64         // scripts refused by the dry run: instruction budget or SCRIPT KILL
 	scriptsMemory  atomic.Int64         // scripts refused by the dry run: allocation budget
 	scriptsBounded atomic.Int64         // scripts admitted without a dry run (lua.Engine.Bounded)
@@ -50,6 +51,7 @@ type LockCounters struct {
 	Sessions       int   // open sessions
 	Blocked        int   // this node's clients blocked in LOCK.ACQUIRE … WAIT
 	RateLimited    int64 // requests this node refused with RATELIMITED (as leader)
+	TooLarge       int64 // writes this node refused as too large for the log (ErrTooLarge, as leader)
 	ScriptsBudget  int64 // scripts the dry run refused for their instruction budget (or SCRIPT KILL)
 	ScriptsMemory  int64 // scripts the dry run refused for their allocation budget
 	ScriptsBounded int64 // scripts admitted without a dry run: statically bounded (lua.Engine.Bounded)
@@ -65,7 +67,7 @@ func (s *Store) LockCounters() LockCounters {
 	n := len(s.m.ks.Sessions())
 	s.m.mu.RUnlock()
 	return LockCounters{LockStats: st, Sessions: n, Blocked: s.waits.count(),
-		RateLimited: s.metrics.rateLimited.Load(), LeaderChanges: s.metrics.leaderChanges.Load(),
+		RateLimited: s.metrics.rateLimited.Load(), TooLarge: s.metrics.tooLarge.Load(), LeaderChanges: s.metrics.leaderChanges.Load(),
 		ScriptsBudget: s.metrics.scriptsBudget.Load(), ScriptsMemory: s.metrics.scriptsMemory.Load(),
 		ScriptsBounded: s.metrics.scriptsBounded.Load(), Lingered: s.metrics.lingered.Load(),
 		LingeredAlone: s.metrics.lingeredAlone.Load()}
@@ -82,6 +84,7 @@ func lockInfo(c LockCounters) [][2]string {
 		{"sessions", strconv.Itoa(c.Sessions)}, {"blocked_clients", strconv.Itoa(c.Blocked)},
 		{"lock_grants", i(c.Grants)}, {"lock_releases", i(c.Releases)}, {"lock_expiries", i(c.Expiries)},
 		{"lock_delay_hits", i(c.DelayHits)}, {"lock_queue_full", i(c.QueueFull)}, {"rate_limited", i(c.RateLimited)},
+		{"writes_too_large", i(c.TooLarge)},
 		{"lock_lingered", i(c.Lingered)}, {"lock_lingered_alone", i(c.LingeredAlone)},
 	}
 	var late int64

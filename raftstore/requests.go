@@ -123,6 +123,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			}
 		}
 		if n, most := command.Size(args), s.maxEntry(kind); n > most {
+			s.metrics.tooLarge.Add(1)
 			out[i] = resp.Error(fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, n, most).Error())
 			continue
 		}

@@ -89,6 +89,7 @@ var (
 		"delay":          prometheus.NewDesc("lockd_lock_delay_hits_total", "Acquires refused or queued because of a lock-delay.", nil, nil),
 		"queuefull":      prometheus.NewDesc("lockd_lock_queue_full_total", "Acquires refused with QUEUEFULL.", nil, nil),
 		"ratelimited":    prometheus.NewDesc("lockd_rate_limited_total", "Requests refused with RATELIMITED by this node as leader.", nil, nil),
+		"toolarge":       prometheus.NewDesc("lockd_writes_too_large_total", "Writes refused by this node as leader because their log entry would exceed -max-write-bytes (or the log's limit).", nil, nil),
 		"leaderchanges":  prometheus.NewDesc("lockd_raft_leader_changes_total", "Times this node took office as leader.", nil, nil),
 		"scriptsbudget":  prometheus.NewDesc("lockd_scripts_refused_budget_total", "Scripts refused before the log for their instruction budget (or SCRIPT KILL).", nil, nil),
 		"scriptsbounded": prometheus.NewDesc("lockd_scripts_admitted_bounded_total", "Scripts admitted to the log without a dry run: statically bounded (no loops, no functions, few calls; lua.Engine.Bounded).", nil, nil),
@@ -129,6 +130,7 @@ func (c lockCollector) Collect(ch chan<- prometheus.Metric) {
 	n("delay", st.DelayHits)
 	n("queuefull", st.QueueFull)
 	n("ratelimited", st.RateLimited)
+	n("toolarge", st.TooLarge)
 	n("leaderchanges", st.LeaderChanges)
 	n("scriptsbudget", st.ScriptsBudget)
 	n("scriptsbounded", st.ScriptsBounded)

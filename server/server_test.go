@@ -346,6 +346,12 @@ func TestMaxWriteBytes(t *testing.T) {
 	if err := c.Set(ctx, "k", strings.Repeat("v", 900), 0).Err(); err != nil {
 		t.Fatalf("SET within the limit: %v", err)
 	}
+	if n := scrape(t, s)["lockd_writes_too_large_total"]; n != 3 {
+		t.Fatalf("lockd_writes_too_large_total = %v, want 3", n)
+	}
+	if info := c.Info(ctx, "locks").Val(); !strings.Contains(info, "writes_too_large:3\r\n") {
+		t.Fatalf("INFO locks lacks writes_too_large:3: %q", info)
+	}
 	if v := c.Get(ctx, "k").Val(); len(v) != 900 {
 		t.Fatalf("GET k: %d bytes", len(v))
 	}
