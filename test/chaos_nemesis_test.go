@@ -59,6 +59,11 @@ type nemesis struct {
 	deadOver   time.Duration // the most a dead holder's lock stayed taken beyond its bound (negative: within)
 	deadWorst  string        // that case, "freed after of bound"
 	deadSeq    int
+	// clockStall is when log time may move again after a backward clock
+	// jump: a leader's log time never goes back, so it stands still until
+	// the jumped clock has caught up (raftstore's logClock), and every lease
+	// runs that much longer in real time.
+	clockStall time.Time
 }
 
 func (n *nemesis) violate(format string, args ...any) {
@@ -243,6 +248,13 @@ func (n *nemesis) inject(kind string, leader *clusterNode) bool {
 			n.logf("%s: %v", kind, err)
 			return false
 		}
+		if d < 0 {
+			n.mu.Lock()
+			if until := time.Now().Add(-d); until.After(n.clockStall) {
+				n.clockStall = until
+			}
+			n.mu.Unlock()
+		}
 	case fClockRate:
 		rates := []string{"0.25", "0.5", "2", "3"}
 		r := rates[n.rng.IntN(len(rates))]
@@ -324,12 +336,15 @@ func (n *nemesis) deadHolder(leader *clusterNode, withLeader bool) bool {
 		}
 		time.Sleep(poll) // the probe's polling interval
 	}
-	bound := time.Duration(deadTTL)*time.Millisecond + election + deadSlack
-	n.logf("%s: dead holder's lock free after %v (bound %v; leader died: %v, no leader served for %v)",
-		name, freed.Round(time.Millisecond), bound.Round(time.Millisecond), withLeader, election.Round(time.Millisecond))
+	n.mu.Lock()
+	stall := max(0, n.clockStall.Sub(sent)) // log time stood still after a backward clock jump
+	n.mu.Unlock()
+	bound := time.Duration(deadTTL)*time.Millisecond + election + stall + deadSlack
+	n.logf("%s: dead holder's lock free after %v (bound %v; leader died: %v, no leader served for %v, log time stalled by a clock jump for %v)",
+		name, freed.Round(time.Millisecond), bound.Round(time.Millisecond), withLeader, election.Round(time.Millisecond), stall.Round(time.Millisecond))
 	if freed > bound {
-		n.violate("%s: a dead holder's lock stayed taken %v, more than the lease %dms + elections %v + %v",
-			name, freed.Round(time.Millisecond), deadTTL, election.Round(time.Millisecond), deadSlack)
+		n.violate("%s: a dead holder's lock stayed taken %v, more than the lease %dms + elections %v + clock stall %v + %v",
+			name, freed.Round(time.Millisecond), deadTTL, election.Round(time.Millisecond), stall.Round(time.Millisecond), deadSlack)
 	}
 	n.mu.Lock()
 	if over := freed - bound; n.deadWorst == "" || over > n.deadOver {
