@@ -457,17 +457,6 @@ func TestWriteTooLarge(t *testing.T) {
 			}
 			big := strings.Repeat("v", most)
 			term, last := s.raft.CurrentTerm(), s.raft.LastIndex()
-			req := func(cmd ...string) command.Request {
-				args := make([][]byte, len(cmd))
-				for i, a := range cmd {
-					args[i] = []byte(a)
-				}
-				op, spec, err := command.Parse(args)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return command.Request{Args: args, Op: op, Spec: spec}
-			}
 			out := s.Do(context.Background(), []command.Request{
 				req("SET", "a", "1"), req("SET", "k", big), req("LOCK.ACQUIRE", big, "o", "PX", "1000", "WAIT", "1000"), req("SET", "b", "2")})
 			for i, want := range []string{"OK", "", "", "OK"} {
