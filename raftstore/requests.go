@@ -1,7 +1,6 @@
 package raftstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -154,14 +153,13 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 const DefaultMaxWriteBytes = 4 << 20
 
 // maxEntry is the longest entry of this kind that doLocal proposes: a
-// client's write, Config.MaxWriteBytes; an entry a node builds itself, what
-// the log accepts.
+// client's write, Config.MaxWriteBytes (defaulted and capped by Open); an
+// entry a node builds itself, what the log accepts.
 func (s *Store) maxEntry(kind command.Kind) int {
-	most := s.logs.MaxData()
 	if command.IsInternal(kind) {
-		return most
+		return s.logs.MaxData()
 	}
-	return min(most, cmp.Or(s.cfg.MaxWriteBytes, DefaultMaxWriteBytes))
+	return s.cfg.MaxWriteBytes
 }
 
 // propose stamps a command with log time and hands it to Raft, with no

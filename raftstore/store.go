@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -391,6 +392,9 @@ func Open(cfg Config) (*Store, error) {
 		closePeer()
 		return nil, err
 	}
+	// A client's write is bounded once here: the default, capped at what
+	// the log accepts (maxEntry).
+	cfg.MaxWriteBytes = min(cmp.Or(cfg.MaxWriteBytes, DefaultMaxWriteBytes), logs.MaxData())
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = raftLog("raft")
