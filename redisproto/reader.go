@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/splitargs"
@@ -222,9 +223,7 @@ func (r *reader) parseMultibulk(b []byte) ([][]byte, int, error) {
 		if len(r.mbMarks) == cap(r.mbMarks) {
 			// Double (append grows a large slice by a quarter: a million
 			// arguments copied their marks 80 MB over, onto fresh pages).
-			grown := make([][2]int, len(r.mbMarks), max(16, 2*cap(r.mbMarks)))
-			copy(grown, r.mbMarks)
-			r.mbMarks = grown
+			r.mbMarks = slices.Grow(r.mbMarks, max(16, cap(r.mbMarks)))
 		}
 		r.mbMarks = append(r.mbMarks, [2]int{pos + nl + 2, end})
 		pos = end + 2 // Redis skips the CRLF without checking it
