@@ -52,6 +52,10 @@ type machine struct {
 	// wants tells the keyspace which event channels have listeners here
 	// (fsm.Keyspace.SetEventFilter). Set before Raft starts; nil: all.
 	wants func(channel string) bool
+
+	// bytes is told what every batch applied and when the state is captured
+	// or restored (logbytes.go). Set before Raft starts; nil: not counted.
+	bytes *logBytes
 }
 
 type applyWaiter struct {
@@ -112,6 +116,13 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 		m.wake(wakes)
 	}
 	if n := len(logs); n > 0 {
+		if m.bytes != nil {
+			size := 0
+			for _, l := range logs {
+				size += len(l.Data)
+			}
+			m.bytes.applied(logs[n-1].Index, uint64(size))
+		}
 		m.setApplied(logs[n-1].Index)
 	}
 	select {
@@ -247,7 +258,10 @@ func (m *machine) grantReady() bool {
 func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return &snapshot{s: m.ks.Snapshot()}, nil
+	if m.bytes != nil {
+		m.bytes.captured()
+	}
+	return &snapshot{s: m.ks.Snapshot(), bytes: m.bytes}, nil
 }
 
 // Restore replaces the state with a snapshot.
@@ -261,6 +275,9 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	m.mu.Lock()
 	m.ks = ks
 	m.mu.Unlock()
+	if m.bytes != nil {
+		m.bytes.restored()
+	}
 	if b := ks.ShardMap(); b != nil && m.onShardMap != nil {
 		m.onShardMap(b)
 	}
@@ -276,14 +293,24 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 // 8 groups, 5 s after a restart: 338 MB RSS without this, 307 MB with it).
 const restoreSettle = time.Second
 
-type snapshot struct{ s *fsm.Snapshot }
+type snapshot struct {
+	s     *fsm.Snapshot
+	bytes *logBytes // told the size written; nil: not counted
+}
 
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := s.s.WriteTo(sink); err != nil {
+	w := &countingWriter{w: sink}
+	if _, err := s.s.WriteTo(w); err != nil {
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	if s.bytes != nil {
+		s.bytes.persisted(w.n)
+	}
+	return nil
 }
 
 func (s *snapshot) Release() {}

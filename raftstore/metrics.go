@@ -13,17 +13,18 @@ import (
 // Store and registered by whoever serves them (server: one registry per
 // process), so in-process clusters do not collide.
 type storeMetrics struct {
-	commit         prometheus.Histogram // propose → applied, on the leader
-	fsync          prometheus.Histogram // one synced log write
-	appliedEarly   prometheus.Counter   // batches applied on followers' acks before the leader's own fsync
-	leaderChanges  atomic.Int64         // times this node took office
-	rateLimited    atomic.Int64         // requests refused with RATELIMITED
-	tooLarge       atomic.Int64         // writes refused with ErrTooLarge
-	scriptsBudget  atomic.Int64         // scripts refused by the dry run: instruction budget or SCRIPT KILL
-	scriptsMemory  atomic.Int64         // scripts refused by the dry run: allocation budget
-	scriptsBounded atomic.Int64         // scripts admitted without a dry run (lua.Engine.Bounded)
-	lingered       atomic.Int64         // queued acquires the leader held back for the next write (linger.go)
-	lingeredAlone  atomic.Int64         // of those, proposed without a write: none came within lingerMax
+	commit           prometheus.Histogram // propose → applied, on the leader
+	fsync            prometheus.Histogram // one synced log write
+	appliedEarly     prometheus.Counter   // batches applied on followers' acks before the leader's own fsync
+	leaderChanges    atomic.Int64         // times this node took office
+	rateLimited      atomic.Int64         // requests refused with RATELIMITED
+	tooLarge         atomic.Int64         // writes refused with ErrTooLarge
+	snapshotsByBytes atomic.Int64         // snapshots taken for the log's bytes (logbytes.go)
+	scriptsBudget    atomic.Int64         // scripts refused by the dry run: instruction budget or SCRIPT KILL
+	scriptsMemory    atomic.Int64         // scripts refused by the dry run: allocation budget
+	scriptsBounded   atomic.Int64         // scripts admitted without a dry run (lua.Engine.Bounded)
+	lingered         atomic.Int64         // queued acquires the leader held back for the next write (linger.go)
+	lingeredAlone    atomic.Int64         // of those, proposed without a write: none came within lingerMax
 }
 
 // latencyBuckets run from 100µs to about 3 s.

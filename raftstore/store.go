@@ -75,6 +75,13 @@ type Config struct {
 	// followers that lag (0: 10240). A follower further behind installs the
 	// leader's snapshot instead.
 	TrailingLogs uint64
+	// LogBytes bounds the group's Raft log in bytes as well, about (see
+	// logbytes.go): the group snapshots once the entries applied since its
+	// last snapshot hold LogBytes/2 bytes (or the last snapshot's size, if
+	// that is larger), and keeps after a snapshot only the newest entries
+	// that LogBytes/2 bytes hold (at most TrailingLogs). 0: DefaultLogBytes
+	// (OpenNode divides a node's among its groups).
+	LogBytes uint64
 	// MaxWriteBytes bounds a client's write: a command (or transaction, or
 	// script call) whose log entry would be longer is answered ErrTooLarge
 	// and not proposed (0: DefaultMaxWriteBytes). The log's own limit
@@ -165,7 +172,7 @@ const (
 
 // logCacheEntries is both the most entries one AppendEntries carries and how
 // many of the newest log entries a group keeps in memory for its replicators
-// (a few hundred bytes each).
+// (a few hundred bytes each; at most logCacheMaxData).
 const logCacheEntries = 512
 
 // commitTimeout is hashicorp/raft's CommitTimeout: how long a leader with
@@ -424,6 +431,10 @@ func Open(cfg Config) (*Store, error) {
 	rc.LeaderLeaseTimeout = 250 * time.Millisecond
 
 	m := newMachine()
+	m.bytes = newLogBytes(cmp.Or(cfg.LogBytes, DefaultLogBytes)/2, rc.TrailingLogs)
+	if metas, err := snaps.List(); err == nil && len(metas) > 0 {
+		m.bytes.persisted(metas[0].Size)
+	}
 	m.publish = cfg.Publish
 	m.wants = cfg.WantEvents
 	m.ks.SetEventFilter(cfg.WantEvents)
@@ -484,13 +495,8 @@ func Open(cfg Config) (*Store, error) {
 	}
 	transport = capCommit{Inner: trans, durable: dur.Durable}
 	// The replicators read back what the leader just appended: serve the
-	// newest entries from memory instead of badger (hashicorp/raft's ring
-	// cache; it caches only what the store accepted).
-	if logStore, err = raft.NewLogCache(logCacheEntries, logStore); err != nil {
-		closePeer()
-		logs.Close()
-		return nil, fmt.Errorf("raft log cache: %w", err)
-	}
+	// newest entries from memory instead of the log store (logcache.go).
+	logStore = newLogCache(logStore)
 	r, err := raft.NewRaft(rc, s.m, logStore, logs, snaps, transport)
 	if err != nil {
 		closePeer()
@@ -499,6 +505,8 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.raft = r
 	leader.Store(r)
+	setTrailing := func(n uint64) { s.setTrailingLogs(n) }
+	m.bytes.setTrailing.Store(&setTrailing)
 	switch {
 	case !has && cfg.Join:
 		lg.Info("waiting to be added to a cluster (RAFT.ADD on a member)", "node_id", cfg.NodeID, "peer_addr", trans.LocalAddr())
@@ -524,7 +532,8 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s.fwd = forward.NewClient(dial, forward.Options{Logger: lg})
-	s.wg.Add(5)
+	s.wg.Add(6)
+	go s.snapshotLoop()
 	go s.watchLeadership()
 	go s.expiryLoop()
 	go s.nudgeLoop()
@@ -626,6 +635,7 @@ func (s *Store) Stats() [][2]string {
 		{"raft_num_peers", st["num_peers"]},
 		{"raft_log_time_ms", strconv.FormatInt(s.m.now(), 10)},
 		{"raft_log_write_batches", strconv.FormatUint(s.logs.Batches(), 10)},
+		{"raft_snapshots_by_bytes", strconv.FormatInt(s.metrics.snapshotsByBytes.Load(), 10)},
 	}
 }
 

@@ -54,6 +54,7 @@ func (s *Server) newMetrics() *prometheus.Registry {
 	gauge("lockd_raft_applied_index", "Raft applied index.", stat("raft_applied_index"))
 	gauge("lockd_raft_log_time_milliseconds", "Log time of the last applied entry.", stat("raft_log_time_ms"))
 	counter("lockd_raft_log_write_batches_total", "Log writes of every group of this node, each one or more entries, synced alone or, where the groups share one log, in a transaction with other groups' (lockd_log_commits_total).", stat("raft_log_write_batches"))
+	counter("lockd_raft_snapshots_by_bytes_total", "Snapshots this node's groups took because the entries since their last snapshot passed their share of -log-bytes (Raft takes the others every -snapshot-threshold entries).", stat("raft_snapshots_by_bytes"))
 	reg.MustRegister(s.store.Collectors()...)
 	reg.MustRegister(lockCollector{s.store})
 	// Security: refusals by the RESP door (and the HTTP door's failed

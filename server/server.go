@@ -83,6 +83,9 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// LogBytes bounds the node's Raft logs in bytes as well, about
+	// (raftstore.Config.LogBytes; 0: raftstore.DefaultLogBytes).
+	LogBytes uint64
 	// ReadyTimeout bounds how long New waits for this node to lead (default 30s).
 	ReadyTimeout time.Duration
 
@@ -197,7 +200,7 @@ func New(cfg Config) (*Server, error) {
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
-		MaxWriteBytes: cfg.MaxWriteBytes}
+		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes}
 	if ts != nil {
 		scfg.PeerTLS = ts.peer
 	}

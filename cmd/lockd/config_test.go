@@ -46,3 +46,12 @@ func TestBadMaxWriteBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestBadLogBytes(t *testing.T) {
+	for _, v := range []string{"0", "-5"} {
+		var out strings.Builder
+		if rc := run([]string{"-log-bytes", v, "-data-dir", t.TempDir()}, &out); rc != 2 || !strings.Contains(out.String(), "-log-bytes") {
+			t.Fatalf("-log-bytes %s: exit %d, %q", v, rc, out.String())
+		}
+	}
+}

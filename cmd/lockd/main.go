@@ -79,6 +79,7 @@ func run(args []string, stderr io.Writer) int {
 		maxBulk  = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a request may carry, in bytes")
 		maxArgs  = fs.Int64("max-args", 1<<20, "most arguments one request may carry (Redis allows 2147483647)")
 		maxQuery = fs.Int64("client-query-buffer-limit", 1<<30, "bytes of one request buffered while it is read; a client past it is disconnected, as by Redis")
+		logBytes = fs.Uint64("log-bytes", raftstore.DefaultLogBytes, "bytes of Raft log a node keeps, about, over all its groups: each group snapshots once the entries since its last snapshot pass its share's half (or the last snapshot's size, if larger) and keeps only its share's half after one (at most -trailing-logs entries); with small entries -snapshot-threshold and -trailing-logs decide first")
 		maxWrite = fs.Int("max-write-bytes", raftstore.DefaultMaxWriteBytes, "largest write, in bytes of its Raft log entry (about the request's size): a larger one is answered -ERR write too large for the log; above 64 MiB, the log's limit, counts as 64 MiB (writes of 16 MiB and more cost elections in a test cluster)")
 		reqPass  = fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)")
 		maxConns = fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached")
@@ -108,6 +109,10 @@ func run(args []string, stderr io.Writer) int {
 	}
 	if err := applyConfig(fs, *confFile, os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "lockd: %v\n", err)
+		return 2
+	}
+	if *logBytes == 0 {
+		fmt.Fprintf(stderr, "lockd: bad -log-bytes 0 (at least 1)\n")
 		return 2
 	}
 	if *maxWrite <= 0 {
@@ -140,6 +145,7 @@ func run(args []string, stderr io.Writer) int {
 	cfg.Limits.MaxMultibulkLen = *maxArgs
 	cfg.Limits.MaxQueryBuffer = *maxQuery
 	cfg.MaxWriteBytes = *maxWrite
+	cfg.LogBytes = *logBytes
 	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *reqPass, *maxConns, *maxOut
 	if cfg.RequirePass == "" {
 		cfg.RequirePass = os.Getenv("LOCKD_REQUIREPASS") // keeps the password out of ps
