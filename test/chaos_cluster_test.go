@@ -32,10 +32,11 @@ type chaosCluster struct {
 }
 
 // chaosLockdFlags keep every log entry on disk (so that the replay after the
-// run sees the whole log) while snapshots are still taken and restored. The
+// run sees the whole log: no trailing count, and a -log-bytes no run reaches)
+// while snapshots are still taken and restored. The
 // number of Raft groups is the run's (-groups, see chaosCluster.groups): the
 // replay reads every group's log of every replica (readReplicaLogs).
-var chaosLockdFlags = []string{"-snapshot-threshold", "1024", "-trailing-logs", "1000000000", "-fault-control"}
+var chaosLockdFlags = []string{"-snapshot-threshold", "1024", "-trailing-logs", "1000000000", "-log-bytes", "1099511627776", "-fault-control"}
 
 // startChaosCluster starts n nodes running groups Raft groups each, every node
 // dialing its peers through its own proxy per link, and waits until every

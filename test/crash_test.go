@@ -81,6 +81,7 @@ type counterState struct {
 // the load; the test reads it after the load has stopped.
 type crashWriter struct {
 	id      int
+	pad     string // appended to every value after a '.' (crashRun.pad)
 	rng     *rand.Rand
 	seq     int64 // last value number used; grows across cycles
 	keys    []*keyState
@@ -96,7 +97,7 @@ type crashWriter struct {
 	violations  []string
 }
 
-func newCrashWriter(id int, seed uint64) *crashWriter {
+func newCrashWriter(id int, seed uint64, pad int) *crashWriter {
 	w := &crashWriter{id: id, rng: rand.New(rand.NewPCG(seed, uint64(id))),
 		ctr: &counterState{name: fmt.Sprintf("crash:w%d:ctr", id)}, lastTok: map[int]int64{}}
 	for i := 0; i < plainKeys+ttlKeys; i++ {
@@ -106,7 +107,21 @@ func newCrashWriter(id int, seed uint64) *crashWriter {
 		}
 		w.keys = append(w.keys, k)
 	}
+	if pad > 0 {
+		w.pad = "." + strings.Repeat("p", pad)
+	}
 	return w
+}
+
+// valueNum is the value number n of a value the writers wrote ("v<n>", or
+// "v<n>.<padding>"); false for anything else.
+func valueNum(s string) (int64, bool) {
+	num, _, _ := strings.Cut(s, ".")
+	if !strings.HasPrefix(num, "v") {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(num[1:], 10, 64)
+	return v, err == nil
 }
 
 func (w *crashWriter) violate(format string, args ...any) {
@@ -140,7 +155,7 @@ func (w *crashWriter) run(addr string, stop *atomic.Bool, acks *atomic.Int64) {
 // SET key v<n> [PX ttlMs] FENCE
 func (w *crashWriter) set(c *respConn, k *keyState) bool {
 	w.seq++
-	args := []string{"SET", k.name, "v" + strconv.FormatInt(w.seq, 10)}
+	args := []string{"SET", k.name, "v" + strconv.FormatInt(w.seq, 10) + w.pad}
 	if k.ttl {
 		args = append(args, "PX", strconv.Itoa(ttlMs))
 	}
@@ -197,7 +212,27 @@ func (w *crashWriter) incr(c *respConn) bool {
 // log), and that the downtime did not eat into any TTL. Three cycles, each
 // building on the state the previous one verified. The node runs 8 groups (a
 // lone node's default is one): each recovers its own log on restart.
-func TestCrashUnderLoad(t *testing.T) {
+func TestCrashUnderLoad(t *testing.T) { crashUnderLoad(t, crashRun{flags: crashGroups}) }
+
+// TestCrashUnderLoadLargeValues is TestCrashUnderLoad with values of 32 KiB
+// and a log bound of 2 MiB over two groups (-log-bytes): each group
+// snapshots for its log's bytes every few dozen writes and keeps a handful
+// of entries after each, so a kill lands among snapshots, log cuts and
+// journal files emptied and removed.
+func TestCrashUnderLoadLargeValues(t *testing.T) {
+	crashUnderLoad(t, crashRun{flags: []string{"-groups", "2", "-log-bytes", strconv.Itoa(2 << 20)}, pad: 32 << 10, bytesSnapshots: true})
+}
+
+// crashRun configures crashUnderLoad.
+type crashRun struct {
+	flags []string // lockd's flags, at the start and at every restart
+	pad   int      // bytes of padding in every value the writers SET
+	// bytesSnapshots: the run must have snapshotted for the log's bytes
+	// (INFO raft's raft_snapshots_by_bytes, read before each kill).
+	bytesSnapshots bool
+}
+
+func crashUnderLoad(t *testing.T, run crashRun) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CRASH_SEED"); s != "" {
 		var err error
@@ -211,12 +246,12 @@ func TestCrashUnderLoad(t *testing.T) {
 
 	ws := make([]*crashWriter, crashWriters)
 	for i := range ws {
-		ws[i] = newCrashWriter(i, seed)
+		ws[i] = newCrashWriter(i, seed, run.pad)
 	}
 	seen := map[groupTok]string{} // every token acknowledged or observed, and what it was
 	maxTok := map[int]int64{}     // by group
 
-	p := startLockdArgs(t, "lockd-run1", dir, crashGroups...)
+	p := startLockdArgs(t, "lockd-run1", dir, run.flags...)
 	var keys []string
 	for _, w := range ws {
 		keys = append(keys, w.ctr.name)
@@ -235,6 +270,15 @@ func TestCrashUnderLoad(t *testing.T) {
 		}
 		w.ctr.group = groups[w.ctr.name]
 	}
+	bytesSnaps := 0 // snapshots for the log's bytes, over the cycles
+	defer func() {
+		if run.bytesSnapshots && !t.Failed() {
+			if bytesSnaps == 0 {
+				t.Error("no snapshot for the log's bytes in any cycle: the kills did not land among them")
+			}
+			t.Logf("%d snapshots for the log's bytes over the cycles", bytesSnaps)
+		}
+	}()
 	for cycle := 1; cycle <= crashCycles; cycle++ {
 		// Load, then kill while it runs.
 		var stop atomic.Bool
@@ -259,6 +303,14 @@ func TestCrashUnderLoad(t *testing.T) {
 				t.Fatalf("cycle %d: only %d writes acknowledged in %v", cycle, acks.Load(), progressMax)
 			}
 			time.Sleep(pollEvery)
+		}
+		if run.bytesSnapshots {
+			info, err := raftInfo(p.addr)
+			if err != nil {
+				t.Fatalf("cycle %d: INFO raft: %v", cycle, err)
+			}
+			n, _ := strconv.Atoi(info["raft_snapshots_by_bytes"])
+			bytesSnaps += n
 		}
 		killAt := time.Now()
 		p.kill()
@@ -306,7 +358,7 @@ func TestCrashUnderLoad(t *testing.T) {
 
 		// Stay down, restart on the same data directory, check.
 		time.Sleep(downtime)
-		p = startLockdArgs(t, fmt.Sprintf("lockd-run%d", cycle+1), dir, crashGroups...)
+		p = startLockdArgs(t, fmt.Sprintf("lockd-run%d", cycle+1), dir, run.flags...)
 		t.Logf("cycle %d: down for %v, serving again %v after the restart",
 			cycle, p.started.Sub(deadAt).Round(time.Millisecond), time.Since(p.started).Round(time.Millisecond))
 		var res resolved
@@ -351,7 +403,7 @@ func verifyRecovered(t *testing.T, p *lockdProc, ws []*crashWriter, seen map[gro
 	c := p.conn()
 	for _, w := range ws {
 		for _, k := range w.keys {
-			verifyKey(t, p, c, k, seen, maxTok, deadAt, lastAckSend, cycle, res)
+			verifyKey(t, p, c, k, w.pad, seen, maxTok, deadAt, lastAckSend, cycle, res)
 		}
 		r := must(t, c, "GET", w.ctr.name)
 		got := int64(0)
@@ -374,14 +426,14 @@ func verifyRecovered(t *testing.T, p *lockdProc, ws []*crashWriter, seen map[gro
 	}
 }
 
-func verifyKey(t *testing.T, p *lockdProc, c *respConn, k *keyState, seen map[groupTok]string,
+func verifyKey(t *testing.T, p *lockdProc, c *respConn, k *keyState, pad string, seen map[groupTok]string,
 	maxTok map[int]int64, deadAt time.Time, lastAckSend map[int]time.Time, cycle int, res *resolved) {
 	t.Helper()
 	u := k.unknown
 	k.unknown = nil
 	r := must(t, c, "GET", k.name)
 	if u != nil {
-		if v, _ := strconv.ParseInt(strings.TrimPrefix(r.str, "v"), 10, 64); !r.null && v == u.val {
+		if v, _ := valueNum(r.str); !r.null && v == u.val {
 			res.applied++
 		} else {
 			res.lost++
@@ -393,9 +445,9 @@ func verifyKey(t *testing.T, p *lockdProc, c *respConn, k *keyState, seen map[gr
 		}
 		return // never acknowledged, and the unknown write (if any) did not apply
 	}
-	v, err := strconv.ParseInt(strings.TrimPrefix(r.str, "v"), 10, 64)
-	if err != nil || !strings.HasPrefix(r.str, "v") {
-		t.Errorf("cycle %d: %s holds %v, which no writer wrote", cycle, k.name, r)
+	v, ok := valueNum(r.str)
+	if !ok || r.str != "v"+strconv.FormatInt(v, 10)+pad {
+		t.Errorf("cycle %d: %s holds %.40q (%d bytes), which no writer wrote", cycle, k.name, r.str, len(r.str))
 		return
 	}
 	tok := mustInt(t, c, "FENCE", k.name)
