@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -216,5 +217,47 @@ func TestLogKeptWithinBytes(t *testing.T) {
 	}
 	if v := do(s, "GET", "small499"); v.String() != "v" {
 		t.Fatalf("small499 after restart: %v", v)
+	}
+}
+
+// A node's LogBytes is shared among its groups: each keeps its log within
+// its share.
+func TestNodeLogBytesShared(t *testing.T) {
+	const logBytes, value = 4 << 20, 128 << 10 // two groups: 2 MiB each
+	nd, err := OpenNode(Config{NodeID: "n1", DataDir: t.TempDir(), PeerAddr: freeAddr(t), ApplyTimeout: 5 * time.Second,
+		Groups: 2, LogBytes: logBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := nd.WaitServing(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := nd.ShardMap()
+	val := strings.Repeat("v", value)
+	for g := range 2 {
+		for i := range 64 { // 8 MiB a group
+			if v := ndo(nd, "SET", keyIn(m, g, fmt.Sprintf("big%d", i%4)), val); v.String() != "OK" {
+				t.Fatalf("group %d: SET = %.100q", g, v.String())
+			}
+		}
+	}
+	// Each group keeps after a snapshot the entries half its share holds:
+	// 8 of these (16 if each group had the node's whole bound).
+	keep := uint64(logBytes / 2 / 2 / value)
+	for g, s := range nd.groups {
+		for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			n := s.raft.ReloadableConfig().TrailingLogs
+			first, _ := s.logs.FirstIndex()
+			if n <= keep && first > 1 {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("group %d keeps %d entries after a snapshot (log from %d) after 8 MiB of %d KiB values; its share keeps %d",
+					g, n, first, value>>10, keep)
+			}
+		}
 	}
 }

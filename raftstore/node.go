@@ -134,7 +134,7 @@ func OpenNode(cfg Config) (*Node, error) {
 	for g := range n {
 		gc := cfg
 		gc.Group, gc.peer = g, peer
-		gc.LogBytes = cmp.Or(cfg.LogBytes, DefaultLogBytes) / uint64(n) // the node's bound, shared
+		gc.LogBytes = max(cmp.Or(cfg.LogBytes, DefaultLogBytes)/uint64(n), 1) // the node's bound, shared
 		if n > 1 {
 			gc.Logger = lg.With("group", g)
 		}

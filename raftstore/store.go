@@ -635,7 +635,7 @@ func (s *Store) Stats() [][2]string {
 		{"raft_num_peers", st["num_peers"]},
 		{"raft_log_time_ms", strconv.FormatInt(s.m.now(), 10)},
 		{"raft_log_write_batches", strconv.FormatUint(s.logs.Batches(), 10)},
-		{"raft_snapshots_by_bytes", strconv.FormatInt(s.metrics.snapshotsByBytes.Load(), 10)},
+		{"raft_snapshots_by_bytes", strconv.FormatInt(s.metrics.snapshotsByBytes.Load(), 10)}, // a Node's groups share their metrics: every group's
 	}
 }
 
