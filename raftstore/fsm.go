@@ -87,8 +87,10 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 		}
 	}
 	var wakes []fsm.Wake
+	size := 0 // the batch's data, of every type (logBytes)
 	m.mu.Lock()
 	for i, l := range logs {
+		size += len(l.Data)
 		if l.Type != raft.LogCommand {
 			continue
 		}
@@ -117,10 +119,6 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	if n := len(logs); n > 0 {
 		if m.bytes != nil {
-			size := 0
-			for _, l := range logs {
-				size += len(l.Data)
-			}
 			m.bytes.applied(logs[n-1].Index, uint64(size))
 		}
 		m.setApplied(logs[n-1].Index)
@@ -256,11 +254,11 @@ func (m *machine) grantReady() bool {
 
 // Snapshot captures the state in O(1); Persist writes it out concurrently.
 func (m *machine) Snapshot() (raft.FSMSnapshot, error) {
+	if m.bytes != nil {
+		m.bytes.captured() // no entry is applied meanwhile: this is the FSM goroutine
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.bytes != nil {
-		m.bytes.captured()
-	}
 	return &snapshot{s: m.ks.Snapshot(), bytes: m.bytes}, nil
 }
 

@@ -58,9 +58,9 @@ type logBytes struct {
 	// hashicorp/raft for a snapshot (Store.snapshotLoop).
 	want chan struct{}
 
-	// setTrailing sets hashicorp/raft's TrailingLogs (ReloadConfig); nil
-	// until Raft runs.
-	setTrailing atomic.Pointer[func(n uint64)]
+	// setTrailing sets hashicorp/raft's TrailingLogs (ReloadConfig). Set
+	// before Raft starts; nil: not set.
+	setTrailing func(n uint64)
 }
 
 // byteMark records that after the entry at index, total bytes had been
@@ -129,8 +129,8 @@ func (b *logBytes) captured() {
 	b.kept = n
 	b.mu.Unlock()
 	b.spend()
-	if set := b.setTrailing.Load(); changed && set != nil {
-		(*set)(n)
+	if changed && b.setTrailing != nil {
+		b.setTrailing(n)
 	}
 }
 
@@ -199,13 +199,13 @@ func (s *Store) snapshotLoop() {
 	}
 }
 
-// setTrailingLogs sets how many entries hashicorp/raft keeps after a
-// snapshot (ReloadConfig; the other reloadable settings stay). Called on the
-// FSM goroutine as a snapshot is captured, before the log is compacted.
-func (s *Store) setTrailingLogs(n uint64) {
-	rc := s.raft.ReloadableConfig()
+// setTrailingLogs sets how many entries r keeps after a snapshot
+// (ReloadConfig; the other reloadable settings stay). Called on the FSM
+// goroutine as a snapshot is captured, before the log is compacted.
+func (s *Store) setTrailingLogs(r *raft.Raft, n uint64) {
+	rc := r.ReloadableConfig()
 	rc.TrailingLogs = n
-	if err := s.raft.ReloadConfig(rc); err != nil {
+	if err := r.ReloadConfig(rc); err != nil {
 		s.log.Warn("setting the trailing logs failed", "trailing_logs", n, "err", err)
 	}
 }

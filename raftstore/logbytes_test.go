@@ -28,8 +28,7 @@ func wanted(b *logBytes) bool {
 func TestLogBytesSmallEntries(t *testing.T) {
 	b := newLogBytes(1<<20, 100)
 	var set []uint64
-	f := func(n uint64) { set = append(set, n) }
-	b.setTrailing.Store(&f)
+	b.setTrailing = func(n uint64) { set = append(set, n) }
 	for i := uint64(1); i <= 1000; i++ {
 		b.applied(i, 100) // 100 KB in all
 	}
@@ -49,8 +48,7 @@ func TestLogBytesLargeEntries(t *testing.T) {
 	const budget, entry = 1 << 20, 100 << 10 // 1 MiB; entries of 100 KiB
 	b := newLogBytes(budget, 10240)
 	var set []uint64
-	f := func(n uint64) { set = append(set, n) }
-	b.setTrailing.Store(&f)
+	b.setTrailing = func(n uint64) { set = append(set, n) }
 	i := uint64(0)
 	for ; i < budget/entry; i++ { // 10 entries: 1,000 KiB
 		b.applied(i+1, entry)

@@ -460,6 +460,11 @@ func Open(cfg Config) (*Store, error) {
 	var logStore raft.LogStore = logs
 	var transport raft.Transport = trans
 	var leader atomic.Pointer[raft.Raft]
+	m.bytes.setTrailing = func(n uint64) {
+		if r := leader.Load(); r != nil { // no snapshot is captured before Raft runs
+			s.setTrailingLogs(r, n)
+		}
+	}
 	if cfg.WrapLogStore != nil { // fault tests only
 		logStore = cfg.WrapLogStore(logs)
 	}
@@ -505,8 +510,6 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.raft = r
 	leader.Store(r)
-	setTrailing := func(n uint64) { s.setTrailingLogs(n) }
-	m.bytes.setTrailing.Store(&setTrailing)
 	switch {
 	case !has && cfg.Join:
 		lg.Info("waiting to be added to a cluster (RAFT.ADD on a member)", "node_id", cfg.NodeID, "peer_addr", trans.LocalAddr())
