@@ -1,7 +1,6 @@
 package raftstore
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -222,17 +221,7 @@ func TestLogKeptWithinBytes(t *testing.T) {
 // its share.
 func TestNodeLogBytesShared(t *testing.T) {
 	const logBytes, value = 4 << 20, 128 << 10 // two groups: 2 MiB each
-	nd, err := OpenNode(Config{NodeID: "n1", DataDir: t.TempDir(), PeerAddr: freeAddr(t), ApplyTimeout: 5 * time.Second,
-		Groups: 2, LogBytes: logBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nd.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := nd.WaitServing(ctx); err != nil {
-		t.Fatal(err)
-	}
+	nd := openLoneNode(t, Config{ApplyTimeout: 5 * time.Second, Groups: 2, LogBytes: logBytes})
 	m := nd.ShardMap()
 	val := strings.Repeat("v", value)
 	for g := range 2 {

@@ -91,6 +91,25 @@ func (c *nodeCluster) start(i, groups int) {
 	c.nodes[i] = nd
 }
 
+// openLoneNode opens a single-node Node with cfg (its NodeID, DataDir and
+// PeerAddr filled in), waits (bounded) until it serves, and closes it when
+// the test ends.
+func openLoneNode(t *testing.T, cfg Config) *Node {
+	t.Helper()
+	cfg.NodeID, cfg.DataDir, cfg.PeerAddr = "n1", t.TempDir(), freeAddr(t)
+	nd, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nd.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := nd.WaitServing(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return nd
+}
+
 func ndo(n *Node, cmd ...string) resp.Value {
 	return n.Do(context.Background(), []command.Request{req(cmd...)})[0]
 }
@@ -417,17 +436,7 @@ func TestNodeJoinTakesItsShare(t *testing.T) {
 // write in one command moves whole.
 func TestNodeMaxWriteBytes(t *testing.T) {
 	const most = 64 << 10
-	nd, err := OpenNode(Config{NodeID: "n1", DataDir: t.TempDir(), PeerAddr: freeAddr(t), ApplyTimeout: 3 * time.Second,
-		Groups: 2, MaxWriteBytes: most})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nd.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := nd.WaitServing(ctx); err != nil {
-		t.Fatal(err)
-	}
+	nd := openLoneNode(t, Config{ApplyTimeout: 3 * time.Second, Groups: 2, MaxWriteBytes: most})
 	m := nd.ShardMap()
 	tag := keyIn(m, 0, "big")
 	val := strings.Repeat("v", 40<<10)
