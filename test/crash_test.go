@@ -1,7 +1,9 @@
 package test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -223,6 +225,17 @@ func TestCrashUnderLoadLargeValues(t *testing.T) {
 	crashUnderLoad(t, crashRun{flags: []string{"-groups", "2", "-log-bytes", strconv.Itoa(2 << 20)}, pad: 32 << 10, bytesSnapshots: true})
 }
 
+// TestCrashUnderLoadEntryFiles is TestCrashUnderLoad with values of 1 MiB
+// and a log that is never cut (no snapshot comes before 10^6 entries or
+// 1 TiB), so that journal files fill and their oldest one's entries move
+// into badger, each in a file of its own (logstore's entry files), and a
+// kill lands among those moves and files; it asserts that entry files were
+// there.
+func TestCrashUnderLoadEntryFiles(t *testing.T) {
+	crashUnderLoad(t, crashRun{flags: []string{"-groups", "2", "-snapshot-threshold", "1000000",
+		"-trailing-logs", "1000000000", "-log-bytes", "1099511627776"}, pad: 1 << 20, entryFiles: true})
+}
+
 // crashRun configures crashUnderLoad.
 type crashRun struct {
 	flags []string // lockd's flags, at the start and at every restart
@@ -230,6 +243,9 @@ type crashRun struct {
 	// bytesSnapshots: the run must have snapshotted for the log's bytes
 	// (INFO raft's raft_snapshots_by_bytes, read before each kill).
 	bytesSnapshots bool
+	// entryFiles: the data directory must have held log entries in files
+	// of their own (counted before each kill).
+	entryFiles bool
 }
 
 func crashUnderLoad(t *testing.T, run crashRun) {
@@ -271,7 +287,14 @@ func crashUnderLoad(t *testing.T, run crashRun) {
 		w.ctr.group = groups[w.ctr.name]
 	}
 	bytesSnaps := 0 // snapshots for the log's bytes, over the cycles
+	entryFiles := 0 // the most entry files seen before a kill
 	defer func() {
+		if run.entryFiles && !t.Failed() {
+			if entryFiles == 0 {
+				t.Error("no log entry in a file of its own before any kill: the kills did not land among them")
+			}
+			t.Logf("up to %d entry files before a kill", entryFiles)
+		}
 		if run.bytesSnapshots && !t.Failed() {
 			if bytesSnaps == 0 {
 				t.Error("no snapshot for the log's bytes in any cycle: the kills did not land among them")
@@ -303,6 +326,9 @@ func crashUnderLoad(t *testing.T, run crashRun) {
 				t.Fatalf("cycle %d: only %d writes acknowledged in %v", cycle, acks.Load(), progressMax)
 			}
 			time.Sleep(pollEvery)
+		}
+		if run.entryFiles {
+			entryFiles = max(entryFiles, countEntryFiles(t, dir))
 		}
 		if run.bytesSnapshots {
 			info, err := raftInfo(p.addr)
@@ -665,4 +691,24 @@ func checkReadyz(t *testing.T, p *lockdProc) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /readyz = %s, want 200", resp.Status)
 	}
+}
+
+// countEntryFiles counts the files under dir that hold one log entry each
+// (logstore's entry files: entry-<prefix>-<index>.log in badger's directory).
+func countEntryFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "entry-") && strings.HasSuffix(d.Name(), ".log") {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("count entry files: %v", err)
+	}
+	return n
 }

@@ -179,22 +179,29 @@ func (sh *Shared) write(reqs []*setsReq) error {
 	return err
 }
 
-// writeBatch writes the requests' keys, in order, in as few transactions of
+// writeBatch writes the requests' keys (large log entries in files of their
+// own: entryfiles.go), in order, in as few transactions of
 // db as badger's size limit allows (one, unless they are large), and returns
 // how many it committed. After an error a prefix of the keys may be in db.
 // The applier, the tails' moves and the journal's replay write this way.
 func writeBatch(db *badger.DB, batch []*setsReq) (txns int, err error) {
 	txn := db.NewTransaction(true)
 	defer func() { txn.Discard() }()
-	held := 0 // keys txn holds
+	held := 0           // keys txn holds
+	var unlink []string // entry files of deleted log keys: removed once badger has the deletions
 	for _, r := range batch {
-		for i := range r.keys {
-			err := r.apply(txn, i)
+		ops, files, err := badgerOps(db, r)
+		if err != nil {
+			return txns, err
+		}
+		unlink = append(unlink, files...)
+		for _, op := range ops {
+			err := op.apply(txn)
 			if errors.Is(err, badger.ErrTxnTooBig) && held > 0 {
 				if err = txn.Commit(); err == nil {
 					txns++
 					txn, held = db.NewTransaction(true), 0
-					err = r.apply(txn, i)
+					err = op.apply(txn)
 				}
 			}
 			if err != nil {
@@ -203,13 +210,13 @@ func writeBatch(db *badger.DB, batch []*setsReq) (txns int, err error) {
 			held++
 		}
 	}
-	if held == 0 {
-		return txns, nil
+	if held > 0 {
+		if err := txn.Commit(); err != nil {
+			return txns, err
+		}
+		txns++
 	}
-	if err := txn.Commit(); err != nil {
-		return txns, err
-	}
-	return txns + 1, nil
+	return txns, removeEntryFiles(unlink)
 }
 
 // logSplit notes a write that badger took in more than one transaction.

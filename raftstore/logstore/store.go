@@ -190,14 +190,21 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // openJournalFor opens the journal of the badger DB in dir, replaying what it
-// holds into db and into the tails it returns (tailSet.replayInto, dedupe);
+// holds into db and into the tails it returns (tailSet.replayInto, dedupe),
+// and removing the entry files no entry names (sweepEntryFiles);
 // its checkpoints call quiesce first, and its moves go into db (journal.go).
 func openJournalFor(db *badger.DB, dir string, logger *slog.Logger, quiesce func() error) (*journal, *tailSet, error) {
 	ts := newTailSet()
 	replayed := 0
 	jr, err := openJournal(filepath.Join(dir, "journal"), dir, ts.live, ts.replayInto(db, &replayed), quiesce)
 	if err == nil {
-		if err = ts.dedupe(db); err != nil {
+		if err = ts.dedupe(db); err == nil {
+			var swept int
+			if swept, err = sweepEntryFiles(db, dir); swept > 0 {
+				logger.Info("logstore: removed entry files no log entry names", "dir", dir, "files", swept)
+			}
+		}
+		if err != nil {
 			jr.close()
 		}
 	}
@@ -337,14 +344,6 @@ type setsReq struct {
 	// its tail, and where the journal put each value (journal.append).
 	tail *tail
 	locs []loc
-}
-
-// apply adds r's i-th key to txn: its value, or its deletion.
-func (r *setsReq) apply(txn *badger.Txn, i int) error {
-	if r.del {
-		return txn.Delete(r.keys[i])
-	}
-	return txn.Set(r.keys[i], r.vals[i])
 }
 
 // commit hands r to the committer and waits for its outcome (r.stored, if
@@ -697,7 +696,10 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 		if err != nil {
 			return err
 		}
-		buf, err = item.ValueCopy(nil)
+		if buf, err = item.ValueCopy(nil); err != nil || item.UserMeta() != metaEntryFile {
+			return err
+		}
+		buf, err = readEntryFile(s.sh.db.Opts().Dir, s.kp, index, buf)
 		return err
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -733,10 +735,12 @@ func (s *Store) StoreLog(log *raft.Log) error {
 // indexes, and blocks until they are fsynced (unless DeferSyncWhen defers
 // it: then it returns once they are queued, and WaitDurable tells when they
 // are on disk). The batch is made durable with one journal record (one
-// fsync, shared with whatever else the committer writes with it); badger
-// takes it afterwards, split across transactions when it exceeds badger's
-// per-transaction size limit (about 2.4 MiB of entries with the settings
-// used here; values over 1 MiB count only as a pointer). If an error is
+// fsync, shared with whatever else the committer writes with it). On disk
+// the entries stay in the journal's files (tail.go) until they are deleted
+// or moved into badger, which keeps an entry of 1 MiB or more in a file of
+// its own (entryfiles.go); in memory badger takes them afterwards, split across
+// transactions when they exceed badger's per-transaction size limit (about
+// 1.2 MiB of entries with the settings used here). If an error is
 // returned, the batch does not count as stored: FirstIndex and LastIndex
 // are unchanged. Entries need not be contiguous with the ones already
 // stored, but index 0 is rejected.

@@ -27,7 +27,8 @@ func TestEmptyStore(t *testing.T) {
 
 func TestStoreLogGetLogRoundTrip(t *testing.T) {
 	forEachMode(t, func(t *testing.T, s *Store) {
-		// On disk a 2 MiB entry goes to badger's value log; in memory entries
+		// On disk a 2 MiB entry is kept in the journal, and in a file of its
+		// own once it moves to badger (entryfiles_test.go); in memory entries
 		// are capped at 1 MiB.
 		big := bytes.Repeat([]byte("0123456789abcdef"), (2<<20)/16)
 		if s.sh.db.Opts().InMemory {
