@@ -43,25 +43,6 @@ func entryFileCount(t *testing.T, st *Store) int {
 	return n
 }
 
-// vlogBytes is the size of badger's value-log files under dir (badger
-// truncates them to what they hold when it closes).
-func vlogBytes(t *testing.T, dir string) int64 {
-	t.Helper()
-	var n int64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".vlog") {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil {
-			n += info.Size()
-		}
-		return err
-	})
-	requireNoErr(t, err, "walk "+dir)
-	return n
-}
-
 // sizedLog is entry index of exactly size bytes in the store.
 func sizedLog(index uint64, size int) *raft.Log {
 	n := size
@@ -134,7 +115,7 @@ func testLargeEntriesMoveToFiles(t *testing.T, open journalOpener) {
 	}
 	assertReads(t, st, logs, func(uint64) bool { return false })
 	requireNoErr(t, closeAll(), "Close")
-	if n := vlogBytes(t, dir); n > 1<<20 {
+	if n := filesSize(t, dir, ".vlog"); n > 1<<20 {
 		t.Fatalf("badger's value log holds %d bytes after moving %d large entries", n, len(logs))
 	}
 
@@ -240,10 +221,10 @@ func TestLargeEntriesDiskReclaimed(t *testing.T) {
 		requireNoErr(t, st.Close(), "Close")
 	}
 	written := int64(rounds * perRound * size)
-	used := diskUsed(t, dir)
+	used := filesSize(t, dir, "")
 	t.Logf("%d MiB of large entries written, all but %d MiB deleted: the directory holds %d MiB", written>>20, int64(perRound*size)>>20, used>>20)
 	if used >= written/3 {
-		t.Fatalf("the directory holds %d MiB (value log %d MiB)", used>>20, vlogBytes(t, dir)>>20)
+		t.Fatalf("the directory holds %d MiB (value log %d MiB)", used>>20, filesSize(t, dir, ".vlog")>>20)
 	}
 	st := openStore(t, dir, Options{})
 	assertBounds(t, st, next-perRound, next-1)
@@ -254,12 +235,13 @@ func TestLargeEntriesDiskReclaimed(t *testing.T) {
 	}
 }
 
-// diskUsed is the size of the files under dir.
-func diskUsed(t *testing.T, dir string) int64 {
+// filesSize is the size of the files under dir whose names end in suffix
+// (badger truncates its value-log files to what they hold when it closes).
+func filesSize(t *testing.T, dir, suffix string) int64 {
 	t.Helper()
 	var n int64
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, suffix) {
 			return err
 		}
 		info, err := d.Info()
