@@ -34,9 +34,11 @@ import (
 // So a log entry whose encoding is bigValue bytes or more is written, where
 // writes enter badger (writeBatch), to a file of its own in badger's
 // directory (entryFileName), and its log key holds a short marker (size and
-// CRC-32C) with UserMeta metaEntryFile. The file is not synced when
-// written: the entry's journal file goes only after a checkpoint, which
-// fsyncs every file in badger's directory and the directory (syncFiles).
+// CRC-32C) with UserMeta metaEntryFile. The file is fsynced when written
+// (by the journal's rotator, which moves entries, or by a clean stop), and
+// the entry's journal file goes only after a checkpoint, which fsyncs
+// badger's files and the directory (syncFiles; it skips the entry files,
+// synced once already, so that a checkpoint's cost does not grow with them).
 // Deleting a log key whose value is such a marker removes the file once
 // badger has the deletion; the journal holds the deletion, so a replay
 // removes it again if a crash came first. An open removes the files that no
@@ -192,15 +194,27 @@ func parseEntryFileName(name string) (keyPrefix, uint64, bool) {
 	return kp, index, true
 }
 
-// writeEntryFile writes val to path, through a temporary file renamed over
-// it, so that path holds either an older entry or this one. Not synced: see
-// the comment at the top.
+// writeEntryFile writes val to path and fsyncs it, through a temporary file
+// renamed over path, so that path holds either an older entry or this one.
+// The rename is made durable by the next checkpoint's sync of the directory
+// (see the comment at the top).
 func writeEntryFile(path string, val []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, val, 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
 		return fmt.Errorf("write entry file: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	_, err = f.Write(val)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		return fmt.Errorf("write entry file: %w", err)
 	}
 	return nil

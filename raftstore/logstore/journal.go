@@ -711,7 +711,8 @@ func (j *journal) closeFiles() error {
 	return err
 }
 
-// syncFiles fsyncs every regular file in dir, then dir itself. A file that
+// syncFiles fsyncs every regular file in dir but the entry files (each
+// synced when written: entryfiles.go), then dir itself. A file that
 // disappears meanwhile is skipped.
 func syncFiles(dir string) error {
 	entries, err := os.ReadDir(dir)
@@ -719,7 +720,7 @@ func syncFiles(dir string) error {
 		return err
 	}
 	for _, e := range entries {
-		if !e.Type().IsRegular() {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), entryFilePrefix) {
 			continue
 		}
 		f, err := os.Open(filepath.Join(dir, e.Name()))
