@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -184,7 +185,7 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	cfg.RaftLogs = *raftLogs
-	lg.Info("starting lockd", "version", server.Version, "data_dir", abs)
+	lg.Info("starting lockd", "version", server.Version, "data_dir", abs, "gomaxprocs", runtime.GOMAXPROCS(0))
 	// Catch the signals before anything serves: a SIGTERM that arrives while
 	// the server starts (a supervisor that saw /readyz and stops the unit at
 	// once) is then a clean stop, not the default death.
