@@ -45,9 +45,10 @@ import (
 // marker names (written just before a crash, or whose removal a crash cut
 // short).
 const (
-	// bigValue is the encoded size from which a log entry goes to a file:
-	// badger's default value threshold, from which badger would put it into
-	// its value log.
+	// bigValue is the encoded size from which a log entry goes to a file,
+	// and badger's value threshold (openDB sets it; 1 MiB is badger's
+	// default and its largest): the size from which badger would put a
+	// value into its value log.
 	bigValue = 1 << 20
 
 	// metaEntryFile is the UserMeta of a log key whose entry is in a file.

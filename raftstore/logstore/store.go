@@ -242,6 +242,7 @@ func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(numMemtables).
 		WithValueLogFileSize(valueLogFileSize).
+		WithValueThreshold(bigValue). // badger's default, stated: a log entry this large goes to a file of its own instead (entryfiles.go)
 		WithBlockCacheSize(blockCacheSize).
 		WithIndexCacheSize(indexCacheSize).
 		WithCompression(options.Snappy). // tables are mapped whole: compressed, a node with 1M locks maps 10 MiB, not 44 (issue 9)
