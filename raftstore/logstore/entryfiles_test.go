@@ -27,12 +27,18 @@ func bigLog(index uint64, n int) *raft.Log {
 // encodedLen is the size of l's value in the store.
 func encodedLen(l *raft.Log) int { return len(logcodec.Append(nil, l)) }
 
-// entryFileCount counts the entry files in badger's directory of st, once
-// badger holds every write st answered.
+// entryFileCount counts the entry files in badger's directory of st, an
+// open store, once badger holds every write st answered.
 func entryFileCount(t *testing.T, st *Store) int {
 	t.Helper()
 	requireNoErr(t, st.settle(), "settle")
-	names, err := os.ReadDir(st.sh.db.Opts().Dir)
+	return entryFilesIn(t, st.sh.db.Opts().Dir)
+}
+
+// entryFilesIn counts the entry files in dir.
+func entryFilesIn(t *testing.T, dir string) int {
+	t.Helper()
+	names, err := os.ReadDir(dir)
 	requireNoErr(t, err, "read dir")
 	n := 0
 	for _, e := range names {
@@ -144,8 +150,9 @@ func testEntryFilesInBoth(t *testing.T, open journalOpener) {
 	st, closeAll := open(t, dir)
 	requireNoErr(t, st.StoreLogs(logs), "StoreLogs")
 	journalOnly := copyJournal(t, dir)
+	dbDir := st.sh.db.Opts().Dir
 	requireNoErr(t, closeAll(), "Close") // moves every entry into badger, removes the journal
-	if n := entryFileCount(t, st); n != files {
+	if n := entryFilesIn(t, dbDir); n != files {
 		t.Fatalf("%d entry files after a clean stop, want %d", n, files)
 	}
 	if err := os.CopyFS(filepath.Join(dir, "journal"), os.DirFS(filepath.Join(journalOnly, "journal"))); err != nil {
