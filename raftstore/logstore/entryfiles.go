@@ -62,9 +62,6 @@ const (
 	entryFileSuffix = ".log"
 )
 
-// castagnoli is the CRC-32C table of entry files' checksums.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // dbOp is one key of a badger write: its value, or its deletion.
 type dbOp struct {
 	key, val []byte
@@ -90,16 +87,17 @@ func (op dbOp) apply(txn *badger.Txn) error {
 // it reads db for the markers among them.
 func badgerOps(db *badger.DB, r *setsReq) (ops []dbOp, unlink []string, err error) {
 	ops = make([]dbOp, 0, len(r.keys))
-	dir := db.Opts().Dir
+	opts := db.Opts()
+	onDisk := !opts.InMemory // in memory badger holds every value (it caps them at its threshold)
 	if !r.del {
 		for i, k := range r.keys {
 			v := r.vals[i]
 			kp, index, ok := splitLogKey(k)
-			if len(v) < bigValue || !ok || db.Opts().InMemory {
+			if len(v) < bigValue || !ok || !onDisk {
 				ops = append(ops, dbOp{key: k, val: v})
 				continue
 			}
-			if err := writeEntryFile(filepath.Join(dir, entryFileName(kp, index)), v); err != nil {
+			if err := writeEntryFile(filepath.Join(opts.Dir, entryFileName(kp, index)), v); err != nil {
 				return nil, nil, err
 			}
 			ops = append(ops, dbOp{key: k, val: entryFileValue(v), meta: metaEntryFile})
@@ -109,7 +107,7 @@ func badgerOps(db *badger.DB, r *setsReq) (ops []dbOp, unlink []string, err erro
 	deleted := make(map[string][]uint64) // key prefix -> deleted log indexes
 	for _, k := range r.keys {
 		ops = append(ops, dbOp{key: k, del: true})
-		if kp, index, ok := splitLogKey(k); ok {
+		if kp, index, ok := splitLogKey(k); ok && onDisk {
 			deleted[string(kp)] = append(deleted[string(kp)], index)
 		}
 	}
@@ -119,7 +117,7 @@ func badgerOps(db *badger.DB, r *setsReq) (ops []dbOp, unlink []string, err erro
 			return nil, nil, err
 		}
 		for _, index := range files {
-			unlink = append(unlink, filepath.Join(dir, entryFileName(keyPrefix(p), index)))
+			unlink = append(unlink, filepath.Join(opts.Dir, entryFileName(keyPrefix(p), index)))
 		}
 	}
 	return ops, unlink, nil
@@ -131,9 +129,7 @@ func splitLogKey(key []byte) (keyPrefix, uint64, bool) {
 	if !ok {
 		return nil, 0, false
 	}
-	kp := prefixOf(g)
-	index, ok := kp.parseLog(key)
-	return kp, index, ok
+	return prefixOf(g), keyIndex(key), true
 }
 
 // entryFiles returns which of the given log indexes under kp db holds as
@@ -235,7 +231,7 @@ func removeEntryFiles(paths []string) error {
 // stored in a file: entryFileMarker, uvarint len(val), CRC-32C of val.
 func entryFileValue(val []byte) []byte {
 	b := binary.AppendUvarint([]byte{entryFileMarker}, uint64(len(val)))
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(val, castagnoli))
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(val, crcTable))
 }
 
 // readEntryFile returns the entry with the given index under kp, which
@@ -251,7 +247,7 @@ func readEntryFile(dir string, kp keyPrefix, index uint64, val []byte) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if uint64(len(buf)) != size || crc32.Checksum(buf, castagnoli) != sum {
+	if uint64(len(buf)) != size || crc32.Checksum(buf, crcTable) != sum {
 		return nil, fmt.Errorf("%w: %s holds %d bytes that do not match its marker (%d bytes)", ErrCorrupt, path, len(buf), size)
 	}
 	return buf, nil
