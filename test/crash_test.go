@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,7 +223,15 @@ func TestCrashUnderLoad(t *testing.T) { crashUnderLoad(t, crashRun{flags: crashG
 // of entries after each, so a kill lands among snapshots, log cuts and
 // journal files emptied and removed.
 func TestCrashUnderLoadLargeValues(t *testing.T) {
-	crashUnderLoad(t, crashRun{flags: []string{"-groups", "2", "-log-bytes", strconv.Itoa(2 << 20)}, pad: 32 << 10, bytesSnapshots: true})
+	crashUnderLoad(t, crashRun{flags: []string{"-groups", "2", "-log-bytes", strconv.Itoa(2 << 20)}, pad: 32 << 10,
+		witnessOf: "snapshots for the log's bytes", witness: func(t *testing.T, p *lockdProc, _ string) int {
+			info, err := raftInfo(p.addr)
+			if err != nil {
+				t.Fatalf("INFO raft: %v", err)
+			}
+			n, _ := strconv.Atoi(info["raft_snapshots_by_bytes"])
+			return n
+		}})
 }
 
 // TestCrashUnderLoadEntryFiles is TestCrashUnderLoad with values of 1 MiB
@@ -233,19 +242,21 @@ func TestCrashUnderLoadLargeValues(t *testing.T) {
 // there.
 func TestCrashUnderLoadEntryFiles(t *testing.T) {
 	crashUnderLoad(t, crashRun{flags: []string{"-groups", "2", "-snapshot-threshold", "1000000",
-		"-trailing-logs", "1000000000", "-log-bytes", "1099511627776"}, pad: 1 << 20, entryFiles: true})
+		"-trailing-logs", "1000000000", "-log-bytes", "1099511627776"}, pad: 1 << 20,
+		witnessOf: "log entries in files of their own", witness: func(t *testing.T, _ *lockdProc, dir string) int {
+			return countEntryFiles(t, dir)
+		}})
 }
 
 // crashRun configures crashUnderLoad.
 type crashRun struct {
 	flags []string // lockd's flags, at the start and at every restart
 	pad   int      // bytes of padding in every value the writers SET
-	// bytesSnapshots: the run must have snapshotted for the log's bytes
-	// (INFO raft's raft_snapshots_by_bytes, read before each kill).
-	bytesSnapshots bool
-	// entryFiles: the data directory must have held log entries in files
-	// of their own (counted before each kill).
-	entryFiles bool
+	// witness, if set, counts before each kill what the run is there to
+	// kill lockd among (witnessOf names it), from the running process or
+	// its data directory: unless some kill saw it, the run fails.
+	witness   func(t *testing.T, p *lockdProc, dir string) int
+	witnessOf string
 }
 
 func crashUnderLoad(t *testing.T, run crashRun) {
@@ -286,20 +297,13 @@ func crashUnderLoad(t *testing.T, run crashRun) {
 		}
 		w.ctr.group = groups[w.ctr.name]
 	}
-	bytesSnaps := 0 // snapshots for the log's bytes, over the cycles
-	entryFiles := 0 // the most entry files seen before a kill
+	var witnessed []int // run.witness before each kill
 	defer func() {
-		if run.entryFiles && !t.Failed() {
-			if entryFiles == 0 {
-				t.Error("no log entry in a file of its own before any kill: the kills did not land among them")
+		if run.witness != nil && !t.Failed() {
+			if slices.Max(append(witnessed, 0)) == 0 {
+				t.Errorf("no %s before any kill: the kills did not land among them", run.witnessOf)
 			}
-			t.Logf("up to %d entry files before a kill", entryFiles)
-		}
-		if run.bytesSnapshots && !t.Failed() {
-			if bytesSnaps == 0 {
-				t.Error("no snapshot for the log's bytes in any cycle: the kills did not land among them")
-			}
-			t.Logf("%d snapshots for the log's bytes over the cycles", bytesSnaps)
+			t.Logf("%s before each kill: %v", run.witnessOf, witnessed)
 		}
 	}()
 	for cycle := 1; cycle <= crashCycles; cycle++ {
@@ -327,16 +331,8 @@ func crashUnderLoad(t *testing.T, run crashRun) {
 			}
 			time.Sleep(pollEvery)
 		}
-		if run.entryFiles {
-			entryFiles = max(entryFiles, countEntryFiles(t, dir))
-		}
-		if run.bytesSnapshots {
-			info, err := raftInfo(p.addr)
-			if err != nil {
-				t.Fatalf("cycle %d: INFO raft: %v", cycle, err)
-			}
-			n, _ := strconv.Atoi(info["raft_snapshots_by_bytes"])
-			bytesSnaps += n
+		if run.witness != nil {
+			witnessed = append(witnessed, run.witness(t, p, dir))
 		}
 		killAt := time.Now()
 		p.kill()
