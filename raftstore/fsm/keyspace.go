@@ -13,6 +13,7 @@ package fsm
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
@@ -64,10 +65,21 @@ func (it *item) val() string { return it.kv[it.klen:] }
 
 // newItem returns an item for key whose val is val (a string's value, a
 // lock's first owner; "" for a hash or a lookup probe): key and val in one
-// new string. val is a []byte from a command or a string already held; the
-// conversions inside the concatenation copy nothing extra.
+// new string. val is a []byte from a command or a string already held; each
+// is copied once, into memory that is not cleared first (a strings.Builder
+// grown to the size): a concatenation converting a []byte type parameter
+// copied a megabyte value twice.
 func newItem[V string | []byte](key []byte, val V) *item {
-	return &item{hash: hashKey(key), kv: string(key) + string(val), klen: uint32(len(key))}
+	var b strings.Builder
+	b.Grow(len(key) + len(val))
+	b.Write(key)
+	switch v := any(val).(type) {
+	case string:
+		b.WriteString(v)
+	case []byte:
+		b.Write(v)
+	}
+	return &item{hash: hashKey(key), kv: b.String(), klen: uint32(len(key))}
 }
 
 // newLockItem returns an item for key holding rec packed (packLock), with
@@ -80,7 +92,11 @@ func newLockItem(key []byte, rec *lockRec, wake, deadline int64, token uint64) *
 }
 
 // probe is an item to look key up by in the items tree.
-func probe(key []byte) *item { return newItem(key, "") }
+// It is built by a plain conversion, not newItem: a probe that does not
+// escape then stays on the stack.
+func probe(key []byte) *item {
+	return &item{hash: hashKey(key), kv: string(key), klen: uint32(len(key))}
+}
 
 // expires reports whether it has a TTL of its own: a deadline, and not a
 // session's lock (sessionBound), which lives as long as its session. Only

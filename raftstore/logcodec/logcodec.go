@@ -51,6 +51,16 @@ func Size(l *raft.Log) int {
 
 // Append appends the encoding of l to dst and returns the extended slice.
 func Append(dst []byte, l *raft.Log) []byte {
+	dst = append(AppendHead(dst, l), l.Data...)
+	return AppendTail(dst, l)
+}
+
+// AppendHead appends the encoding of l up to its Data (Data's length
+// included) and AppendTail what follows Data: Append(dst, l) is
+// AppendTail(append(AppendHead(dst, l), l.Data...), l). A caller that
+// writes the pieces where they go (the log store's journal, with one
+// vectored write) need not copy a large Data.
+func AppendHead(dst []byte, l *raft.Log) []byte {
 	dst = append(dst, version1)
 	dst = binary.AppendUvarint(dst, l.Index)
 	dst = binary.AppendUvarint(dst, l.Term)
@@ -61,11 +71,13 @@ func Append(dst []byte, l *raft.Log) []byte {
 		dst = append(dst, flagAppendedAt)
 		dst = binary.AppendVarint(dst, l.AppendedAt.UnixNano())
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(l.Data)))
-	dst = append(dst, l.Data...)
+	return binary.AppendUvarint(dst, uint64(len(l.Data)))
+}
+
+// AppendTail appends the encoding of what follows l's Data (AppendHead).
+func AppendTail(dst []byte, l *raft.Log) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(l.Extensions)))
-	dst = append(dst, l.Extensions...)
-	return dst
+	return append(dst, l.Extensions...)
 }
 
 // Decode decodes the log at the front of buf into l, overwriting every

@@ -202,11 +202,11 @@ func (d *durability) drain(stopped <-chan struct{}) error {
 	return err
 }
 
-// storeDeferred queues keys and vals (the encoded logs, indexes lo to hi)
+// storeDeferred queues r (the encoded logs, indexes lo to hi)
 // with the Shared's committer and returns without waiting; s.writeMu must be
 // held. The bounds count the entries at once; durable moves past them once
 // they are on disk.
-func (s *Store) storeDeferred(logs []*raft.Log, lo, hi uint64, keys, vals [][]byte) error {
+func (s *Store) storeDeferred(logs []*raft.Log, lo, hi uint64, r *setsReq) error {
 	d := &s.dur
 	d.mu.Lock()
 	d.pending = append(d.pending, pendingRun{lo: lo, hi: hi, logs: logs})
@@ -227,7 +227,8 @@ func (s *Store) storeDeferred(logs []*raft.Log, lo, hi uint64, keys, vals [][]by
 		}
 		d.signal()
 	}
-	if err := s.sh.enqueue(&setsReq{keys: keys, vals: vals, onDone: done, tail: s.tail}); err != nil {
+	r.onDone, r.tail = done, s.tail
+	if err := s.sh.enqueue(r); err != nil {
 		d.mu.Lock()
 		d.pending = d.pending[:len(d.pending)-1]
 		d.mu.Unlock()

@@ -91,7 +91,7 @@ func badgerOps(db *badger.DB, r *setsReq) (ops []dbOp, unlink []string, err erro
 	onDisk := !opts.InMemory // in memory badger holds every value (it caps them at its threshold)
 	if !r.del {
 		for i, k := range r.keys {
-			v := r.vals[i]
+			v := r.val(i)
 			kp, index, ok := splitLogKey(k)
 			if len(v) < bigValue || !ok || !onDisk {
 				ops = append(ops, dbOp{key: k, val: v})

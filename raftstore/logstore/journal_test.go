@@ -232,6 +232,68 @@ func TestJournalRecord(t *testing.T) {
 	}
 }
 
+// A record whose large values are written by reference (their own pieces
+// of a vectored write, a split log entry's three pieces) holds the same
+// bytes as one with every value copied in, and its locs find each value.
+func TestJournalRecordPieces(t *testing.T) {
+	big := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
+	head, data, tl := []byte("head"), big(3*bigPiece+7, 'd'), []byte{0}
+	split := func() []*setsReq {
+		return []*setsReq{
+			{keys: [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")},
+				vals:  [][]byte{[]byte("1"), big(bigPiece-1, 'b'), big(bigPiece, 'c'), nil},
+				split: [][3][]byte{3: {head, data, tl}}, tail: &tail{}},
+			{keys: [][]byte{[]byte("gone")}, del: true},
+			{keys: [][]byte{[]byte("e")}, vals: [][]byte{big(2*bigPiece, 'e')}, tail: &tail{}},
+		}
+	}
+	whole := split()
+	whole[0].vals[3], whole[0].split = slices.Concat(head, data, tl), nil
+	flat := appendJournalRecord(nil, whole)
+
+	batch := split()
+	var rec journalRecord
+	rec.build(batch)
+	if len(rec.refs) != 3 {
+		t.Fatalf("%d values by reference, want 3 (those of bigPiece bytes or more)", len(rec.refs))
+	}
+	var got []byte
+	for _, s := range rec.segments() {
+		got = append(got, s...)
+	}
+	if !bytes.Equal(got, flat) || rec.size != len(flat) {
+		t.Fatalf("record in pieces (%d bytes, size %d) differs from the copied one (%d bytes)", len(got), rec.size, len(flat))
+	}
+	for _, r := range []*setsReq{batch[0], batch[2]} {
+		for i, l := range r.locs {
+			if want := r.val(i); !bytes.Equal(got[l.off:l.off+int64(l.n)], want) {
+				t.Fatalf("loc %+v of a %d-byte value reads other bytes", l, len(want))
+			}
+		}
+	}
+
+	// Written with a few pieces per call, at an offset, it reads back whole.
+	defer func(n int) { maxIOV = n }(maxIOV)
+	maxIOV = 2
+	f, err := os.Create(filepath.Join(t.TempDir(), "j"))
+	requireNoErr(t, err, "create")
+	defer f.Close()
+	requireNoErr(t, rec.writeAt(f, 100), "writeAt")
+	onDisk, err := os.ReadFile(f.Name())
+	requireNoErr(t, err, "read")
+	if !bytes.Equal(onDisk[100:], flat) {
+		t.Fatal("the vectored write put other bytes on disk")
+	}
+	var ops []keyOp
+	requireNoErr(t, replayJournal(onDisk[100:], 1, func(reqs []*setsReq) error {
+		ops = append(ops, keyOps(reqs)...)
+		return nil
+	}), "replay")
+	if len(ops) != 6 || !bytes.Equal(ops[3].val, whole[0].vals[3]) || !ops[4].del {
+		t.Fatalf("replayed %d ops, want the batch's 6", len(ops))
+	}
+}
+
 // A write the journal could not make durable fails and never reaches
 // badger: badger may write out what it holds at any time, and must not hold
 // what the journal lost.

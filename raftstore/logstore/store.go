@@ -336,15 +336,35 @@ type Shared struct {
 // Shared.writeInline).
 type setsReq struct {
 	keys, vals [][]byte
-	del        bool        // delete keys (vals unused) instead of setting them
-	stored     func()      // if set, called (on the writer) once the write is durable, before its answer
-	done       chan error  // gets the outcome, unless onDone is set
-	onDone     func(error) // called with the outcome (on the committer); a deferred write
+	// split, when not nil, gives the values that are in pieces (vals[i]
+	// nil): a log entry whose data StoreLogs did not copy, written as
+	// encoding head, data, encoding tail (pieces).
+	split  [][3][]byte
+	del    bool        // delete keys (vals unused) instead of setting them
+	stored func()      // if set, called (on the writer) once the write is durable, before its answer
+	done   chan error  // gets the outcome, unless onDone is set
+	onDone func(error) // called with the outcome (on the committer); a deferred write
 
 	// A write of log keys of a Store whose entries stay in the journal:
 	// its tail, and where the journal put each value (journal.append).
 	tail *tail
 	locs []loc
+}
+
+// pieces returns r's i-th value as the pieces it is the concatenation of.
+func (r *setsReq) pieces(i int) [][]byte {
+	if r.split != nil && r.split[i][1] != nil {
+		return r.split[i][:]
+	}
+	return r.vals[i : i+1]
+}
+
+// val returns r's i-th value in one slice (a split one joined: a copy).
+func (r *setsReq) val(i int) []byte {
+	if r.split != nil && r.split[i][1] != nil {
+		return slices.Concat(r.split[i][:]...)
+	}
+	return r.vals[i]
 }
 
 // commit hands r to the committer and waits for its outcome (r.stored, if
@@ -757,6 +777,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
 
 	// Encode the whole batch into two slabs before taking the write lock.
+	// An entry whose data is bigPiece or more keeps its data where it is:
+	// only its encoding's head and tail go to the slab (setsReq.split), and
+	// the journal writes the three pieces (journalRecord).
 	keyLen := s.kp.logLen()
 	keySlab := make([]byte, len(logs)*keyLen)
 	size := 0
@@ -765,19 +788,36 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 			return errors.New("logstore: store logs: log index 0 is reserved")
 		}
 		size += logcodec.Size(l)
+		if s.tail != nil && len(l.Data) >= bigPiece {
+			size -= len(l.Data)
+		}
 	}
 	valSlab := make([]byte, 0, size)
 	keys := make([][]byte, len(logs))
 	vals := make([][]byte, len(logs))
+	var split [][3][]byte
 	for i, l := range logs {
 		keys[i] = s.kp.putLog(keySlab[i*keyLen:], l.Index)
 		start := len(valSlab)
-		valSlab = logcodec.Append(valSlab, l)
-		if n := len(valSlab) - start; n > s.sh.maxValue {
+		var n int
+		if s.tail != nil && len(l.Data) >= bigPiece {
+			valSlab = logcodec.AppendHead(valSlab, l)
+			mid := len(valSlab)
+			valSlab = logcodec.AppendTail(valSlab, l)
+			if split == nil {
+				split = make([][3][]byte, len(logs))
+			}
+			split[i] = [3][]byte{valSlab[start:mid:mid], l.Data, valSlab[mid:len(valSlab):len(valSlab)]}
+			n = len(valSlab) - start + len(l.Data)
+		} else {
+			valSlab = logcodec.Append(valSlab, l)
+			vals[i] = valSlab[start:len(valSlab):len(valSlab)]
+			n = len(vals[i])
+		}
+		if n > s.sh.maxValue {
 			return fmt.Errorf("logstore: store logs: entry %d: %w: %d bytes encoded, limit %d",
 				l.Index, ErrEntryTooLarge, n, s.sh.maxValue)
 		}
-		vals[i] = valSlab[start:len(valSlab):len(valSlab)]
 	}
 
 	s.writeMu.Lock()
@@ -785,7 +825,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	lo, hi := logBounds(logs)
 	err := s.dur.err() // a failed deferred write fails every later one
 	if err == nil && s.dur.deferSync != nil && s.dur.deferSync() {
-		if err = s.storeDeferred(logs, lo, hi, keys, vals); err == nil {
+		if err = s.storeDeferred(logs, lo, hi, &setsReq{keys: keys, vals: vals, split: split}); err == nil {
 			return nil
 		}
 	}
@@ -795,7 +835,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if s.observe != nil {
 		defer func() { s.observe(time.Since(start)) }()
 	}
-	err = s.write(&setsReq{keys: keys, vals: vals, stored: func() { s.extendBounds(lo, hi) }, tail: s.tail})
+	err = s.write(&setsReq{keys: keys, vals: vals, split: split, stored: func() { s.extendBounds(lo, hi) }, tail: s.tail})
 	if err != nil {
 		return fmt.Errorf("logstore: store logs [%d..%d]: %w",
 			logs[0].Index, logs[len(logs)-1].Index, err)

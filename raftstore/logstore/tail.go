@@ -234,7 +234,7 @@ func (t *tail) journaled(r *setsReq) {
 				stale = append(stale, k)
 			}
 		}
-		r.keys, r.vals, r.del = stale, nil, len(stale) > 0
+		r.keys, r.vals, r.split, r.del = stale, nil, nil, len(stale) > 0
 	}
 	d.flush(t.live) // with t.mu held: a move finds in the tail what the counts say
 	t.mu.Unlock()
