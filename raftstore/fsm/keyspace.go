@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
@@ -92,10 +93,11 @@ func newLockItem(key []byte, rec *lockRec, wake, deadline int64, token uint64) *
 }
 
 // probe is an item to look key up by in the items tree.
-// It is built by a plain conversion, not newItem: a probe that does not
-// escape then stays on the stack.
+// Its kv aliases key instead of copying it (a lookup allocates no copy of
+// its key): a probe lives only for its lookup, and key does not change
+// meanwhile.
 func probe(key []byte) *item {
-	return &item{hash: hashKey(key), kv: string(key), klen: uint32(len(key))}
+	return &item{hash: hashKey(key), kv: unsafe.String(unsafe.SliceData(key), len(key)), klen: uint32(len(key))}
 }
 
 // expires reports whether it has a TTL of its own: a deadline, and not a
