@@ -433,7 +433,7 @@ func Open(cfg Config) (*Store, error) {
 	// leader, so a shorter lease only stops a leader early: at 250 ms, a
 	// 3-node cluster on a saturated 2-core machine (1.5 MB writes) lost its
 	// leader in 3 of 8 runs to collections that stalled a node for 300-400 ms;
-	// at 500 ms in none of 4 (raftstore/DESIGN.md).
+	// at 500 ms in none of 8 (raftstore/DESIGN.md).
 	rc.LeaderLeaseTimeout = 500 * time.Millisecond
 
 	m := newMachine()

@@ -420,17 +420,6 @@ func (rec *journalRecord) writeAt(f *os.File, off int64) error {
 // variable for tests).
 var maxIOV = 1024
 
-// appendJournalRecord appends the record of batch's writes (build) to dst,
-// whole.
-func appendJournalRecord(dst []byte, batch []*setsReq) []byte {
-	var rec journalRecord
-	rec.build(batch)
-	for _, s := range rec.segments() {
-		dst = append(dst, s...)
-	}
-	return dst
-}
-
 var errJournalRecord = errors.New("malformed journal record")
 
 // decodeJournalRecord parses a record's payload into its writes (keys and

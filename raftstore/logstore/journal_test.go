@@ -188,6 +188,17 @@ type keyOp struct {
 	del      bool
 }
 
+// appendJournalRecord appends the record of batch's writes (build) to dst,
+// whole: the bytes the journal writes, in one slice.
+func appendJournalRecord(dst []byte, batch []*setsReq) []byte {
+	var rec journalRecord
+	rec.build(batch)
+	for _, s := range rec.segments() {
+		dst = append(dst, s...)
+	}
+	return dst
+}
+
 // keyOps lists the keys of reqs in order.
 func keyOps(reqs []*setsReq) []keyOp {
 	var out []keyOp

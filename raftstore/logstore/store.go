@@ -361,8 +361,8 @@ func (r *setsReq) pieces(i int) [][]byte {
 
 // val returns r's i-th value in one slice (a split one joined: a copy).
 func (r *setsReq) val(i int) []byte {
-	if r.split != nil && r.split[i][1] != nil {
-		return slices.Concat(r.split[i][:]...)
+	if p := r.pieces(i); len(p) > 1 {
+		return slices.Concat(p...)
 	}
 	return r.vals[i]
 }
@@ -780,6 +780,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	// An entry whose data is bigPiece or more keeps its data where it is:
 	// only its encoding's head and tail go to the slab (setsReq.split), and
 	// the journal writes the three pieces (journalRecord).
+	// (Only a store whose entries stay in the journal splits: tail.journaled
+	// drops the values, so nothing after the journal needs one whole.)
+	splits := func(l *raft.Log) bool { return s.tail != nil && len(l.Data) >= bigPiece }
 	keyLen := s.kp.logLen()
 	keySlab := make([]byte, len(logs)*keyLen)
 	size := 0
@@ -788,7 +791,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 			return errors.New("logstore: store logs: log index 0 is reserved")
 		}
 		size += logcodec.Size(l)
-		if s.tail != nil && len(l.Data) >= bigPiece {
+		if splits(l) {
 			size -= len(l.Data)
 		}
 	}
@@ -800,7 +803,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		keys[i] = s.kp.putLog(keySlab[i*keyLen:], l.Index)
 		start := len(valSlab)
 		var n int
-		if s.tail != nil && len(l.Data) >= bigPiece {
+		if splits(l) {
 			valSlab = logcodec.AppendHead(valSlab, l)
 			mid := len(valSlab)
 			valSlab = logcodec.AppendTail(valSlab, l)
