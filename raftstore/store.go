@@ -25,6 +25,7 @@ import (
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/raftstore/mux"
+	"github.com/lockd/lockd/raftstore/snapstore"
 	"github.com/lockd/lockd/resp"
 )
 
@@ -377,7 +378,7 @@ func Open(cfg Config) (*Store, error) {
 	if metrics == nil {
 		metrics = newStoreMetrics()
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(groupDir, 2, raftLog("snapshot"))
+	snaps, err := snapstore.Open(groupDir, 2, lg.With("module", "snapshot"))
 	if err != nil {
 		closePeer()
 		return nil, fmt.Errorf("snapshot store in %s: %w", groupDir, err)
