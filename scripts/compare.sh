@@ -36,7 +36,9 @@
 # It installs etcd-server and etcd-client with apt when etcd is missing; it
 # builds bin/lockd and bin/lockbench (redis-server and redis-cli: `make deps`).
 # Environment:
-#   BENCH_QUICK     1: 2s per run (about 4 minutes in all) instead of 10s (about 11 minutes)
+#   BENCH_QUICK     1: 1s per run (about 2.5 minutes with the build, a smoke test) instead of 8s
+#                   (about 10 minutes: 63 runs; starting the five systems and
+#                   resuming them between cells take about a minute of it)
 #   BENCH_DURATION  each run's length, a Go duration (overrides BENCH_QUICK)
 #   BENCH_CLIENTS   the client counts (default "1 16 64")
 #   BENCH_SYSTEMS   a subset of "lockd-1 lockd-3 lockd-3g1 redis etcd-3" (default all)
@@ -63,8 +65,8 @@ die() {
 }
 
 case ${BENCH_QUICK:-0} in
-0 | "") DURATION=10s ;;
-*) DURATION=2s ;;
+0 | "") DURATION=8s ;;
+*) DURATION=1s ;;
 esac
 DURATION=${BENCH_DURATION:-$DURATION}
 [[ $DURATION =~ ^([0-9]+(\.[0-9]+)?(ms|s|m))+$ ]] || die "BENCH_DURATION must be a Go duration such as 10s, got '$DURATION'"
