@@ -272,8 +272,9 @@ func (k *sink) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Close makes the snapshot durable (state and metadata synced), then visible
-// (the directory renamed from its ".tmp" name and the rename synced), then
+// Close makes the snapshot durable (state, metadata and their directory
+// synced), then visible (the directory renamed from its ".tmp" name and the
+// rename synced), then
 // removes the snapshots beyond the store's retain. On an error the snapshot
 // is removed and never listed.
 func (k *sink) Close() error {
@@ -313,6 +314,9 @@ func (k *sink) finish() error {
 	}
 	if err := writeSynced(filepath.Join(k.dir, metaFile), b); err != nil {
 		return fmt.Errorf("snapshot: metadata: %w", err)
+	}
+	if err := syncDir(k.dir); err != nil { // the entries of state.bin and meta.json
+		return fmt.Errorf("snapshot: %w", err)
 	}
 	final := strings.TrimSuffix(k.dir, tmpSuffix)
 	if err := os.Rename(k.dir, final); err != nil {
