@@ -36,7 +36,7 @@
 # It installs etcd-server and etcd-client with apt when etcd is missing; it
 # builds bin/lockd and bin/lockbench (redis-server and redis-cli: `make deps`).
 # Environment:
-#   BENCH_QUICK     1: 1s per run (about 2.5 minutes with the build, a smoke test) instead of 8s
+#   BENCH_QUICK     1: 1s per run (about 2 minutes, a smoke test) instead of 8s
 #                   (about 10 minutes: 63 runs; starting the five systems and
 #                   resuming them between cells take about a minute of it)
 #   BENCH_DURATION  each run's length, a Go duration (overrides BENCH_QUICK)

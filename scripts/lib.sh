@@ -34,9 +34,15 @@ forget() {
 	pids=(${kept[@]+"${kept[@]}"})
 }
 
-# cleanup: stop what is left, newest first (a client before its servers).
+# cleanup: stop what is left, newest first (a client before its servers),
+# after resuming everything a script paused: a lockd node stopping with its
+# peers still paused waits for them (a leader hands over first) until stop
+# kills it, 10 s later.
 cleanup() {
 	local rc=$? i
+	for i in ${pids[@]+"${pids[@]}"}; do
+		kill -CONT "$i" 2>/dev/null || true
+	done
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
 		stop "${pids[i]}"
 	done
