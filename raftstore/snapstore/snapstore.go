@@ -45,7 +45,7 @@ const (
 
 // ErrChecksum is returned by Open when a snapshot's state does not match the
 // checksum its meta.json recorded: the file was damaged after it was written.
-var ErrChecksum = errors.New("snapshot: state does not match its checksum")
+var ErrChecksum = errors.New("snapshot state does not match its checksum")
 
 var (
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -61,11 +61,19 @@ func read(t *testing.T, s raft.SnapshotStore, id string) (*raft.SnapshotMeta, []
 	return m, b
 }
 
-func TestWriteListOpen(t *testing.T) {
-	s, err := Open(t.TempDir(), 2, nil)
+// openStore opens a Store retaining 2 snapshots in a new directory.
+func openStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	base := t.TempDir()
+	s, err := Open(base, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, base
+}
+
+func TestWriteListOpen(t *testing.T) {
+	s, _ := openStore(t)
 	if l, err := s.List(); err != nil || len(l) != 0 {
 		t.Fatalf("a new store lists %v, %v", l, err)
 	}
@@ -95,11 +103,7 @@ func TestWriteListOpen(t *testing.T) {
 }
 
 func TestNewestFirstAndRetain(t *testing.T) {
-	base := t.TempDir()
-	s, err := Open(base, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, base := openStore(t)
 	var ids []string
 	for i, at := range [][2]uint64{{10, 1}, {20, 1}, {15, 2}, {30, 2}} { // index, term
 		ids = append(ids, write(t, s, at[0], at[1], []byte{byte(i)}))
@@ -119,11 +123,7 @@ func TestNewestFirstAndRetain(t *testing.T) {
 }
 
 func TestCorruptionIsDetected(t *testing.T) {
-	base := t.TempDir()
-	s, err := Open(base, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, base := openStore(t)
 	id := write(t, s, 5, 1, randomBytes(100<<10))
 	path := filepath.Join(base, dirName, id, stateFile)
 	b, _ := os.ReadFile(path)
@@ -178,11 +178,7 @@ func TestReadsFileSnapshotStore(t *testing.T) {
 }
 
 func TestCancelAndInterrupted(t *testing.T) {
-	base := t.TempDir()
-	s, err := Open(base, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, base := openStore(t)
 	k, err := s.Create(1, 9, 1, testConf, 1, nil)
 	if err != nil {
 		t.Fatal(err)
