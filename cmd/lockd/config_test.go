@@ -55,3 +55,17 @@ func TestBadLogBytes(t *testing.T) {
 		}
 	}
 }
+
+// A negative timer slack is refused before lockd executes itself again
+// (internal/timerslack), as is one the environment gives.
+func TestBadTimerSlack(t *testing.T) {
+	var out strings.Builder
+	if rc := run([]string{"-timer-slack", "-1ms", "-data-dir", t.TempDir()}, &out); rc != 2 || !strings.Contains(out.String(), "bad -timer-slack -1ms") {
+		t.Fatalf("-timer-slack -1ms: exit %d, %q", rc, out.String())
+	}
+	t.Setenv("LOCKD_TIMER_SLACK", "-2ms")
+	out.Reset()
+	if rc := run([]string{"-data-dir", t.TempDir()}, &out); rc != 2 || !strings.Contains(out.String(), "bad -timer-slack -2ms") {
+		t.Fatalf("LOCKD_TIMER_SLACK=-2ms: exit %d, %q", rc, out.String())
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/internal/timerslack"
 	"github.com/lockd/lockd/memtrim"
 	"github.com/lockd/lockd/raftstore"
 	"github.com/lockd/lockd/server"
@@ -94,6 +95,7 @@ func run(args []string, stderr io.Writer) int {
 		tlsCA    = fs.String("tls-ca", "", "PEM CA bundle: the peer port uses mutual TLS, accepting only nodes whose certificate it signed")
 		tlsCAuth = fs.Bool("tls-client-auth", false, "require RESP and HTTP clients to present a certificate signed by -tls-ca")
 		raftMet  = fs.Bool("raft-metrics", false, "also serve hashicorp/raft's own timers and counters on /metrics (raft_commitTime, raft_replication_appendEntries_rpc, raft_rpc_appendEntries_storeLogs, raft_fsm_applyBatch, ...: where a write's time goes; in ms, all groups together; costs some CPU per write)")
+		slack    = fs.Duration("timer-slack", time.Millisecond, "how late the kernel may wake lockd's sleeping threads (Linux timer slack; its default 50µs): Go's scheduler monitor polls every 20µs while a node alternates between busy and idle, and each poll costs two context switches; with 1ms a 3-node cluster served 1.24x the cycles/s at 0.76x the CPU per operation on a VM. Timers, lock and session expiry included, fire up to this late, never early. 0: keep the slack lockd was started with. Applied by executing lockd again at start")
 		pprofOn  = fs.Bool("pprof", false, "serve Go's runtime profiles under /debug/pprof/ on -http-addr, without authentication (for profiling; keep the HTTP address private)")
 		confFile = fs.String("config", "", "a file of \"flag = value\" lines (see above)")
 	)
@@ -116,6 +118,10 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockd: bad -log-bytes 0 (at least 1)\n")
 		return 2
 	}
+	if *slack < 0 {
+		fmt.Fprintf(stderr, "lockd: bad -timer-slack %v (0 or more)\n", *slack)
+		return 2
+	}
 	if *maxWrite <= 0 {
 		fmt.Fprintf(stderr, "lockd: bad -max-write-bytes %d (at least 1)\n", *maxWrite)
 		return 2
@@ -136,6 +142,10 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	lg := slog.New(handler)
+	// Before anything is opened: this executes lockd again (timerslack).
+	if err := timerslack.Apply(*slack); err != nil {
+		lg.Warn("timer slack not set; lockd runs with the one it was started with", "err", err)
+	}
 	abs, err := filepath.Abs(*dataDir)
 	if err != nil {
 		abs = *dataDir
@@ -185,7 +195,8 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	cfg.RaftLogs = *raftLogs
-	lg.Info("starting lockd", "version", server.Version, "data_dir", abs, "gomaxprocs", runtime.GOMAXPROCS(0))
+	lg.Info("starting lockd", "version", server.Version, "data_dir", abs, "gomaxprocs", runtime.GOMAXPROCS(0),
+		"timer_slack", timerslack.Current())
 	// Catch the signals before anything serves: a SIGTERM that arrives while
 	// the server starts (a supervisor that saw /readyz and stops the unit at
 	// once) is then a clean stop, not the default death.

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package timerslack
+
+import "time"
+
+func apply(time.Duration) error { return nil }
+
+func current() time.Duration { return 0 }
