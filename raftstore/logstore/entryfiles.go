@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/lockd/lockd/internal/durable"
 )
 
 // Large log entries in badger are files of their own.
@@ -197,17 +198,7 @@ func parseEntryFileName(name string) (keyPrefix, uint64, bool) {
 // (see the comment at the top).
 func writeEntryFile(path string, val []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write entry file: %w", err)
-	}
-	_, err = f.Write(val)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := durable.WriteFile(tmp, val, 0o600)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

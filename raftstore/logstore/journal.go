@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockd/lockd/internal/durable"
 	"golang.org/x/sys/unix"
 )
 
@@ -745,7 +746,7 @@ func createJournalFile(dir string, seq uint64, size int64) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("journal: sync %s: %w", name, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -777,7 +778,7 @@ func (j *journal) retire() error {
 	if err := j.remove(seqs); err != nil {
 		return err
 	}
-	return syncDir(j.dir)
+	return durable.SyncDir(j.dir)
 }
 
 // remove deletes the journal files seqs (already replayed or checkpointed).
@@ -840,18 +841,5 @@ func syncFiles(dir string) error {
 			return fmt.Errorf("sync %s: %w", e.Name(), err)
 		}
 	}
-	return syncDir(dir)
-}
-
-// syncDir fsyncs directory dir, making the names in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return durable.SyncDir(dir)
 }

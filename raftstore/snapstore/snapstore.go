@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/internal/durable"
 )
 
 const (
@@ -111,6 +112,8 @@ func Open(base string, retain int, lg *slog.Logger) (*Store, error) {
 
 // Create starts a snapshot of version 1 (the only one raft writes) at index
 // and term. Its sink writes state.bin; Close makes it durable and visible.
+// The metadata's Peers (the membership of version 0 snapshots, which raft
+// reads only from those) is not written, so the transport is not needed.
 func (s *Store) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
 	configurationIndex uint64, _ raft.Transport) (raft.SnapshotSink, error) {
 	if version != 1 {
@@ -312,10 +315,10 @@ func (k *sink) finish() error {
 	if err != nil {
 		return fmt.Errorf("snapshot: metadata: %w", err)
 	}
-	if err := writeSynced(filepath.Join(k.dir, metaFile), b); err != nil {
+	if err := durable.WriteFile(filepath.Join(k.dir, metaFile), b, 0o644); err != nil {
 		return fmt.Errorf("snapshot: metadata: %w", err)
 	}
-	if err := syncDir(k.dir); err != nil { // the entries of state.bin and meta.json
+	if err := durable.SyncDir(k.dir); err != nil { // the entries of state.bin and meta.json
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	final := strings.TrimSuffix(k.dir, tmpSuffix)
@@ -323,7 +326,7 @@ func (k *sink) finish() error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	k.dir = final
-	return syncDir(k.store.dir)
+	return durable.SyncDir(k.store.dir)
 }
 
 // Cancel abandons the snapshot and removes what it wrote.
@@ -334,31 +337,4 @@ func (k *sink) Cancel() error {
 	k.done = true
 	k.f.Close()
 	return os.RemoveAll(k.dir)
-}
-
-func writeSynced(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
