@@ -5,13 +5,10 @@
 // Why lockd cares: Go's scheduler monitor (sysmon) polls every 20 µs
 // whenever a process turns busy after being idle, and a lock server turns
 // busy and idle again hundreds of times a second; on a virtual machine each
-// of those sleeps is a pair of costly context switches. With the kernel's
-// default slack (50 µs) sysmon took 12.6% of a 3-node cluster leader's CPU
-// and 26% of each follower's on the development VM; with 1 ms a 3-node
-// cluster served 1.24× the cycles/s at 0.76× the CPU per operation (make
-// bench-ab). Every timer of the process may then fire up to the slack late,
-// never early: lock and session expiry, Raft's timeouts and the wait
-// deadlines are late by at most that.
+// of those sleeps is a pair of costly context switches (README: Performance,
+// for what it cost and what 1 ms of slack saves). Every timer of the process
+// may then fire up to the slack late, never early: lock and session expiry,
+// Raft's timeouts and the wait deadlines are late by at most that.
 //
 // A thread inherits its slack from the thread that creates it, and sysmon's
 // thread exists before main runs; so Apply sets the slack of the calling
