@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockd/lockd/internal/durable"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/raftstore/mux"
@@ -78,7 +79,13 @@ func groupCount(dataDir string, want int, lg *slog.Logger) (int, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return 0, fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
 	}
-	if err := os.WriteFile(filepath.Join(dataDir, groupsFile), []byte(strconv.Itoa(want)+"\n"), 0o644); err != nil {
+	// Synced, name included: a crash right after must not leave an empty
+	// GROUPS, which the next start would refuse.
+	err := durable.WriteFile(filepath.Join(dataDir, groupsFile), []byte(strconv.Itoa(want)+"\n"), 0o644)
+	if err == nil {
+		err = durable.SyncDir(dataDir)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
 	}
 	return want, nil
