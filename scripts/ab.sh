@@ -73,15 +73,6 @@ else
 	}
 fi
 
-# ticks PID...: the CPU time the processes used so far (user + system, clock ticks).
-ticks() {
-	local t=0 p
-	for p in "$@"; do
-		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
-	done
-	echo "$t"
-}
-
 # load NAME ARGS...: one lockbench run against ADDRS into $work/NAME.txt; the
 # CPU ticks the servers (SYSTEM_PIDS) and the load generator used meanwhile go
 # into $work/NAME.txt.cpu.

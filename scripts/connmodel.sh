@@ -49,7 +49,6 @@ for s in "${SERVERS[@]}"; do
 	PORTS[$s]=$PORT SPIDS[$s]=$SERVER_PID
 done
 
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 printf '%-7s %5s %10s %10s %12s\n' server round SET/s /redis "us/SET"
 for ((r = 1; r <= ROUNDS; r++)); do

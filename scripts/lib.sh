@@ -1,7 +1,7 @@
 # Shared by the benchmark scripts (sourced, not run): process bookkeeping that
-# stops only what the script started, free loopback ports, PING polling,
-# starting a lockd cluster and waiting for its leaders to spread, and reading
-# lockbench's report tables.
+# stops only what the script started, processes' CPU ticks, free loopback
+# ports, PING polling, starting a lockd cluster and waiting for its leaders to
+# spread, and reading lockbench's report tables.
 # The sourcing script sets $work (a temp dir removed on exit), START_TIMEOUT,
 # LOCKD_BIN and a die function before sourcing.
 
@@ -52,6 +52,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# ticks PID...: the CPU time the processes used so far (user + system, clock
+# ticks: getconf CLK_TCK a second).
+ticks() {
+	local t=0 p
+	for p in "$@"; do
+		t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
+	done
+	echo "$t"
+}
 
 # free_port: a port on 127.0.0.1 that nothing listens on now, below the
 # kernel's ephemeral range (ip_local_port_range), so that no outgoing

@@ -22,12 +22,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"os"
@@ -124,10 +122,10 @@ func reply(name []byte) []byte {
 	return okReply
 }
 
-// set is a command handed to the batcher: a SET (its arguments' bytes go to
+// cmd is a command handed to the batcher: a SET (its arguments' bytes go to
 // disk) or, in mode direct, any other command, whose reply must not overtake
 // the SETs before it.
-type set struct {
+type cmd struct {
 	args  []byte
 	isSet bool
 	reply []byte        // mode direct: what the batcher writes back
@@ -137,47 +135,46 @@ type set struct {
 
 // batcher commits what the connections hand it, a batch at a time: whatever
 // queued while the previous batch was written.
-func batcher(d *disk, in chan set, direct bool) {
+func batcher(d *disk, in chan cmd, direct bool) {
 	var buf []byte
-	for s := range in {
-		batch := []set{s}
+	for c := range in {
+		batch := []cmd{c}
 	more:
 		for {
 			select {
-			case s := <-in:
-				batch = append(batch, s)
+			case c := <-in:
+				batch = append(batch, c)
 			default:
 				break more
 			}
 		}
 		buf = buf[:0]
 		sets := false
-		for _, s := range batch {
-			buf = append(buf, s.args...)
-			sets = sets || s.isSet
+		for _, c := range batch {
+			buf = append(buf, c.args...)
+			sets = sets || c.isSet
 		}
 		if sets {
 			d.commit(buf)
 		}
-		for _, s := range batch {
+		for _, c := range batch {
 			if direct {
-				s.conn.Write(s.reply)
+				c.conn.Write(c.reply)
 			} else {
-				s.done <- struct{}{}
+				c.done <- struct{}{}
 			}
 		}
 	}
 }
 
 // serveConn is a connection's goroutine in modes wait and direct.
-func serveConn(c net.Conn, in chan set, direct bool) {
+func serveConn(c net.Conn, in chan cmd, direct bool) {
 	defer c.Close()
-	r := bufio.NewReaderSize(c, 64<<10)
 	done := make(chan struct{}, 1)
 	var pending []byte
 	buf := make([]byte, 64<<10)
 	for {
-		n, err := r.Read(buf)
+		n, err := c.Read(buf)
 		if err != nil {
 			return
 		}
@@ -189,18 +186,15 @@ func serveConn(c net.Conn, in chan set, direct bool) {
 			}
 			pending = rest
 			isSet := bytes.EqualFold(name, []byte("SET"))
-			if direct {
-				in <- set{args: args, isSet: isSet, reply: reply(name), conn: c}
-				continue
-			}
-			if !isSet {
-				c.Write(reply(name))
-				continue
-			}
-			in <- set{args: args, isSet: true, done: done}
-			if !direct {
+			switch {
+			case direct:
+				in <- cmd{args: args, isSet: isSet, reply: reply(name), conn: c}
+			case isSet:
+				in <- cmd{args: args, isSet: true, done: done}
 				<-done
 				c.Write(okReply)
+			default:
+				c.Write(reply(name))
 			}
 		}
 	}
@@ -211,7 +205,7 @@ func listenGo(port int, d *disk, direct bool) error {
 	if err != nil {
 		return err
 	}
-	in := make(chan set, 4096)
+	in := make(chan cmd, 4096)
 	go batcher(d, in, direct)
 	for {
 		c, err := ln.Accept()
@@ -323,7 +317,7 @@ func main() {
 	default:
 		err = fmt.Errorf("connmodel: unknown -mode %q", *mode)
 	}
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err != nil {
 		log.Fatal(err)
 	}
 }
