@@ -172,6 +172,9 @@ func OpenNode(cfg Config) (*Node, error) {
 // Group returns group g.
 func (n *Node) Group(g int) *Store { return n.groups[g] }
 
+// Groups is the number of Raft groups the node hosts.
+func (n *Node) Groups() int { return len(n.groups) }
+
 // noteShardMap is group 0's apply hook for a replicated shard map (called on
 // the apply goroutine, or after a snapshot restore).
 func (n *Node) noteShardMap(b []byte) {

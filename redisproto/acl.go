@@ -105,7 +105,7 @@ func cmdACLDelUser(c *conn, a [][]byte) resp.Value {
 		case o == c:
 			c.quit = true
 		default:
-			o.nc.Close()
+			o.kill()
 		}
 	}
 	return v

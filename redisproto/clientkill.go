@@ -70,7 +70,7 @@ func (s *Server) killClients(match func(*conn) bool) int {
 	n := 0
 	for _, x := range s.clients() {
 		if match(x) {
-			x.nc.Close()
+			x.kill()
 			n++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
@@ -14,12 +15,19 @@ import (
 	"github.com/lockd/lockd/shard"
 )
 
-// conn is one client connection. Its goroutine reads a batch of requests (all that
-// are already buffered: a pipeline), answers them in order and flushes once.
+// conn is one client connection. It is served in one of two ways (loop.go):
+// by the event loop, while it only sends keyspace commands that do not block,
+// or by a goroutine of its own (serve), which reads a batch of requests (all
+// that are already buffered: a pipeline), answers them in order and flushes
+// once. Exactly one of them owns the connection at a time.
 type conn struct {
 	srv *Server
 	nc  net.Conn
 	rd  *reader
+	// raw is nc's descriptor for the event loop (nil: a TLS connection, or no
+	// loop), through which the loop reads and writes without blocking.
+	raw syscall.RawConn
+	lt  loopTurn // the loop's scratch for this connection (loop.go)
 
 	// Output: replies (from this connection's goroutine) and pushed pub/sub
 	// messages (from the apply goroutine) share one ordered queue; one writer at a
@@ -56,20 +64,19 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	now := time.Now()
-	return &conn{srv: s, nc: nc, rd: newReader(nc, s.cfg.Limits),
+	return &conn{srv: s, nc: nc, raw: s.rawConn(nc), rd: newReader(nc, s.cfg.Limits),
 		id: s.nextID.Add(1), created: now, lastAt: now, proto: 2, clusterAware: s.cfg.Redirect,
 		addr: nc.RemoteAddr().String(), laddr: nc.LocalAddr().String()}
 }
 
-func (c *conn) serve() {
-	defer c.nc.Close()
-	defer c.dropSubscriptions()
-	defer c.srv.monitors.remove(c)
+// serve answers the connection on this goroutine until it ends (false: the
+// caller ends it, endConn) or the event loop takes it back (true: the loop owns
+// it now; the caller must not touch it).
+func (c *conn) serve() (toLoop bool) {
 	var batch []command.Request
 	var batchAt []int // reply slot of each batched request
 	var replies []resp.Value
 	var protos []int // the protocol each reply is written in: HELLO may switch mid-pipeline
-	c.initAuth()
 	for {
 		c.auth.stale = true // re-read the users for the next batch (auth.go)
 		c.batchView = nil   // a redirect is confirmed on a View of this batch (moved.go)
@@ -132,7 +139,7 @@ func (c *conn) serve() {
 			if pubsubCommand(args[0]) {
 				// Its confirmations are queued directly: send what precedes them.
 				if !c.sendReplies(replies, protos) {
-					return
+					return false
 				}
 				replies, protos = replies[:0], protos[:0]
 			}
@@ -148,21 +155,15 @@ func (c *conn) serve() {
 			}
 		}
 		replies = c.flushBatch(batch, batchAt, replies)
-		var pe protocolError
-		if errors.As(perr, &pe) {
-			c.srv.stats.protocolErrors.Add(1)
-			replies = append(replies, resp.Error("ERR "+pe.Error()))
-			protos = append(protos, c.protocol())
-		} else if perr == errQueryBuffer {
-			c.srv.stats.protocolErrors.Add(1)
-			c.srv.log.Warn("closing a client whose request reached the query buffer limit",
-				"addr", c.addr, "id", c.id, "limit", c.rd.lim.MaxQueryBuffer)
-		}
+		replies, protos = c.readFailed(perr, replies, protos)
 		if !c.sendReplies(replies, protos) {
-			return
+			return false
 		}
 		if perr != nil || c.quit {
-			return
+			return false
+		}
+		if c.srv.loop != nil && c.srv.loop.take(c) {
+			return true
 		}
 	}
 }
@@ -234,14 +235,36 @@ func (c *conn) drain() bool {
 	}
 }
 
-// sendReplies renders replies, each in its protocol, and sends them.
-func (c *conn) sendReplies(replies []resp.Value, protos []int) bool {
-	var out []byte
+// readFailed adds what ends a batch whose reading failed with err (nil:
+// nothing): the reply to a malformed request, after which the connection
+// closes; a request past the query buffer limit closes it without one.
+func (c *conn) readFailed(err error, replies []resp.Value, protos []int) ([]resp.Value, []int) {
+	var pe protocolError
+	if errors.As(err, &pe) {
+		c.srv.stats.protocolErrors.Add(1)
+		replies = append(replies, resp.Error("ERR "+pe.Error()))
+		protos = append(protos, c.protocol())
+	} else if err == errQueryBuffer {
+		c.srv.stats.protocolErrors.Add(1)
+		c.srv.log.Warn("closing a client whose request reached the query buffer limit",
+			"addr", c.addr, "id", c.id, "limit", c.rd.lim.MaxQueryBuffer)
+	}
+	return replies, protos
+}
+
+// appendReplies renders replies, each in its protocol, onto out.
+func appendReplies(out []byte, replies []resp.Value, protos []int) []byte {
 	for i, r := range replies {
 		if r.Kind != noReply {
 			out = resp.Append(out, r, protos[i])
 		}
 	}
+	return out
+}
+
+// sendReplies renders replies, each in its protocol, and sends them.
+func (c *conn) sendReplies(replies []resp.Value, protos []int) bool {
+	out := appendReplies(nil, replies, protos)
 	return len(out) == 0 || c.send(out, true)
 }
 

@@ -42,6 +42,17 @@ func (m *monitors) remove(c *conn) {
 	}
 }
 
+// has reports whether c is in MONITOR mode.
+func (m *monitors) has(c *conn) bool {
+	if m.n.Load() == 0 {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.conns[c]
+	return ok
+}
+
 // feed shows a command read from c to every monitor (not to c itself). Cheap
 // when nobody monitors.
 func (m *monitors) feed(c *conn, args [][]byte) {

@@ -54,6 +54,11 @@ type reader struct {
 	// was blocked in a command; fill consumes them before reading again.
 	ahead    []byte
 	aheadErr error
+
+	// want is what the last incomplete parse asked fill for (errIncomplete's
+	// need), so that the event loop, which fills without parsing, grows the
+	// buffer as next would.
+	want int
 }
 
 // pushback keeps b and err, read ahead from the connection, for the parser.
@@ -88,6 +93,12 @@ func (errIncomplete) Error() string { return "incomplete" }
 // reached its client-query-buffer-limit.
 var errQueryBuffer = errors.New("request larger than the query buffer limit")
 
+// buffered reports whether bytes read from the connection are waiting to be
+// parsed (a partial request included).
+func (r *reader) buffered() bool {
+	return r.start != r.end || len(r.ahead) > 0 || r.aheadErr != nil
+}
+
 // next returns the next command. With block false it returns (nil, nil) instead of
 // waiting for bytes that are not yet buffered. Empty requests (blank inline lines,
 // *0, *-1) are skipped as Redis skips them.
@@ -105,6 +116,7 @@ func (r *reader) next(block bool) ([][]byte, error) {
 		if !ok {
 			return nil, err
 		}
+		r.want = inc.need
 		if !block {
 			return nil, nil
 		}

@@ -92,6 +92,7 @@ type Server struct {
 	slowlog   slowlog
 	monitors  monitors
 	views     viewCache // the cluster View for -MOVED (moved.go)
+	loop      *loop     // the event loop (loop.go), or nil: a goroutine per connection
 	ctx       context.Context
 	cancelCtx context.CancelFunc
 }
@@ -162,14 +163,31 @@ func (s *Server) Serve() error {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.stats.connections.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.serve()
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-		}()
+		c.initAuth()
+		if s.loop != nil && s.loop.take(c) {
+			continue
+		}
+		go s.serveConn(c)
 	}
+}
+
+// serveConn serves c on this goroutine until it ends or the loop takes it.
+func (s *Server) serveConn(c *conn) {
+	if !c.serve() {
+		s.endConn(c)
+	}
+}
+
+// endConn closes c and forgets it; its owner (its goroutine or the loop) calls
+// it once, when it stops serving c.
+func (s *Server) endConn(c *conn) {
+	c.srv.monitors.remove(c)
+	c.dropSubscriptions()
+	c.nc.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
 }
 
 // Close stops accepting, closes every connection and waits for their goroutines.
@@ -199,6 +217,9 @@ func (s *Server) Shutdown(drain time.Duration) error {
 		}
 	}
 	s.mu.Unlock()
+	if s.loop != nil {
+		s.loop.wake() // it ends its connections after the turn it is in
+	}
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()

@@ -52,6 +52,13 @@ type Config struct {
 	DataDir string // required
 	// Redirect answers -MOVED on every RESP connection (redisproto.Config).
 	Redirect bool
+	// EventLoop chooses how the RESP port serves connections: "auto" (or
+	// ""): with the event loop (redisproto.Server.EnableEventLoop) on Linux,
+	// on a plain-TCP port, when the node has one Raft group — with several, a
+	// group that stalls would stall the connections of the others; "on": also
+	// with several groups (an error where there is no loop: TLS, not Linux);
+	// "off": a goroutine per connection.
+	EventLoop string
 	// Groups is the number of Raft groups of a new data directory; an existing
 	// directory keeps its count. 0 chooses: DefaultClusterGroups for a new
 	// cluster of several nodes (Peers), the member's count when joining, and
@@ -217,6 +224,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.store = st
 	rs.SetStore(st)
+	if err := chooseEventLoop(rs, cfg.EventLoop, st.Groups()); err != nil {
+		rs.Close()
+		st.Close()
+		if s.hln != nil {
+			s.hln.Close()
+		}
+		return nil, err
+	}
 	s.resp = rs
 	s.watchTLS()
 	// Serve at once: PING, HEALTH and /readyz (503) answer while the node is still
@@ -257,6 +272,26 @@ func New(cfg Config) (*Server, error) {
 	}
 	lg.Info("lockd serving", "resp", rs.Addr(), "peer", st.PeerAddr(), "http", cfg.HTTPAddr, "data_dir", cfg.DataDir)
 	return s, nil
+}
+
+// chooseEventLoop enables rs's event loop as mode (Config.EventLoop) says, for
+// a node of groups Raft groups.
+func chooseEventLoop(rs *redisproto.Server, mode string, groups int) error {
+	switch mode {
+	case "", "auto":
+		if groups != 1 {
+			return nil
+		}
+		if err := rs.EnableEventLoop(); err != nil && !errors.Is(err, redisproto.ErrNoEventLoop) {
+			return err
+		}
+		return nil
+	case "on":
+		return rs.EnableEventLoop()
+	case "off":
+		return nil
+	}
+	return fmt.Errorf("-event-loop %q: want auto, on or off", mode)
 }
 
 // chooseGroups decides the group count of a new data directory (see

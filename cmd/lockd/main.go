@@ -73,6 +73,7 @@ func run(args []string, stderr io.Writer) int {
 		nodeID   = fs.String("node-id", "node1", "this node's ID in the Raft configuration")
 		peers    = fs.String("peers", "", "voters of a new cluster, this node included: id=peer-addr,id=peer-addr,... (empty: a single-node cluster)")
 		groups   = fs.Int("groups", 0, "Raft groups of a new data directory (1 to 63): the slots are split evenly over them and their leaders spread over the nodes; fixed when the directory is created, the same on every node. 0: 8 for a new cluster started with -peers, the member's count with -join, 1 for a single node")
+		evLoop   = fs.String("event-loop", "auto", "how the RESP port serves connections: auto (an epoll event loop that batches every ready client's keyspace commands into one Raft proposal, on Linux, plain TCP and one Raft group; a goroutine per connection otherwise), on (the loop with several groups too: a stalled group then stalls every client it serves), off (a goroutine per connection)")
 		redirect = fs.Bool("cluster-redirect", false, "answer -MOVED to every client for a key whose group another node leads (only when every client is cluster-aware; without it only connections that asked CLUSTER SLOTS/SHARDS/NODES, READONLY, READWRITE or ASKING are redirected)")
 		joinAddr = fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)")
 		snapN    = fs.Uint64("snapshot-threshold", 8192, "log entries between Raft snapshots")
@@ -168,6 +169,7 @@ func run(args []string, stderr io.Writer) int {
 	cfg.Join = *joinAddr
 	cfg.Groups = *groups
 	cfg.Redirect = *redirect
+	cfg.EventLoop = *evLoop
 	cfg.Pprof = *pprofOn
 	if *raftMet {
 		c, err := raftMetrics()

@@ -1,0 +1,158 @@
+package redisproto
+
+import (
+	"errors"
+	"time"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// The event loop (Linux; loop_linux.go) is the front door's fast path, as
+// Redis's: one goroutine waits on epoll for every connection it owns, and each
+// turn reads what the ready ones sent, hands all their keyspace commands to
+// the Store as one batch, waits for it, and writes each connection its replies
+// with one write. A goroutine per connection (conn.serve) costs this VM 1.7 to
+// 2.5 times the CPU per request of such a loop before any work is done
+// (scripts/connmodel.sh), and one batch per turn gives Raft bigger batches:
+// fewer fsyncs per request (README: Performance).
+//
+// The loop serves only what needs no more than that: keyspace commands that do
+// not block, from connections in no special state. The first command of a
+// connection that is anything else (a local command: HELLO, CLIENT, MULTI,
+// SUBSCRIBE, ...; a LOCK.ACQUIRE … WAIT) is left unread, and after the turn
+// the connection moves, with the bytes it has buffered, to a goroutine of its
+// own (conn.serve), which answers exactly as it answers every connection when
+// there is no loop. That goroutine hands the connection back (take) once it has
+// answered everything it read and the connection is plain again: no MULTI, no
+// subscription, not a MONITOR, not cluster-aware, no output queued.
+//
+// Each turn is synchronous: the loop reads nothing while the Store commits its
+// batch. Variants that kept reading during the commit made smaller batches and
+// did worse. A store that stalls (an election) stalls every connection the loop
+// owns, which is why the server enables the loop only where one Raft group
+// serves every key: there every request waits for the same group anyway.
+
+// ErrNoEventLoop is returned by EnableEventLoop where the platform has no
+// epoll (the loop is Linux only) or the port speaks TLS.
+var ErrNoEventLoop = errors.New("the RESP event loop needs Linux and plain TCP")
+
+// errWouldBlock: a non-blocking read found nothing to read.
+var errWouldBlock = errors.New("would block")
+
+// loopTurn is the loop's scratch for one connection during one turn.
+type loopTurn struct {
+	replies []resp.Value
+	protos  []int
+	out     []byte
+	rerr    error // what ended reading (nil: nothing; errWouldBlock is not kept)
+	perr    error // what ended parsing: a protocol error or the query buffer limit
+	handoff bool  // a command was left unread for the connection's goroutine
+}
+
+// loopSlot is where a batched request's reply goes.
+type loopSlot struct {
+	c  *conn
+	at int
+}
+
+// parseTurn parses every complete request c has buffered into the turn's batch
+// (its keyspace requests) and c's reply slots (the rest are answered here:
+// NOAUTH, NOPERM, syntax errors). It stops at the first command the loop does
+// not serve, leaving it unread for the connection's goroutine (lt.handoff).
+func (c *conn) parseTurn(batch []command.Request, slots []loopSlot) ([]command.Request, []loopSlot) {
+	t := &c.lt
+	for {
+		mark := c.rd.start
+		args, err := c.rd.next(false)
+		if err != nil {
+			t.perr = err
+			return batch, slots
+		}
+		if args == nil {
+			return batch, slots
+		}
+		spec, ok := command.Lookup(args[0])
+		var op command.Op
+		var perr error
+		if ok {
+			op, perr = spec.Parse(args)
+		}
+		if !ok || perr == nil && (command.Request{Op: op}).Blocks() {
+			c.rd.start = mark // unread: the goroutine parses it again
+			t.handoff = true
+			return batch, slots
+		}
+		// As conn.serve does it, in its order.
+		c.srv.stats.commands.Add(1)
+		c.srv.monitors.feed(c, args)
+		proto := c.protocol()
+		if v, denied := c.authorize(args); denied {
+			t.replies, t.protos = append(t.replies, v), append(t.protos, proto)
+			if c.quit {
+				return batch, slots
+			}
+			continue
+		}
+		c.touch(spec.Name)
+		if perr != nil {
+			v := resp.Error(perr.Error())
+			t.replies, t.protos = append(t.replies, v), append(t.protos, proto)
+			c.observe(spec.Name, args, v, 0)
+			continue
+		}
+		batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.scriptUser(spec)})
+		slots = append(slots, loopSlot{c, len(t.replies)})
+		t.replies, t.protos = append(t.replies, resp.Value{}), append(t.protos, proto)
+	}
+}
+
+// runBatch runs a turn's keyspace requests as one Store batch and puts each
+// reply in its connection's slot.
+func (s *Server) runBatch(batch []command.Request, slots []loopSlot) {
+	if len(batch) == 0 {
+		return
+	}
+	started := time.Now()
+	res := s.store.Do(s.ctx, batch)
+	took := time.Since(started)
+	for i, v := range res {
+		sl := slots[i]
+		sl.c.lt.replies[sl.at] = v
+		sl.c.observe(batch[i].Spec.Name, batch[i].Args, v, took)
+	}
+}
+
+// renderTurn renders c's replies of this turn, with what serve adds at the end
+// of a batch whose reading failed.
+func (c *conn) renderTurn() []byte {
+	t := &c.lt
+	t.replies, t.protos = c.readFailed(t.perr, t.replies, t.protos)
+	t.out = appendReplies(t.out[:0], t.replies, t.protos)
+	return t.out
+}
+
+// reset clears c's scratch for a new turn, keeping its memory.
+func (t *loopTurn) reset() {
+	clear(t.replies) // drop references to the previous replies
+	t.replies, t.protos = t.replies[:0], t.protos[:0]
+	t.rerr, t.perr, t.handoff = nil, nil, false
+	if cap(t.out) > 64<<10 {
+		t.out = nil
+	}
+}
+
+// loopReady reports whether c, served by its goroutine, may go back to the
+// loop: it is plain TCP, read to the end, in no state the loop does not
+// track, and has no output queued.
+func (c *conn) loopReady() bool {
+	if c.raw == nil || c.quit || c.tx != nil || c.clusterAware || c.rd.buffered() {
+		return false
+	}
+	if c.subCount() > 0 || c.srv.monitors.has(c) {
+		return false
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return !c.writing && !c.broken && len(c.pending) == 0
+}

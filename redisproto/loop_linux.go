@@ -1,0 +1,311 @@
+package redisproto
+
+import (
+	"io"
+	"net"
+	"sync"
+	"syscall"
+
+	"github.com/lockd/lockd/raftstore/command"
+)
+
+// loop is the event loop (loop.go): one goroutine, epoll over the sockets of
+// the connections it owns. Its descriptors are touched only through each
+// connection's RawConn, which holds the descriptor open while it is used: a
+// Close elsewhere (CLIENT KILL, Shutdown) cannot make it read or write another
+// connection's socket that reused the number.
+type loop struct {
+	srv   *Server
+	epfd  int
+	wakeR int // a pipe whose read end is in the epoll set: wake
+	wakeW int
+
+	mu      sync.Mutex
+	conns   map[int64]*conn // the connections the loop owns, by id
+	stopped bool            // the loop has ended every connection and takes no more
+
+	// The current turn's scratch (the loop goroutine only).
+	events []syscall.EpollEvent
+	ready  []*conn
+	batch  []command.Request
+	slots  []loopSlot
+}
+
+// wakeID is the epoll data of the wake pipe; connection ids start at 1.
+const wakeID = 0
+
+// EnableEventLoop makes the server serve plain-TCP connections with the event
+// loop (loop.go) from the next one accepted; call it before Serve. It fails
+// with ErrNoEventLoop on a TLS port or where epoll is missing.
+func (s *Server) EnableEventLoop() error {
+	if s.cfg.TLS != nil {
+		return ErrNoEventLoop
+	}
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		syscall.Close(epfd)
+		return err
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
+	setID(&ev, wakeID)
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p[0], &ev); err != nil {
+		syscall.Close(epfd)
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return err
+	}
+	l := &loop{srv: s, epfd: epfd, wakeR: p[0], wakeW: p[1], conns: map[int64]*conn{},
+		events: make([]syscall.EpollEvent, 256)}
+	s.loop = l
+	s.wg.Add(1)
+	go l.run()
+	return nil
+}
+
+func setID(ev *syscall.EpollEvent, id int64) {
+	ev.Fd, ev.Pad = int32(uint32(id)), int32(uint32(uint64(id)>>32))
+}
+
+func eventID(ev *syscall.EpollEvent) int64 {
+	return int64(uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32)
+}
+
+// rawConn is nc's RawConn when the loop can serve it (plain TCP), else nil.
+func (s *Server) rawConn(nc net.Conn) syscall.RawConn {
+	tc, ok := nc.(*net.TCPConn)
+	if s.loop == nil || !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// wake makes the loop look at the server again (Shutdown).
+func (l *loop) wake() {
+	syscall.Write(l.wakeW, []byte{1})
+}
+
+// take gives c to the loop: the accept loop does for a new connection, and a
+// connection's goroutine when the connection is plain again. false: the loop
+// cannot have it (c is not ready, the loop stopped, or the socket is closed),
+// and the caller keeps serving it.
+func (l *loop) take(c *conn) bool {
+	if !c.loopReady() {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return false
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
+	setID(&ev, c.id)
+	var err error
+	if cerr := c.raw.Control(func(fd uintptr) {
+		err = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
+	}); cerr != nil || err != nil {
+		return false
+	}
+	c.rd.rd = rawReader{c.raw}
+	l.conns[c.id] = c
+	return true
+}
+
+// release takes c out of the epoll set and the loop's map.
+func (l *loop) release(c *conn) {
+	c.raw.Control(func(fd uintptr) {
+		syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil)
+	})
+	l.mu.Lock()
+	delete(l.conns, c.id)
+	l.mu.Unlock()
+	c.rd.rd = c.nc
+}
+
+// run is the loop's goroutine: until Shutdown, wait for ready connections and
+// serve them one turn at a time.
+func (l *loop) run() {
+	defer l.srv.wg.Done()
+	defer syscall.Close(l.wakeW)
+	defer syscall.Close(l.wakeR)
+	defer syscall.Close(l.epfd)
+	for {
+		n, err := syscall.EpollWait(l.epfd, l.events, -1)
+		if err == syscall.EINTR {
+			continue
+		}
+		stop := err != nil || l.srv.shuttingDown()
+		if err != nil {
+			l.srv.log.Error("RESP event loop: epoll_wait failed; closing its connections", "err", err)
+		}
+		l.ready = l.ready[:0]
+		l.mu.Lock()
+		if stop {
+			l.stopped = true
+			for _, c := range l.conns {
+				l.ready = append(l.ready, c)
+			}
+		} else {
+			for i := range n {
+				id := eventID(&l.events[i])
+				if id == wakeID {
+					var b [64]byte
+					syscall.Read(l.wakeR, b[:])
+				} else if c := l.conns[id]; c != nil {
+					l.ready = append(l.ready, c)
+				}
+			}
+		}
+		l.mu.Unlock()
+		if stop {
+			// Shutdown: every request read was answered in an earlier turn.
+			for _, c := range l.ready {
+				l.end(c)
+			}
+			return
+		}
+		l.turn()
+	}
+}
+
+// turn reads and parses every ready connection, runs their keyspace commands
+// as one batch, and answers each.
+func (l *loop) turn() {
+	batch, slots := l.batch[:0], l.slots[:0]
+	for _, c := range l.ready {
+		c.lt.reset()
+		switch err := c.rd.fill(c.rd.want); err {
+		case nil, errWouldBlock:
+		case errQueryBuffer:
+			c.lt.perr = err // closed without a reply, as serve closes it
+		default:
+			c.lt.rerr = err
+		}
+		c.auth.stale = true // re-read the users for this turn (auth.go)
+		batch, slots = c.parseTurn(batch, slots)
+	}
+	l.srv.runBatch(batch, slots)
+	clear(batch) // keep no request's arguments until the next turn
+	clear(slots)
+	l.batch, l.slots = batch[:0], slots[:0]
+	for _, c := range l.ready {
+		l.answer(c)
+	}
+}
+
+// answer writes c's replies of this turn and decides what becomes of it: it
+// stays, ends, or moves to a goroutine of its own.
+func (l *loop) answer(c *conn) {
+	out := c.renderTurn()
+	t := &c.lt
+	n, err := rawWrite(c.raw, out)
+	if err != nil {
+		l.end(c)
+		return
+	}
+	if t.perr != nil || c.quit {
+		l.end(c)
+		return
+	}
+	if !t.handoff && n == len(out) {
+		if t.rerr != nil { // end of file (or a read error), and nothing left to answer
+			l.end(c)
+		}
+		return
+	}
+	// A command the loop does not serve, or a client that does not read fast
+	// enough: its goroutine takes over, with the unread bytes and the unsent ones.
+	l.release(c)
+	if t.rerr != nil {
+		c.rd.pushback(nil, t.rerr)
+	}
+	rest := append([]byte(nil), out[n:]...)
+	go func() {
+		if len(rest) > 0 && !c.send(rest, true) {
+			l.srv.endConn(c)
+			return
+		}
+		l.srv.serveConn(c)
+	}()
+}
+
+// end ends a connection the loop owns.
+func (l *loop) end(c *conn) {
+	l.release(c)
+	l.srv.endConn(c)
+}
+
+// rawReader reads a socket without blocking: errWouldBlock when nothing is
+// there, io.EOF at its end.
+type rawReader struct{ rc syscall.RawConn }
+
+func (r rawReader) Read(b []byte) (int, error) {
+	var n int
+	var err error
+	if cerr := r.rc.Read(func(fd uintptr) bool {
+		for {
+			n, err = syscall.Read(int(fd), b)
+			if err != syscall.EINTR {
+				return true
+			}
+		}
+	}); cerr != nil {
+		return 0, cerr
+	}
+	switch {
+	case err == syscall.EAGAIN:
+		return 0, errWouldBlock
+	case err != nil:
+		return 0, err
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// rawWrite writes b without blocking and returns how much was written; a full
+// socket buffer is not an error.
+func rawWrite(rc syscall.RawConn, b []byte) (int, error) {
+	done := 0
+	var err error
+	if cerr := rc.Write(func(fd uintptr) bool {
+		for done < len(b) {
+			n, werr := syscall.Write(int(fd), b[done:])
+			if werr == syscall.EINTR {
+				continue
+			}
+			if werr != nil {
+				if werr != syscall.EAGAIN {
+					err = werr
+				}
+				return true
+			}
+			done += n
+		}
+		return true
+	}); cerr != nil {
+		return done, cerr
+	}
+	return done, err
+}
+
+// kill closes c from another goroutine (CLIENT KILL, ACL DELUSER). A plain
+// TCP connection is shut down rather than closed, so that whoever owns it —
+// its goroutine or the loop, which does not hear of a close — reads the end
+// and ends it.
+func (c *conn) kill() {
+	if c.raw == nil {
+		c.nc.Close()
+		return
+	}
+	if err := c.raw.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) }); err != nil {
+		c.nc.Close()
+	}
+}

@@ -1,0 +1,341 @@
+//go:build linux
+
+package redisproto
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
+)
+
+// startLoopServer is startServer with the event loop enabled.
+func startLoopServer(t *testing.T, cfg Config, st Store) *Server {
+	t.Helper()
+	cfg.Addr = "127.0.0.1:0"
+	s, err := Listen(cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnableEventLoop(); err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// loopOwns reports whether the loop serves the connection id now.
+func (s *Server) loopOwns(id int64) bool {
+	s.loop.mu.Lock()
+	defer s.loop.mu.Unlock()
+	_, ok := s.loop.conns[id]
+	return ok
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting until %s", what)
+}
+
+// converse sends chunks (pausing briefly between them, so that a request may
+// arrive split) and returns everything the server sends until it closes the
+// connection.
+func converse(t *testing.T, addr string, chunks ...string) string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(&out, nc)
+		done <- err
+	}()
+	for _, ch := range chunks {
+		if _, err := nc.Write([]byte(ch)); err != nil {
+			break // the server may close early (a protocol error)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("reading: %v (after %q)", err, out.String())
+	}
+	return out.String()
+}
+
+func mb(args ...string) string { return string(multibulk(args...)) }
+
+// The loop answers every client byte for byte as a connection's own goroutine
+// does: keyspace commands, the local ones it hands to the goroutine (HELLO,
+// MULTI, SUBSCRIBE, CLIENT, blocking acquires), errors, authentication,
+// inline requests, requests split over several reads, protocol errors.
+func TestLoopAnswersAsGoroutine(t *testing.T) {
+	scripts := map[string][]string{
+		"pipeline": {mb("SET", "a", "1") + mb("GET", "a") + mb("PING") + mb("INCR", "a") + mb("HELLO", "3") +
+			mb("GET", "a") + mb("HELLO", "2") + mb("MULTI") + mb("SET", "b", "2") + mb("GET", "b") + mb("EXEC") +
+			mb("GET", "b") + mb("ECHO", "x") + mb("QUIT")},
+		"one by one": {mb("SET", "a", "1"), mb("CLIENT", "SETNAME", "n1"), mb("GET", "a"), mb("CLIENT", "GETNAME"),
+			mb("DEL", "a"), mb("GET", "a"), mb("QUIT")},
+		"inline":      {"SET c 3\r\nGET c\r\n", "EXISTS c\r\n\r\nQUIT\r\n"},
+		"split":       splitEvery(mb("SET", "k", strings.Repeat("v", 100))+mb("GET", "k")+mb("PING")+mb("GET", "k")+mb("QUIT"), 7),
+		"errors":      {mb("GET") + mb("FOO", "bar") + mb("SET", "a", "1", "BOGUS") + mb("INCR", "a") + mb("SET", "a", "x") + mb("INCR", "a") + mb("QUIT")},
+		"bad request": {mb("SET", "a", "1") + mb("GET", "a") + "*1\r\n$x\r\n" + mb("GET", "a")},
+		"bad inline":  {mb("GET", "a") + "GET \"a\r\n"},
+		"locks": {mb("LOCK.ACQUIRE", "r", "o1", "PX", "60000") + mb("LOCK.ACQUIRE", "r", "o2", "PX", "60000", "WAIT", "50") +
+			mb("LOCK.ACQUIRE", "q", "o1", "PX", "60000", "WAIT", "50") + mb("LOCK.RELEASE", "r", "1") + mb("GET", "r") + mb("QUIT")},
+		"subscribe": {mb("SET", "s", "1") + mb("SUBSCRIBE", "ch") + mb("PING") + mb("UNSUBSCRIBE", "ch"), mb("GET", "s") + mb("QUIT")},
+		"resp3":     {mb("HELLO", "3"), mb("HSET", "h", "f", "v") + mb("HGETALL", "h") + mb("GET", "nope"), mb("QUIT")},
+	}
+	for name, chunks := range scripts {
+		t.Run(name, func(t *testing.T) {
+			plain := startServer(t, Config{}, newFSMStore())
+			looped := startLoopServer(t, Config{}, newFSMStore())
+			want := converse(t, plain.Addr(), chunks...)
+			got := converse(t, looped.Addr(), chunks...)
+			if got != want {
+				t.Fatalf("event loop answered\n%q\na connection's goroutine answered\n%q", got, want)
+			}
+			if len(want) == 0 {
+				t.Fatal("no reply at all")
+			}
+		})
+	}
+	t.Run("requirepass", func(t *testing.T) {
+		chunks := []string{mb("GET", "a") + mb("AUTH", "nope") + mb("GET", "a"), mb("AUTH", "pw"), mb("SET", "a", "1") + mb("GET", "a") + mb("QUIT")}
+		plain := startServer(t, Config{RequirePass: "pw"}, newFSMStore())
+		looped := startLoopServer(t, Config{RequirePass: "pw"}, newFSMStore())
+		if got, want := converse(t, looped.Addr(), chunks...), converse(t, plain.Addr(), chunks...); got != want {
+			t.Fatalf("event loop answered\n%q\na connection's goroutine answered\n%q", got, want)
+		}
+	})
+}
+
+// clientID asks CLIENT ID.
+func clientID(t *testing.T, c *client) int64 {
+	t.Helper()
+	got := c.do("CLIENT", "ID")
+	id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(got, ":"), "\r\n"), 10, 64)
+	if err != nil {
+		t.Fatalf("CLIENT ID: %q", got)
+	}
+	return id
+}
+
+func splitEvery(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out, s = append(out, s[:n]), s[n:]
+	}
+	return append(out, s)
+}
+
+// gateStore is an fsmStore whose Do records each batch's size and, while the
+// gate is shut, waits for it to open.
+type gateStore struct {
+	*fsmStore
+	mu      sync.Mutex
+	sizes   []int
+	shut    chan struct{} // nil: open
+	entered chan struct{} // receives once per Do that waits at the gate
+}
+
+func (g *gateStore) Do(ctx context.Context, reqs []command.Request) []resp.Value {
+	g.mu.Lock()
+	g.sizes = append(g.sizes, len(reqs))
+	shut := g.shut
+	g.mu.Unlock()
+	if shut != nil {
+		g.entered <- struct{}{}
+		<-shut
+	}
+	return g.fsmStore.Do(ctx, reqs)
+}
+
+func (g *gateStore) close() { g.mu.Lock(); g.shut = make(chan struct{}); g.mu.Unlock() }
+func (g *gateStore) open()  { g.mu.Lock(); close(g.shut); g.shut = nil; g.mu.Unlock() }
+func (g *gateStore) batchSizes() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]int(nil), g.sizes...)
+}
+
+// The commands several clients send while a batch commits go to the store
+// together, as one batch, and each client gets its own replies.
+func TestLoopBatchesClients(t *testing.T) {
+	g := &gateStore{fsmStore: newFSMStore(), entered: make(chan struct{}, 16)}
+	s := startLoopServer(t, Config{}, g)
+	var clients []*client
+	for range 5 {
+		c := dialClient(t, s.Addr())
+		clients = append(clients, c)
+		id := clientID(t, c)
+		waitFor(t, "the loop owns the connection", func() bool { return s.loopOwns(id) })
+	}
+	g.close()
+	first := make(chan string, 1)
+	go func() { first <- clients[0].do("SET", "k0", "v0") }()
+	<-g.entered // the loop waits in Do
+	for i, c := range clients[1:] {
+		c.nc.Write(append(multibulk("SET", "k"+strconv.Itoa(i+1), "v"+strconv.Itoa(i+1)), multibulk("GET", "k"+strconv.Itoa(i+1))...))
+	}
+	g.open()
+	if got := <-first; got != okReply {
+		t.Fatalf("first client: %q", got)
+	}
+	for i, c := range clients[1:] {
+		var out []byte
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := readFrame(c.r, &out); err == nil {
+			err = readFrame(c.r, &out)
+		}
+		v := "v" + strconv.Itoa(i+1)
+		if want := okReply + "$" + strconv.Itoa(len(v)) + "\r\n" + v + "\r\n"; string(out) != want {
+			t.Fatalf("client %d: %q, want %q", i+1, out, want)
+		}
+	}
+	if sizes := g.batchSizes(); len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 8 {
+		t.Fatalf("store batches %v, want [1 8]: the four clients' requests in one", sizes)
+	}
+}
+
+// A connection goes to a goroutine of its own for what the loop does not serve
+// and comes back once it is plain again; a subscriber or an open MULTI stays
+// with its goroutine.
+func TestLoopHandsConnectionsBack(t *testing.T) {
+	s := startLoopServer(t, Config{}, newFSMStore())
+	c := dialClient(t, s.Addr())
+	id := clientID(t, c)
+	waitFor(t, "the loop owns the connection again after CLIENT ID", func() bool { return s.loopOwns(id) })
+	if got := c.do("MULTI"); got != okReply {
+		t.Fatal(got)
+	}
+	if got := c.do("SET", "a", "1"); got != "+QUEUED\r\n" {
+		t.Fatal(got)
+	}
+	if s.loopOwns(id) {
+		t.Fatal("the loop took a connection inside MULTI")
+	}
+	if got := c.do("DISCARD"); got != okReply {
+		t.Fatal(got)
+	}
+	waitFor(t, "the loop owns the connection after DISCARD", func() bool { return s.loopOwns(id) })
+	if got := c.do("SUBSCRIBE", "ch"); !strings.HasPrefix(got, "*3\r\n$9\r\nsubscribe\r\n") {
+		t.Fatal(got)
+	}
+	s.Publish([]byte("ch"), []byte("hello"))
+	var msg []byte
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := readFrame(c.r, &msg); err != nil || string(msg) != "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n" {
+		t.Fatalf("message %q, %v", msg, err)
+	}
+	if s.loopOwns(id) {
+		t.Fatal("the loop took a subscriber")
+	}
+	if got := c.do("UNSUBSCRIBE"); !strings.HasPrefix(got, "*3\r\n$11\r\nunsubscribe\r\n") {
+		t.Fatal(got)
+	}
+	// The confirmation may still be on its way out (pub/sub output is written
+	// by a goroutine of its own): the connection goes back after a batch that
+	// finds its output flushed.
+	waitFor(t, "the loop owns the connection after UNSUBSCRIBE", func() bool {
+		return c.do("SET", "a", "2") == okReply && s.loopOwns(id)
+	})
+	if got := c.do("GET", "a"); got != "$1\r\n2\r\n" {
+		t.Fatal(got)
+	}
+}
+
+// CLIENT KILL ends a connection the loop owns: its client reads the end, and
+// CLIENT LIST no longer shows it.
+func TestLoopClientKill(t *testing.T) {
+	s := startLoopServer(t, Config{}, newFSMStore())
+	victim, killer := dialClient(t, s.Addr()), dialClient(t, s.Addr())
+	n := clientID(t, victim)
+	id := strconv.FormatInt(n, 10)
+	waitFor(t, "the loop owns the connection", func() bool { return s.loopOwns(n) })
+	if got := killer.do("CLIENT", "KILL", "ID", id); got != ":1\r\n" {
+		t.Fatalf("CLIENT KILL: %q", got)
+	}
+	if !victim.closed() {
+		t.Fatal("the killed client's connection stayed open")
+	}
+	waitFor(t, "CLIENT LIST no longer shows the killed client", func() bool {
+		return !strings.Contains(killer.do("CLIENT", "LIST"), "id="+id+" ")
+	})
+}
+
+// Shutdown answers a request the loop is committing, then closes.
+func TestLoopShutdownDrains(t *testing.T) {
+	g := &gateStore{fsmStore: newFSMStore(), entered: make(chan struct{}, 1)}
+	s := startLoopServer(t, Config{}, g)
+	c := dialClient(t, s.Addr())
+	g.close()
+	c.nc.Write(multibulk("SET", "k", "v"))
+	<-g.entered
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(5 * time.Second) }()
+	waitFor(t, "Shutdown has begun", s.shuttingDown)
+	g.open()
+	var out []byte
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := readFrame(c.r, &out); err != nil || string(out) != okReply {
+		t.Fatalf("reply %q, %v", out, err)
+	}
+	if !c.closed() {
+		t.Fatal("connection still open after Shutdown")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A client that sends more than it reads gets every reply, whole and in order:
+// what its socket does not take goes through its goroutine, and the loop takes
+// the connection back afterwards.
+func TestLoopSlowReader(t *testing.T) {
+	s := startLoopServer(t, Config{}, newFSMStore())
+	c := dialClient(t, s.Addr())
+	big := strings.Repeat("x", 256<<10)
+	if got := c.do("SET", "big", big); got != okReply {
+		t.Fatal(got)
+	}
+	const n = 64 // 16 MiB of replies, more than loopback's socket buffers
+	var req []byte
+	for range n {
+		req = append(req, multibulk("GET", "big")...)
+	}
+	c.nc.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := c.nc.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	want := "$" + strconv.Itoa(len(big)) + "\r\n" + big + "\r\n"
+	for i := range n {
+		var out []byte
+		if err := readFrame(c.r, &out); err != nil || string(out) != want {
+			t.Fatalf("reply %d: %d bytes, %v", i, len(out), err)
+		}
+	}
+	id := clientID(t, c)
+	waitFor(t, "the loop owns the connection again", func() bool { return s.loopOwns(id) })
+	if got := c.do("EXISTS", "big"); got != ":1\r\n" {
+		t.Fatal(got)
+	}
+}
