@@ -60,6 +60,10 @@ type conn struct {
 	// and the View fetched afresh during the current batch (nil: none yet).
 	clusterAware bool
 	batchView    *shard.View
+
+	// plainBatches counts the batches in a row this connection's goroutine
+	// answered that the event loop could have (handBack).
+	plainBatches int
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -83,6 +87,7 @@ func (c *conn) serve() (toLoop bool) {
 		replies, protos = replies[:0], protos[:0]
 		batch, batchAt = batch[:0], batchAt[:0]
 		var perr error
+		plain := true // every command of the batch is one the loop serves
 		for n := 0; ; n++ {
 			args, err := c.rd.next(n == 0)
 			if err != nil {
@@ -105,11 +110,13 @@ func (c *conn) serve() (toLoop bool) {
 				replies = append(replies, resp.Error("ERR Can't execute '"+strings.ToLower(string(args[0]))+
 					"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
 				protos = append(protos, 2)
+				plain = false
 				continue
 			}
 			if c.tx != nil && !txControl(args[0]) {
 				replies = append(replies, c.enqueue(args))
 				protos = append(protos, c.protocol())
+				plain = false
 				continue
 			}
 			if spec, ok := command.Lookup(args[0]); ok {
@@ -129,11 +136,13 @@ func (c *conn) serve() (toLoop bool) {
 					continue
 				}
 				batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.scriptUser(spec)})
+				plain = plain && !batch[len(batch)-1].Blocks()
 				batchAt = append(batchAt, len(replies))
 				replies = append(replies, resp.Value{})
 				continue
 			}
 			// A local command: keyspace commands before it are answered first.
+			plain = false
 			replies = c.flushBatch(batch, batchAt, replies)
 			batch, batchAt = batch[:0], batchAt[:0]
 			if pubsubCommand(args[0]) {
@@ -162,7 +171,7 @@ func (c *conn) serve() (toLoop bool) {
 		if perr != nil || c.quit {
 			return false
 		}
-		if c.srv.loop != nil && c.srv.loop.take(c) {
+		if c.srv.loop != nil && c.handBack(plain) && c.srv.loop.take(c) {
 			return true
 		}
 	}

@@ -142,6 +142,25 @@ func (t *loopTurn) reset() {
 	}
 }
 
+// handBackAfter is how many batches in a row a connection's goroutine answers
+// that the loop could have before it offers the connection back. A client that
+// keeps coming back to what the loop does not serve — a blocking acquire every
+// other command, as a lock waiter sends — so stays with its goroutine rather
+// than paying two moves per wait, each a turn late (moving every time halved
+// the hot-name hand-overs of make bench-ab).
+const handBackAfter = 16
+
+// handBack counts the batch just answered (plain: the loop could have served
+// it) and reports whether the connection has earned its way back to the loop.
+func (c *conn) handBack(plain bool) bool {
+	if !plain {
+		c.plainBatches = 0
+		return false
+	}
+	c.plainBatches++
+	return c.plainBatches >= handBackAfter
+}
+
 // loopReady reports whether c, served by its goroutine, may go back to the
 // loop: it is plain TCP, read to the end, in no state the loop does not
 // track, and has no output queued.

@@ -223,6 +223,7 @@ func (l *loop) answer(c *conn) {
 	// A command the loop does not serve, or a client that does not read fast
 	// enough: its goroutine takes over, with the unread bytes and the unsent ones.
 	l.release(c)
+	c.plainBatches = 0
 	if t.rerr != nil {
 		c.rd.pushback(nil, t.rerr)
 	}

@@ -128,6 +128,15 @@ func TestLoopAnswersAsGoroutine(t *testing.T) {
 	})
 }
 
+// backToLoop sends c's connection commands the loop serves until the loop owns
+// it again (its goroutine hands it back after handBackAfter of them).
+func backToLoop(t *testing.T, s *Server, c *client, id int64, why string) {
+	t.Helper()
+	waitFor(t, "the loop owns the connection again "+why, func() bool {
+		return c.do("EXISTS", "nokey") == ":0\r\n" && s.loopOwns(id)
+	})
+}
+
 // clientID asks CLIENT ID.
 func clientID(t *testing.T, c *client) int64 {
 	t.Helper()
@@ -186,9 +195,11 @@ func TestLoopBatchesClients(t *testing.T) {
 	for range 5 {
 		c := dialClient(t, s.Addr())
 		clients = append(clients, c)
-		id := clientID(t, c)
-		waitFor(t, "the loop owns the connection", func() bool { return s.loopOwns(id) })
+		backToLoop(t, s, c, clientID(t, c), "after CLIENT ID")
 	}
+	g.mu.Lock()
+	g.sizes = nil // count from here
+	g.mu.Unlock()
 	g.close()
 	first := make(chan string, 1)
 	go func() { first <- clients[0].do("SET", "k0", "v0") }()
@@ -223,7 +234,7 @@ func TestLoopHandsConnectionsBack(t *testing.T) {
 	s := startLoopServer(t, Config{}, newFSMStore())
 	c := dialClient(t, s.Addr())
 	id := clientID(t, c)
-	waitFor(t, "the loop owns the connection again after CLIENT ID", func() bool { return s.loopOwns(id) })
+	backToLoop(t, s, c, id, "after CLIENT ID")
 	if got := c.do("MULTI"); got != okReply {
 		t.Fatal(got)
 	}
@@ -236,7 +247,7 @@ func TestLoopHandsConnectionsBack(t *testing.T) {
 	if got := c.do("DISCARD"); got != okReply {
 		t.Fatal(got)
 	}
-	waitFor(t, "the loop owns the connection after DISCARD", func() bool { return s.loopOwns(id) })
+	backToLoop(t, s, c, id, "after DISCARD")
 	if got := c.do("SUBSCRIBE", "ch"); !strings.HasPrefix(got, "*3\r\n$9\r\nsubscribe\r\n") {
 		t.Fatal(got)
 	}
@@ -252,12 +263,25 @@ func TestLoopHandsConnectionsBack(t *testing.T) {
 	if got := c.do("UNSUBSCRIBE"); !strings.HasPrefix(got, "*3\r\n$11\r\nunsubscribe\r\n") {
 		t.Fatal(got)
 	}
-	// The confirmation may still be on its way out (pub/sub output is written
-	// by a goroutine of its own): the connection goes back after a batch that
-	// finds its output flushed.
-	waitFor(t, "the loop owns the connection after UNSUBSCRIBE", func() bool {
-		return c.do("SET", "a", "2") == okReply && s.loopOwns(id)
-	})
+	backToLoop(t, s, c, id, "after UNSUBSCRIBE")
+	if got := c.do("SET", "a", "2"); got != okReply {
+		t.Fatal(got)
+	}
+	// A blocking acquire keeps the connection with its goroutine for
+	// handBackAfter batches the loop could serve: a waiter that comes back
+	// to waiting is not moved twice per wait.
+	if got := c.do("LOCK.ACQUIRE", "l", "o", "PX", "60000", "WAIT", "100"); !strings.HasPrefix(got, ":") {
+		t.Fatal(got)
+	}
+	for i := range handBackAfter {
+		if s.loopOwns(id) {
+			t.Fatalf("the loop took the waiter back after %d plain batches", i)
+		}
+		if got := c.do("EXISTS", "nokey"); got != ":0\r\n" {
+			t.Fatal(got)
+		}
+	}
+	waitFor(t, "the loop owns the connection after the plain batches", func() bool { return s.loopOwns(id) })
 	if got := c.do("GET", "a"); got != "$1\r\n2\r\n" {
 		t.Fatal(got)
 	}
@@ -270,7 +294,7 @@ func TestLoopClientKill(t *testing.T) {
 	victim, killer := dialClient(t, s.Addr()), dialClient(t, s.Addr())
 	n := clientID(t, victim)
 	id := strconv.FormatInt(n, 10)
-	waitFor(t, "the loop owns the connection", func() bool { return s.loopOwns(n) })
+	backToLoop(t, s, victim, n, "after CLIENT ID")
 	if got := killer.do("CLIENT", "KILL", "ID", id); got != ":1\r\n" {
 		t.Fatalf("CLIENT KILL: %q", got)
 	}
@@ -333,8 +357,7 @@ func TestLoopSlowReader(t *testing.T) {
 			t.Fatalf("reply %d: %d bytes, %v", i, len(out), err)
 		}
 	}
-	id := clientID(t, c)
-	waitFor(t, "the loop owns the connection again", func() bool { return s.loopOwns(id) })
+	backToLoop(t, s, c, clientID(t, c), "after the replies")
 	if got := c.do("EXISTS", "big"); got != ":1\r\n" {
 		t.Fatal(got)
 	}
