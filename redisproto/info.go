@@ -28,6 +28,7 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 			return [][2]string{
 				{"redis_version", RedisVersion}, {"lockd_version", s.cfg.Version}, {"redis_mode", "standalone"},
 				{"os", runtime.GOOS + " " + runtime.GOARCH}, {"arch_bits", "64"}, {"go_version", runtime.Version()},
+				{"multiplexing_api", s.multiplexingAPI()},
 				{"process_id", strconv.Itoa(os.Getpid())}, {"tcp_port", portOf(s.Addr())},
 				{"uptime_in_seconds", strconv.FormatInt(int64(up/time.Second), 10)},
 				{"uptime_in_days", strconv.FormatInt(int64(up/(24*time.Hour)), 10)},
@@ -35,7 +36,8 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 		}},
 		{"Clients", func() [][2]string {
 			blocked := pairValue(s.store.LockInfo(), "blocked_clients", "0")
-			return [][2]string{{"connected_clients", strconv.Itoa(len(s.clients()))}, {"blocked_clients", blocked}}
+			return [][2]string{{"connected_clients", strconv.Itoa(len(s.clients()))},
+				{"event_loop_clients", strconv.Itoa(s.loopClients())}, {"blocked_clients", blocked}}
 		}},
 		{"Memory", func() [][2]string {
 			var m runtime.MemStats

@@ -87,6 +87,26 @@ func (s *Server) rawConn(nc net.Conn) syscall.RawConn {
 	return rc
 }
 
+// multiplexingAPI is INFO's multiplexing_api: "epoll" with the event loop,
+// "goroutine" (a goroutine per connection) without.
+func (s *Server) multiplexingAPI() string {
+	if s.loop == nil {
+		return "goroutine"
+	}
+	return "epoll"
+}
+
+// loopClients is the number of connections the event loop serves now (INFO
+// event_loop_clients); the others each have a goroutine.
+func (s *Server) loopClients() int {
+	if s.loop == nil {
+		return 0
+	}
+	s.loop.mu.Lock()
+	defer s.loop.mu.Unlock()
+	return len(s.loop.conns)
+}
+
 // wake makes the loop look at the server again (Shutdown).
 func (l *loop) wake() {
 	syscall.Write(l.wakeW, []byte{1})
