@@ -225,23 +225,27 @@ func (l *loop) turn() {
 func (l *loop) answer(c *conn) {
 	out := c.renderTurn()
 	t := &c.lt
-	n, err := rawWrite(c.raw, out)
+	var n int
+	var err error
+	if len(out) > 0 {
+		n, err = rawWrite(c.raw, out)
+	}
 	if err != nil {
 		l.end(c)
 		return
 	}
-	if t.perr != nil || c.quit {
-		l.end(c)
-		return
-	}
-	if !t.handoff && n == len(out) {
-		if t.rerr != nil { // end of file (or a read error), and nothing left to answer
+	// The connection ends once its replies are out after a protocol error, a
+	// deleted user (quit), or the end of its input with nothing left unread.
+	ending := t.perr != nil || c.quit || t.rerr != nil && !t.handoff
+	if n == len(out) && (ending || !t.handoff) {
+		if ending {
 			l.end(c)
 		}
 		return
 	}
 	// A command the loop does not serve, or a client that does not read fast
-	// enough: its goroutine takes over, with the unread bytes and the unsent ones.
+	// enough: its goroutine takes over, with the unread bytes and the unsent
+	// ones (and ends it after them if it is ending).
 	l.release(c)
 	c.plainBatches = 0
 	if t.rerr != nil {
@@ -249,7 +253,7 @@ func (l *loop) answer(c *conn) {
 	}
 	rest := append([]byte(nil), out[n:]...)
 	go func() {
-		if len(rest) > 0 && !c.send(rest, true) {
+		if len(rest) > 0 && !c.send(rest, true) || ending {
 			l.srv.endConn(c)
 			return
 		}

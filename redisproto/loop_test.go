@@ -361,4 +361,19 @@ func TestLoopSlowReader(t *testing.T) {
 	if got := c.do("EXISTS", "big"); got != ":1\r\n" {
 		t.Fatal(got)
 	}
+
+	// The same pipeline ended by a malformed request: every reply, then the
+	// protocol error, then the end of the connection.
+	slow := dialClient(t, s.Addr())
+	slow.nc.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := slow.nc.Write(append(req, "*1\r\n$x\r\n"...)); err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(slow.r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantAll := strings.Repeat(want, n) + "-ERR Protocol error: invalid bulk length\r\n"; string(all) != wantAll {
+		t.Fatalf("got %d bytes ending %q, want %d", len(all), all[max(0, len(all)-60):], len(wantAll))
+	}
 }

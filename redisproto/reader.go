@@ -107,6 +107,7 @@ func (r *reader) next(block bool) ([][]byte, error) {
 		args, n, err := r.parse(r.buf[r.start:r.end])
 		if err == nil {
 			r.start += n
+			r.want = 0
 			if len(args) == 0 {
 				continue
 			}
