@@ -29,9 +29,13 @@ import (
 //
 // Each turn is synchronous: the loop reads nothing while the Store commits its
 // batch. Variants that kept reading during the commit made smaller batches and
-// did worse. A store that stalls (an election) stalls every connection the loop
-// owns, which is why the server enables the loop only where one Raft group
-// serves every key: there every request waits for the same group anyway.
+// did worse. A batch that takes longer than stallAfter (an election, a slow
+// disk) does not hold the loop: the turn's connections leave it, a goroutine
+// answers them when the batch is done and hands each to a goroutine of its
+// own, and the loop goes on serving the others — a PING, say, which a node
+// answers while it has no leader. The server enables the loop only where one
+// Raft group serves every key, where every keyspace request waits for the same
+// group anyway.
 
 // ErrNoEventLoop is returned by EnableEventLoop where the platform has no
 // epoll (the loop is Linux only) or the port speaks TLS.
@@ -107,20 +111,21 @@ func (c *conn) parseTurn(batch []command.Request, slots []loopSlot) ([]command.R
 	}
 }
 
-// runBatch runs a turn's keyspace requests as one Store batch and puts each
-// reply in its connection's slot.
-func (s *Server) runBatch(batch []command.Request, slots []loopSlot) {
-	if len(batch) == 0 {
-		return
-	}
-	started := time.Now()
-	res := s.store.Do(s.ctx, batch)
-	took := time.Since(started)
+// fillReplies puts each reply of a turn's batch in its connection's slot.
+func fillReplies(batch []command.Request, slots []loopSlot, res []resp.Value, took time.Duration) {
 	for i, v := range res {
 		sl := slots[i]
 		sl.c.lt.replies[sl.at] = v
 		sl.c.observe(batch[i].Spec.Name, batch[i].Args, v, took)
 	}
+}
+
+// ending reports whether c ends once its replies of this turn are out: after a
+// protocol error, a deleted user (quit), or the end of its input with nothing
+// left unread.
+func (c *conn) ending() bool {
+	t := &c.lt
+	return t.perr != nil || c.quit || t.rerr != nil && !t.handoff
 }
 
 // renderTurn renders c's replies of this turn, with what serve adds at the end

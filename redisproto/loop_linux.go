@@ -3,10 +3,13 @@ package redisproto
 import (
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
 )
 
 // loop is the event loop (loop.go): one goroutine, epoll over the sockets of
@@ -25,6 +28,7 @@ type loop struct {
 	stopped bool            // the loop has ended every connection and takes no more
 
 	// The current turn's scratch (the loop goroutine only).
+	stall  *time.Timer // stallAfter for the batch in flight
 	events []syscall.EpollEvent
 	ready  []*conn
 	batch  []command.Request
@@ -59,7 +63,8 @@ func (s *Server) EnableEventLoop() error {
 		return err
 	}
 	l := &loop{srv: s, epfd: epfd, wakeR: p[0], wakeW: p[1], conns: map[int64]*conn{},
-		events: make([]syscall.EpollEvent, 256)}
+		events: make([]syscall.EpollEvent, 256), stall: time.NewTimer(time.Hour)}
+	l.stall.Stop()
 	s.loop = l
 	s.wg.Add(1)
 	go l.run()
@@ -211,13 +216,50 @@ func (l *loop) turn() {
 		c.auth.stale = true // re-read the users for this turn (auth.go)
 		batch, slots = c.parseTurn(batch, slots)
 	}
-	l.srv.runBatch(batch, slots)
+	if len(batch) > 0 && !l.runBatch(batch, slots) {
+		l.batch, l.slots = nil, nil // the detached turn keeps them
+		return
+	}
 	clear(batch) // keep no request's arguments until the next turn
 	clear(slots)
 	l.batch, l.slots = batch[:0], slots[:0]
 	for _, c := range l.ready {
 		l.answer(c)
 	}
+}
+
+// stallAfter is how long the loop waits for a turn's batch before it lets the
+// turn's connections go (loop.go): well above a commit on a busy small machine
+// (a p99 of 10–25 ms), well below what a health check waits for a PING.
+const stallAfter = 50 * time.Millisecond
+
+// runBatch runs the turn's batch and reports whether it came back within
+// stallAfter, the replies in their slots. If not, the turn's connections have
+// left the loop, and a goroutine answers them when the batch is done and moves
+// each to a goroutine of its own (moveOut).
+func (l *loop) runBatch(batch []command.Request, slots []loopSlot) bool {
+	started := time.Now()
+	done := make(chan []resp.Value, 1)
+	go func() { done <- l.srv.store.Do(l.srv.ctx, batch) }()
+	l.stall.Reset(stallAfter)
+	select {
+	case res := <-done:
+		l.stall.Stop()
+		fillReplies(batch, slots, res, time.Since(started))
+		return true
+	case <-l.stall.C:
+	}
+	ready := slices.Clone(l.ready)
+	for _, c := range ready {
+		l.release(c)
+	}
+	go func() {
+		fillReplies(batch, slots, <-done, time.Since(started))
+		for _, c := range ready {
+			l.moveOut(c, c.renderTurn(), c.ending())
+		}
+	}()
+	return false
 }
 
 // answer writes c's replies of this turn and decides what becomes of it: it
@@ -234,9 +276,7 @@ func (l *loop) answer(c *conn) {
 		l.end(c)
 		return
 	}
-	// The connection ends once its replies are out after a protocol error, a
-	// deleted user (quit), or the end of its input with nothing left unread.
-	ending := t.perr != nil || c.quit || t.rerr != nil && !t.handoff
+	ending := c.ending()
 	if n == len(out) && (ending || !t.handoff) {
 		if ending {
 			l.end(c)
@@ -244,14 +284,19 @@ func (l *loop) answer(c *conn) {
 		return
 	}
 	// A command the loop does not serve, or a client that does not read fast
-	// enough: its goroutine takes over, with the unread bytes and the unsent
-	// ones (and ends it after them if it is ending).
+	// enough.
 	l.release(c)
+	l.moveOut(c, out[n:], ending)
+}
+
+// moveOut gives c, released from the loop, to a goroutine of its own, which
+// sends rest (replies the socket did not take yet), then ends c if ending, or
+// serves it (conn.serve) with the bytes it has buffered.
+func (l *loop) moveOut(c *conn, rest []byte, ending bool) {
 	c.plainBatches = 0
-	if t.rerr != nil {
-		c.rd.pushback(nil, t.rerr)
+	if t := &c.lt; t.rerr != nil && !ending {
+		c.rd.pushback(nil, t.rerr) // what ended reading, after the buffered requests
 	}
-	rest := append([]byte(nil), out[n:]...)
 	go func() {
 		if len(rest) > 0 && !c.send(rest, true) || ending {
 			l.srv.endConn(c)

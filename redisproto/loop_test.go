@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -304,6 +305,39 @@ func TestLoopClientKill(t *testing.T) {
 	waitFor(t, "CLIENT LIST no longer shows the killed client", func() bool {
 		return !strings.Contains(killer.do("CLIENT", "LIST"), "id="+id+" ")
 	})
+}
+
+// A batch that does not come back (a store waiting for a leader) does not
+// hold up the loop's other clients: a PING is answered meanwhile, and the
+// stalled clients get their replies once the store answers.
+func TestLoopStalledBatchLetsOthersThrough(t *testing.T) {
+	g := &gateStore{fsmStore: newFSMStore(), entered: make(chan struct{}, 4)}
+	s := startLoopServer(t, Config{}, g)
+	stalled, pinger := dialClient(t, s.Addr()), dialClient(t, s.Addr())
+	for _, c := range []*client{stalled, pinger} {
+		backToLoop(t, s, c, clientID(t, c), "after CLIENT ID")
+	}
+	g.close()
+	stalled.nc.Write(multibulk("SET", "k", "v"))
+	<-g.entered
+	if got := pinger.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING while a batch stalls: %q", got)
+	}
+	pinger.nc.Write(multibulk("GET", "k")) // a batch of its own, stalled too
+	<-g.entered
+	g.open()
+	for _, tc := range []struct {
+		c    *client
+		want []string
+	}{{stalled, []string{okReply}}, {pinger, []string{"$1\r\nv\r\n", "$-1\r\n"}}} { // the two batches race
+		var out []byte
+		tc.c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := readFrame(tc.c.r, &out); err != nil || !slices.Contains(tc.want, string(out)) {
+			t.Fatalf("after the store answered: %q, %v; want one of %q", out, err, tc.want)
+		}
+	}
+	// Both go back to the loop later, as any connection its goroutine serves.
+	backToLoop(t, s, stalled, clientID(t, stalled), "after the stall")
 }
 
 // Shutdown answers a request the loop is committing, then closes.
