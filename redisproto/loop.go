@@ -23,7 +23,8 @@ import (
 // SUBSCRIBE, ...; a LOCK.ACQUIRE … WAIT) is left unread, and after the turn
 // the connection moves, with the bytes it has buffered, to a goroutine of its
 // own (conn.serve), which answers exactly as it answers every connection when
-// there is no loop. That goroutine hands the connection back (take) once it has
+// there is no loop. That goroutine hands the connection back (take) after
+// handBackAfter batches in a row the loop could have served, once it has
 // answered everything it read and the connection is plain again: no MULTI, no
 // subscription, not a MONITOR, not cluster-aware, no output queued.
 //
