@@ -97,9 +97,7 @@ func (c *conn) serve() (toLoop bool) {
 			if args == nil {
 				break
 			}
-			c.srv.stats.commands.Add(1)
-			c.srv.monitors.feed(c, args)
-			if v, denied := c.authorize(args); denied { // NOAUTH, NOPERM (auth.go)
+			if v, denied := c.admit(args); denied {
 				replies, protos = append(replies, v), append(protos, c.protocol())
 				if c.quit {
 					break
@@ -175,6 +173,16 @@ func (c *conn) serve() (toLoop bool) {
 			return true
 		}
 	}
+}
+
+// admit counts a request read from c, shows it to MONITOR and checks it
+// (auth.go): denied, with the reply (NOAUTH, NOPERM) to send instead. Both
+// the goroutine and the event loop call it first for every request, so that
+// they count, show and refuse alike.
+func (c *conn) admit(args [][]byte) (resp.Value, bool) {
+	c.srv.stats.commands.Add(1)
+	c.srv.monitors.feed(c, args)
+	return c.authorize(args)
 }
 
 // noReply marks a reply slot whose bytes were already queued (pub/sub

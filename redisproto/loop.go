@@ -89,10 +89,8 @@ func (c *conn) parseTurn(batch []command.Request, slots []loopSlot) ([]command.R
 			return batch, slots
 		}
 		// As conn.serve does it, in its order.
-		c.srv.stats.commands.Add(1)
-		c.srv.monitors.feed(c, args)
 		proto := c.protocol()
-		if v, denied := c.authorize(args); denied {
+		if v, denied := c.admit(args); denied {
 			t.replies, t.protos = append(t.replies, v), append(t.protos, proto)
 			if c.quit {
 				return batch, slots
