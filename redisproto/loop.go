@@ -55,6 +55,15 @@ type loopTurn struct {
 	handoff bool  // a command was left unread for the connection's goroutine
 }
 
+// multiplexingAPI is INFO's multiplexing_api: "epoll" with the event loop,
+// "goroutine" (a goroutine per connection) without.
+func (s *Server) multiplexingAPI() string {
+	if s.loop == nil {
+		return "goroutine"
+	}
+	return "epoll"
+}
+
 // loopSlot is where a batched request's reply goes.
 type loopSlot struct {
 	c  *conn

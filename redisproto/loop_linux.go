@@ -92,15 +92,6 @@ func (s *Server) rawConn(nc net.Conn) syscall.RawConn {
 	return rc
 }
 
-// multiplexingAPI is INFO's multiplexing_api: "epoll" with the event loop,
-// "goroutine" (a goroutine per connection) without.
-func (s *Server) multiplexingAPI() string {
-	if s.loop == nil {
-		return "goroutine"
-	}
-	return "epoll"
-}
-
 // loopClients is the number of connections the event loop serves now (INFO
 // event_loop_clients); the others each have a goroutine.
 func (s *Server) loopClients() int {

@@ -15,7 +15,6 @@ type loop struct{}
 func (s *Server) EnableEventLoop() error { return ErrNoEventLoop }
 
 func (s *Server) rawConn(net.Conn) syscall.RawConn { return nil }
-func (s *Server) multiplexingAPI() string          { return "goroutine" }
 func (s *Server) loopClients() int                 { return 0 }
 func (l *loop) take(*conn) bool                    { return false }
 func (l *loop) wake()                              {}

@@ -181,7 +181,7 @@ func (s *Server) serveConn(c *conn) {
 // endConn closes c and forgets it; its owner (its goroutine or the loop) calls
 // it once, when it stops serving c.
 func (s *Server) endConn(c *conn) {
-	c.srv.monitors.remove(c)
+	s.monitors.remove(c)
 	c.dropSubscriptions()
 	c.nc.Close()
 	s.mu.Lock()
