@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -69,8 +71,12 @@ func TestEventLoopModes(t *testing.T) {
 		t.Fatalf("-event-loop off: event_loop_clients = %s", got)
 	}
 
-	if _, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", DataDir: t.TempDir(), EventLoop: "sometimes"}); err == nil ||
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", DataDir: dir, EventLoop: "sometimes"}); err == nil ||
 		!strings.Contains(err.Error(), `-event-loop "sometimes"`) {
 		t.Fatalf("-event-loop sometimes: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a refused -event-loop touched the data directory: %v", err)
 	}
 }

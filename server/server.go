@@ -154,6 +154,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("server: a data directory is required")
 	}
+	switch cfg.EventLoop { // checked before any port or file is touched
+	case "", "auto", "on", "off":
+	default:
+		return nil, fmt.Errorf("-event-loop %q: want auto, on or off", cfg.EventLoop)
+	}
 	if cfg.RESPAddr == "" {
 		cfg.RESPAddr = "127.0.0.1:6379"
 	}
@@ -274,24 +279,22 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// chooseEventLoop enables rs's event loop as mode (Config.EventLoop) says, for
-// a node of groups Raft groups.
+// chooseEventLoop enables rs's event loop as mode (Config.EventLoop, checked
+// by New) says, for a node of groups Raft groups.
 func chooseEventLoop(rs *redisproto.Server, mode string, groups int) error {
 	switch mode {
-	case "", "auto":
-		if groups != 1 {
-			return nil
-		}
-		if err := rs.EnableEventLoop(); err != nil && !errors.Is(err, redisproto.ErrNoEventLoop) {
-			return err
-		}
-		return nil
 	case "on":
 		return rs.EnableEventLoop()
 	case "off":
 		return nil
 	}
-	return fmt.Errorf("-event-loop %q: want auto, on or off", mode)
+	if groups != 1 { // auto
+		return nil
+	}
+	if err := rs.EnableEventLoop(); err != nil && !errors.Is(err, redisproto.ErrNoEventLoop) {
+		return err
+	}
+	return nil
 }
 
 // chooseGroups decides the group count of a new data directory (see
