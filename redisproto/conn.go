@@ -62,7 +62,8 @@ type conn struct {
 	batchView    *shard.View
 
 	// plainBatches counts the batches in a row this connection's goroutine
-	// answered that the event loop could have (handBack).
+	// answered that the event loop could have (handBack), since it last
+	// left the loop.
 	plainBatches int
 }
 

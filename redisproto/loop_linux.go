@@ -130,6 +130,7 @@ func (l *loop) take(c *conn) bool {
 		return false
 	}
 	c.rd.rd = rawReader{c.raw}
+	c.plainBatches = 0 // counted afresh when it next leaves the loop
 	l.conns[c.id] = c
 	return true
 }
@@ -284,7 +285,6 @@ func (l *loop) answer(c *conn) {
 // sends rest (replies the socket did not take yet), then ends c if ending, or
 // serves it (conn.serve) with the bytes it has buffered.
 func (l *loop) moveOut(c *conn, rest []byte, ending bool) {
-	c.plainBatches = 0
 	if t := &c.lt; t.rerr != nil && !ending {
 		c.rd.pushback(nil, t.rerr) // what ended reading, after the buffered requests
 	}
