@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
@@ -22,12 +21,17 @@ import (
 // once. Exactly one of them owns the connection at a time.
 type conn struct {
 	srv *Server
-	nc  net.Conn
-	rd  *reader
-	// raw is nc's descriptor for the event loop (nil: a TLS connection, or no
-	// loop), through which the loop reads and writes without blocking.
-	raw syscall.RawConn
-	lt  loopTurn // the loop's scratch for this connection (loop.go)
+	// The socket: nc while a goroutine owns the connection; while the event
+	// loop owns it, fd, a descriptor of the loop's own, and nc is nil
+	// (loop_linux.go: detach, attach). Only the owner changes them, under
+	// sockMu; the goroutines that are not the owner (kill, Shutdown) read them
+	// under sockMu, the owner without it.
+	sockMu sync.Mutex
+	nc     net.Conn
+	fd     int
+	tcp    bool // plain TCP on a server with the event loop: the loop may own it
+	rd     *reader
+	lt     loopTurn // the loop's scratch for this connection (loop.go)
 
 	// Output: replies (from this connection's goroutine) and pushed pub/sub
 	// messages (from the apply goroutine) share one ordered queue; one writer at a
@@ -69,9 +73,48 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	now := time.Now()
-	return &conn{srv: s, nc: nc, raw: s.rawConn(nc), rd: newReader(nc, s.cfg.Limits),
+	_, tcp := nc.(*net.TCPConn)
+	return &conn{srv: s, nc: nc, fd: -1, tcp: tcp && s.loop != nil, rd: newReader(nc, s.cfg.Limits),
 		id: s.nextID.Add(1), created: now, lastAt: now, proto: 2, clusterAware: s.cfg.Redirect,
 		addr: nc.RemoteAddr().String(), laddr: nc.LocalAddr().String()}
+}
+
+// stopReading makes c's goroutine stop reading (Shutdown's drain); the loop
+// stops reading its connections itself when Shutdown wakes it.
+func (c *conn) stopReading() {
+	c.sockMu.Lock()
+	defer c.sockMu.Unlock()
+	if c.nc != nil {
+		c.nc.SetReadDeadline(time.Now())
+	}
+}
+
+// kill closes c from a goroutine that does not own it (CLIENT KILL, ACL
+// DELUSER, Shutdown past its drain). The loop's descriptor is shut down
+// rather than closed, so that the loop — which does not hear of a close —
+// reads the end and ends it; a goroutine's read or write fails on the closed
+// net.Conn.
+func (c *conn) kill() {
+	c.sockMu.Lock()
+	defer c.sockMu.Unlock()
+	if c.nc != nil {
+		c.nc.Close()
+	} else if c.fd >= 0 {
+		shutdownFD(c.fd)
+	}
+}
+
+// closeSocket closes c's socket; its owner calls it once, when it ends c.
+func (c *conn) closeSocket() {
+	c.sockMu.Lock()
+	defer c.sockMu.Unlock()
+	if c.nc != nil {
+		c.nc.Close()
+	}
+	if c.fd >= 0 {
+		closeFD(c.fd)
+		c.fd = -1
+	}
 }
 
 // serve answers the connection on this goroutine until it ends (false: the

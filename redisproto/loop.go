@@ -178,7 +178,7 @@ func (c *conn) handBack(plain bool) bool {
 // loop: it is plain TCP, read to the end, in no state the loop does not
 // track, and has no output queued.
 func (c *conn) loopReady() bool {
-	if c.raw == nil || c.quit || c.tx != nil || c.clusterAware || c.rd.buffered() {
+	if !c.tcp || c.quit || c.tx != nil || c.clusterAware || c.rd.buffered() {
 		return false
 	}
 	if c.subCount() > 0 || c.srv.monitors.has(c) {

@@ -3,6 +3,7 @@ package redisproto
 import (
 	"io"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -10,13 +11,21 @@ import (
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
+	"golang.org/x/sys/unix"
 )
 
 // loop is the event loop (loop.go): one goroutine, epoll over the sockets of
-// the connections it owns. Its descriptors are touched only through each
-// connection's RawConn, which holds the descriptor open while it is used: a
-// Close elsewhere (CLIENT KILL, Shutdown) cannot make it read or write another
-// connection's socket that reused the number.
+// the connections it owns.
+//
+// The loop reads and writes a descriptor of its own for each socket it owns
+// (conn.fd), a duplicate made as it takes the connection, whose net.Conn it
+// then closes (detach); a connection that leaves the loop gets a net.Conn
+// again (attach). A socket the Go runtime's poller also watched would wake the
+// runtime's poller thread for each request that the loop then reads itself:
+// on the development VM half an epoll_pwait and a context switch per lock
+// cycle, about 15% of a single node's CPU. Only the owner closes the
+// descriptor (conn.closeSocket); others shut it down under the connection's
+// sockMu (conn.kill), so no one touches a number another socket reused.
 type loop struct {
 	srv   *Server
 	epfd  int
@@ -79,19 +88,6 @@ func eventID(ev *syscall.EpollEvent) int64 {
 	return int64(uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32)
 }
 
-// rawConn is nc's RawConn when the loop can serve it (plain TCP), else nil.
-func (s *Server) rawConn(nc net.Conn) syscall.RawConn {
-	tc, ok := nc.(*net.TCPConn)
-	if s.loop == nil || !ok {
-		return nil
-	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return rc
-}
-
 // loopClients is the number of connections the event loop serves now (INFO
 // event_loop_clients); the others each have a goroutine.
 func (s *Server) loopClients() int {
@@ -121,29 +117,79 @@ func (l *loop) take(c *conn) bool {
 	if l.stopped {
 		return false
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
-	setID(&ev, c.id)
-	var err error
-	if cerr := c.raw.Control(func(fd uintptr) {
-		err = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, int(fd), &ev)
-	}); cerr != nil || err != nil {
+	if !l.detach(c) {
 		return false
 	}
-	c.rd.rd = rawReader{c.raw}
+	c.rd.rd = rawReader(c.fd)
 	c.plainBatches = 0 // counted afresh when it next leaves the loop
 	l.conns[c.id] = c
 	return true
 }
 
+// detach gives the loop a descriptor of c's socket, in its epoll set, and
+// closes c's net.Conn, which takes the socket out of the runtime's poller
+// (see loop). false: nothing changed (the socket is closed, or out of
+// descriptors), and c's goroutine keeps it.
+func (l *loop) detach(c *conn) bool {
+	c.sockMu.Lock()
+	defer c.sockMu.Unlock()
+	sc, ok := c.nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	fd := -1
+	if cerr := rc.Control(func(s uintptr) {
+		fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
+	}); cerr != nil || err != nil {
+		return false
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
+	setID(&ev, c.id)
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		syscall.Close(fd)
+		return false
+	}
+	c.nc.Close()
+	c.nc, c.fd = nil, fd
+	return true
+}
+
+// attach makes c's socket a net.Conn again as c leaves the loop, for the
+// goroutine that owns c now. false: it could not (out of descriptors); the
+// socket is closed and the caller ends c.
+func (c *conn) attach() bool {
+	c.sockMu.Lock()
+	f := os.NewFile(uintptr(c.fd), "")
+	nc, err := net.FileConn(f) // a descriptor of its own, in the runtime's poller
+	f.Close()
+	c.fd = -1
+	if err == nil {
+		c.nc = nc
+		c.rd.rd = nc
+	}
+	c.sockMu.Unlock()
+	if err != nil {
+		c.srv.log.Warn("a client leaving the event loop could not be given a goroutine; closing it", "client", c.addr, "err", err)
+		return false
+	}
+	// Shutdown stops the goroutines' reads; it may have passed c while the
+	// loop still owned it.
+	if c.srv.shuttingDown() {
+		c.stopReading()
+	}
+	return true
+}
+
 // release takes c out of the epoll set and the loop's map.
 func (l *loop) release(c *conn) {
-	c.raw.Control(func(fd uintptr) {
-		syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil)
-	})
+	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
 	l.mu.Lock()
 	delete(l.conns, c.id)
 	l.mu.Unlock()
-	c.rd.rd = c.nc
 }
 
 // run is the loop's goroutine: until Shutdown, wait for ready connections and
@@ -262,7 +308,7 @@ func (l *loop) answer(c *conn) {
 	var n int
 	var err error
 	if len(out) > 0 {
-		n, err = rawWrite(c.raw, out)
+		n, err = rawWrite(c.fd, out)
 	}
 	if err != nil {
 		l.end(c)
@@ -289,7 +335,7 @@ func (l *loop) moveOut(c *conn, rest []byte, ending bool) {
 		c.rd.pushback(nil, t.rerr) // what ended reading, after the buffered requests
 	}
 	go func() {
-		if len(rest) > 0 && !c.send(rest, true) || ending {
+		if !c.attach() || len(rest) > 0 && !c.send(rest, true) || ending {
 			l.srv.endConn(c)
 			return
 		}
@@ -303,70 +349,45 @@ func (l *loop) end(c *conn) {
 	l.srv.endConn(c)
 }
 
-// rawReader reads a socket without blocking: errWouldBlock when nothing is
-// there, io.EOF at its end.
-type rawReader struct{ rc syscall.RawConn }
+// rawReader reads the loop's descriptor of a socket without blocking:
+// errWouldBlock when nothing is there, io.EOF at its end.
+type rawReader int
 
 func (r rawReader) Read(b []byte) (int, error) {
-	var n int
-	var err error
-	if cerr := r.rc.Read(func(fd uintptr) bool {
-		for {
-			n, err = syscall.Read(int(fd), b)
-			if err != syscall.EINTR {
-				return true
-			}
+	for {
+		n, err := syscall.Read(int(r), b)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return 0, errWouldBlock
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
 		}
-	}); cerr != nil {
-		return 0, cerr
+		return n, nil
 	}
-	switch {
-	case err == syscall.EAGAIN:
-		return 0, errWouldBlock
-	case err != nil:
-		return 0, err
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
 }
 
-// rawWrite writes b without blocking and returns how much was written; a full
-// socket buffer is not an error.
-func rawWrite(rc syscall.RawConn, b []byte) (int, error) {
+// rawWrite writes b to the loop's descriptor of a socket without blocking and
+// returns how much was written; a full socket buffer is not an error.
+func rawWrite(fd int, b []byte) (int, error) {
 	done := 0
-	var err error
-	if cerr := rc.Write(func(fd uintptr) bool {
-		for done < len(b) {
-			n, werr := syscall.Write(int(fd), b[done:])
-			if werr == syscall.EINTR {
-				continue
-			}
-			if werr != nil {
-				if werr != syscall.EAGAIN {
-					err = werr
-				}
-				return true
-			}
-			done += n
+	for done < len(b) {
+		n, err := syscall.Write(fd, b[done:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return done, nil
+		case err != nil:
+			return done, err
 		}
-		return true
-	}); cerr != nil {
-		return done, cerr
+		done += n
 	}
-	return done, err
+	return done, nil
 }
 
-// kill closes c from another goroutine (CLIENT KILL, ACL DELUSER). A plain
-// TCP connection is shut down rather than closed, so that whoever owns it —
-// its goroutine or the loop, which does not hear of a close — reads the end
-// and ends it.
-func (c *conn) kill() {
-	if c.raw == nil {
-		c.nc.Close()
-		return
-	}
-	if err := c.raw.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) }); err != nil {
-		c.nc.Close()
-	}
-}
+func shutdownFD(fd int) { syscall.Shutdown(fd, syscall.SHUT_RDWR) }
+func closeFD(fd int)    { syscall.Close(fd) }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -285,6 +286,46 @@ func TestLoopHandsConnectionsBack(t *testing.T) {
 	waitFor(t, "the loop owns the connection after the plain batches", func() bool { return s.loopOwns(id) })
 	if got := c.do("GET", "a"); got != "$1\r\n2\r\n" {
 		t.Fatal(got)
+	}
+}
+
+// openFDs counts the test process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// A connection moves between the loop and its goroutine many times, each
+// time on a socket of the new owner's (the loop's descriptor, a net.Conn),
+// with every request answered in order and no descriptor left behind.
+func TestLoopMovesKeepNoDescriptor(t *testing.T) {
+	s := startLoopServer(t, Config{}, newFSMStore())
+	before := openFDs(t)
+	c := dialClient(t, s.Addr())
+	id := clientID(t, c)
+	for round := range 8 {
+		backToLoop(t, s, c, id, "round "+strconv.Itoa(round))
+		v := strconv.Itoa(round)
+		if got := c.do("SET", "k", v); got != okReply {
+			t.Fatal(got)
+		}
+		if got := c.do("PING"); got != "+PONG\r\n" { // moves it to its goroutine
+			t.Fatal(got)
+		}
+		for range handBackAfter {
+			if got := c.do("GET", "k"); got != "$1\r\n"+v+"\r\n" {
+				t.Fatalf("round %d: %q", round, got)
+			}
+		}
+	}
+	c.nc.Close()
+	waitFor(t, "the server ends the connection", func() bool { return len(s.clients()) == 0 })
+	if after := openFDs(t); after != before {
+		t.Fatalf("%d descriptors open after the client left, %d before it came", after, before)
 	}
 }
 

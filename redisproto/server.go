@@ -183,7 +183,7 @@ func (s *Server) serveConn(c *conn) {
 func (s *Server) endConn(c *conn) {
 	s.monitors.remove(c)
 	c.dropSubscriptions()
-	c.nc.Close()
+	c.closeSocket()
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
@@ -211,9 +211,9 @@ func (s *Server) Shutdown(drain time.Duration) error {
 	err := s.ln.Close()
 	for c := range s.conns {
 		if drain > 0 {
-			c.nc.SetReadDeadline(time.Now()) // stop reading; answer what was read
+			c.stopReading() // answer what was read
 		} else {
-			c.nc.Close()
+			c.kill()
 		}
 	}
 	s.mu.Unlock()
@@ -231,7 +231,7 @@ func (s *Server) Shutdown(drain time.Duration) error {
 		case <-time.After(drain):
 			s.mu.Lock()
 			for c := range s.conns {
-				c.nc.Close()
+				c.kill()
 			}
 			s.mu.Unlock()
 		}
