@@ -195,11 +195,12 @@ func openJournal(dir, dbDir string, live *liveFiles, apply func([]*setsReq) erro
 			return fail(fmt.Errorf("journal: checkpoint: %w", err))
 		}
 	}
-	f, err := createJournalFile(dir, j.seq+1, j.fileSize)
+	first := min(j.fileSize, journalFirstFile)
+	f, err := createJournalFile(dir, j.seq+1, first)
 	if err != nil {
 		return fail(err)
 	}
-	j.f, j.seq, j.size = f, j.seq+1, j.fileSize
+	j.f, j.seq, j.size = f, j.seq+1, first
 	j.files[j.seq] = f
 	j.retained = old
 	for len(j.retained) > 0 && live.count(j.retained[0]) == 0 {
@@ -760,6 +761,11 @@ func (j *journal) stopRotator() {
 	})
 }
 
+// journalFirstFile is the most an open's first journal file holds: it is
+// fallocated, not zeroed (zeroFile), so a busy node leaves it soon for the
+// rotator's zeroed spares.
+const journalFirstFile = 1 << 20
+
 // zeroChunk is how much of a spare zeroFile writes before each fdatasync: a
 // burst small enough not to hold up the writer's flushes behind it.
 const zeroChunk = 1 << 20
@@ -775,7 +781,7 @@ const zeroChunk = 1 << 20
 // once the writer's file is half full (so a journal that never fills a
 // file, most of the tests', writes no zeros), before the writer gets it;
 // the file an open starts with is only fallocated, so as not to delay the
-// open by the write.
+// open by the write, and small (journalFirstFile).
 func zeroFile(f *os.File, size int64) error {
 	z := make([]byte, min(zeroChunk, size))
 	for off := int64(0); off < size; off += int64(len(z)) {
