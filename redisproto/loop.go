@@ -31,10 +31,11 @@ import (
 // Each turn is synchronous: the loop reads nothing while the Store commits its
 // batch. Variants that kept reading during the commit made smaller batches and
 // did worse. A batch that takes longer than stallAfter (an election, a slow
-// disk) does not hold the loop: the turn's connections leave it, a goroutine
-// answers them when the batch is done and hands each to a goroutine of its
-// own, and the loop goes on serving the others — a PING, say, which a node
-// answers while it has no leader. The server enables the loop only where one
+// disk) does not hold the loop: the turn's connections leave it, another
+// goroutine becomes the loop and goes on serving the others — a PING, say,
+// which a node answers while it has no leader — and the stalled one answers
+// the turn's connections when the batch is done and hands each to a goroutine
+// of its own. The server enables the loop only where one
 // Raft group serves every key, where every keyspace request waits for the same
 // group anyway.
 

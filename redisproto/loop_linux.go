@@ -4,13 +4,12 @@ import (
 	"io"
 	"net"
 	"os"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
-	"github.com/lockd/lockd/resp"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,12 +35,26 @@ type loop struct {
 	conns   map[int64]*conn // the connections the loop owns, by id
 	stopped bool            // the loop has ended every connection and takes no more
 
-	// The current turn's scratch (the loop goroutine only).
-	stall  *time.Timer // stallAfter for the batch in flight
+	// running is the number of the turn whose batch is in the store (0:
+	// none). The loop goroutine and that turn's stall timer each try to swap
+	// it back to 0 when the batch comes back or stallAfter passes; the one
+	// that does decides the turn's fate (runBatch).
+	running atomic.Uint64
+	turns   uint64 // the last turn's number (the loop goroutine's)
+}
+
+// turnScratch is a loop goroutine's scratch, reused from turn to turn. A
+// goroutine that stops being the loop (a stalled turn, runBatch) keeps its
+// own, and its successor starts with a new one.
+type turnScratch struct {
 	events []syscall.EpollEvent
 	ready  []*conn
 	batch  []command.Request
 	slots  []loopSlot
+}
+
+func newTurnScratch() *turnScratch {
+	return &turnScratch{events: make([]syscall.EpollEvent, 256)}
 }
 
 // wakeID is the epoll data of the wake pipe; connection ids start at 1.
@@ -71,12 +84,10 @@ func (s *Server) EnableEventLoop() error {
 		syscall.Close(p[1])
 		return err
 	}
-	l := &loop{srv: s, epfd: epfd, wakeR: p[0], wakeW: p[1], conns: map[int64]*conn{},
-		events: make([]syscall.EpollEvent, 256), stall: time.NewTimer(time.Hour)}
-	l.stall.Stop()
+	l := &loop{srv: s, epfd: epfd, wakeR: p[0], wakeW: p[1], conns: map[int64]*conn{}}
 	s.loop = l
 	s.wg.Add(1)
-	go l.run()
+	go l.run(newTurnScratch())
 	return nil
 }
 
@@ -193,14 +204,12 @@ func (l *loop) release(c *conn) {
 }
 
 // run is the loop's goroutine: until Shutdown, wait for ready connections and
-// serve them one turn at a time.
-func (l *loop) run() {
+// serve them one turn at a time. A goroutine whose turn stalled returns once
+// it has finished that turn; another has taken over the loop (runBatch).
+func (l *loop) run(t *turnScratch) {
 	defer l.srv.wg.Done()
-	defer syscall.Close(l.wakeW)
-	defer syscall.Close(l.wakeR)
-	defer syscall.Close(l.epfd)
 	for {
-		n, err := syscall.EpollWait(l.epfd, l.events, -1)
+		n, err := syscall.EpollWait(l.epfd, t.events, -1)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -208,41 +217,47 @@ func (l *loop) run() {
 		if err != nil {
 			l.srv.log.Error("RESP event loop: epoll_wait failed; closing its connections", "err", err)
 		}
-		l.ready = l.ready[:0]
+		t.ready = t.ready[:0]
 		l.mu.Lock()
 		if stop {
 			l.stopped = true
 			for _, c := range l.conns {
-				l.ready = append(l.ready, c)
+				t.ready = append(t.ready, c)
 			}
 		} else {
 			for i := range n {
-				id := eventID(&l.events[i])
+				id := eventID(&t.events[i])
 				if id == wakeID {
 					var b [64]byte
 					syscall.Read(l.wakeR, b[:])
 				} else if c := l.conns[id]; c != nil {
-					l.ready = append(l.ready, c)
+					t.ready = append(t.ready, c)
 				}
 			}
 		}
 		l.mu.Unlock()
 		if stop {
 			// Shutdown: every request read was answered in an earlier turn.
-			for _, c := range l.ready {
+			for _, c := range t.ready {
 				l.end(c)
 			}
+			syscall.Close(l.epfd)
+			syscall.Close(l.wakeR)
+			syscall.Close(l.wakeW)
 			return
 		}
-		l.turn()
+		if !l.turn(t) {
+			return
+		}
 	}
 }
 
 // turn reads and parses every ready connection, runs their keyspace commands
-// as one batch, and answers each.
-func (l *loop) turn() {
-	batch, slots := l.batch[:0], l.slots[:0]
-	for _, c := range l.ready {
+// as one batch, and answers each. false: the batch stalled, and this
+// goroutine is no longer the loop (runBatch).
+func (l *loop) turn(t *turnScratch) bool {
+	batch, slots := t.batch[:0], t.slots[:0]
+	for _, c := range t.ready {
 		c.lt.reset()
 		switch err := c.rd.fill(c.rd.want); err {
 		case nil, errWouldBlock:
@@ -254,16 +269,16 @@ func (l *loop) turn() {
 		c.auth.stale = true // re-read the users for this turn (auth.go)
 		batch, slots = c.parseTurn(batch, slots)
 	}
-	if len(batch) > 0 && !l.runBatch(batch, slots) {
-		l.batch, l.slots = nil, nil // the detached turn keeps them
-		return
+	if len(batch) > 0 && !l.runBatch(t, batch, slots) {
+		return false
 	}
 	clear(batch) // keep no request's arguments until the next turn
 	clear(slots)
-	l.batch, l.slots = batch[:0], slots[:0]
-	for _, c := range l.ready {
+	t.batch, t.slots = batch[:0], slots[:0]
+	for _, c := range t.ready {
 		l.answer(c)
 	}
+	return true
 }
 
 // stallAfter is how long the loop waits for a turn's batch before it lets the
@@ -271,32 +286,43 @@ func (l *loop) turn() {
 // (a p99 of 10–25 ms), well below what a health check waits for a PING.
 const stallAfter = 50 * time.Millisecond
 
-// runBatch runs the turn's batch and reports whether it came back within
-// stallAfter, the replies in their slots. If not, the turn's connections have
-// left the loop, and a goroutine answers them when the batch is done and moves
-// each to a goroutine of its own (moveOut).
-func (l *loop) runBatch(batch []command.Request, slots []loopSlot) bool {
+// runBatch runs the turn's batch on the loop goroutine and reports whether it
+// came back within stallAfter, the replies in their slots. If not, the
+// turn's stall timer took the turn's connections out of the loop and started
+// a new loop goroutine (with a new scratch) in this one's place; this one
+// fills their replies when the batch is done, moves each to a goroutine of
+// its own (moveOut), and returns false: its caller stops being the loop.
+// Running the batch here rather than on a goroutine of its own saves each
+// turn a goroutine's start and two wake-ups (single node, 64 clients: about
+// 5% less CPU per lock cycle).
+func (l *loop) runBatch(t *turnScratch, batch []command.Request, slots []loopSlot) bool {
 	started := time.Now()
-	done := make(chan []resp.Value, 1)
-	go func() { done <- l.srv.store.Do(l.srv.ctx, batch) }()
-	l.stall.Reset(stallAfter)
-	select {
-	case res := <-done:
-		l.stall.Stop()
+	l.turns++
+	turn := l.turns
+	released := make(chan struct{})
+	l.running.Store(turn)
+	stall := time.AfterFunc(stallAfter, func() {
+		if !l.running.CompareAndSwap(turn, 0) {
+			return // the batch came back first
+		}
+		for _, c := range t.ready {
+			l.release(c)
+		}
+		close(released)
+		l.srv.wg.Add(1)
+		go l.run(newTurnScratch())
+	})
+	res := l.srv.store.Do(l.srv.ctx, batch)
+	if l.running.CompareAndSwap(turn, 0) {
+		stall.Stop()
 		fillReplies(batch, slots, res, time.Since(started))
 		return true
-	case <-l.stall.C:
 	}
-	ready := slices.Clone(l.ready)
-	for _, c := range ready {
-		l.release(c)
+	<-released // the turn's connections are out of the epoll set
+	fillReplies(batch, slots, res, time.Since(started))
+	for _, c := range t.ready {
+		l.moveOut(c, c.renderTurn(), c.ending())
 	}
-	go func() {
-		fillReplies(batch, slots, <-done, time.Since(started))
-		for _, c := range ready {
-			l.moveOut(c, c.renderTurn(), c.ending())
-		}
-	}()
 	return false
 }
 

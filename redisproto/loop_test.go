@@ -381,6 +381,42 @@ func TestLoopStalledBatchLetsOthersThrough(t *testing.T) {
 	backToLoop(t, s, stalled, clientID(t, stalled), "after the stall")
 }
 
+// Shutdown while a turn is stalled: the goroutine that became the loop in the
+// stalled one's place ends, and the stalled turn's client still gets its
+// reply before its connection closes.
+func TestLoopShutdownDuringStall(t *testing.T) {
+	g := &gateStore{fsmStore: newFSMStore(), entered: make(chan struct{}, 1)}
+	s := startLoopServer(t, Config{}, g)
+	c := dialClient(t, s.Addr())
+	id := clientID(t, c)
+	backToLoop(t, s, c, id, "after CLIENT ID")
+	g.close()
+	c.nc.Write(multibulk("SET", "k", "v"))
+	<-g.entered
+	waitFor(t, "the stalled turn's connection leaves the loop", func() bool { return !s.loopOwns(id) })
+	other := dialClient(t, s.Addr()) // served by the loop's new goroutine
+	if got := other.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING during the stall: %q", got)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(5 * time.Second) }()
+	waitFor(t, "Shutdown has begun", s.shuttingDown)
+	g.open()
+	var out []byte
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := readFrame(c.r, &out); err != nil || string(out) != okReply {
+		t.Fatalf("reply %q, %v", out, err)
+	}
+	for _, cl := range []*client{c, other} {
+		if !cl.closed() {
+			t.Fatal("connection still open after Shutdown")
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Shutdown answers a request the loop is committing, then closes.
 func TestLoopShutdownDrains(t *testing.T) {
 	g := &gateStore{fsmStore: newFSMStore(), entered: make(chan struct{}, 1)}
