@@ -398,6 +398,13 @@ func TestLoopShutdownDuringStall(t *testing.T) {
 	if got := other.do("PING"); got != "+PONG\r\n" {
 		t.Fatalf("PING during the stall: %q", got)
 	}
+	shutdownAnswers(t, s, g, c, other)
+}
+
+// shutdownAnswers shuts s down while c's SET waits at g's gate, then opens
+// it: c gets its reply, then c and others are closed, and Shutdown returns.
+func shutdownAnswers(t *testing.T, s *Server, g *gateStore, c *client, others ...*client) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(5 * time.Second) }()
 	waitFor(t, "Shutdown has begun", s.shuttingDown)
@@ -407,7 +414,7 @@ func TestLoopShutdownDuringStall(t *testing.T) {
 	if err := readFrame(c.r, &out); err != nil || string(out) != okReply {
 		t.Fatalf("reply %q, %v", out, err)
 	}
-	for _, cl := range []*client{c, other} {
+	for _, cl := range append([]*client{c}, others...) {
 		if !cl.closed() {
 			t.Fatal("connection still open after Shutdown")
 		}
@@ -425,21 +432,7 @@ func TestLoopShutdownDrains(t *testing.T) {
 	g.close()
 	c.nc.Write(multibulk("SET", "k", "v"))
 	<-g.entered
-	done := make(chan error, 1)
-	go func() { done <- s.Shutdown(5 * time.Second) }()
-	waitFor(t, "Shutdown has begun", s.shuttingDown)
-	g.open()
-	var out []byte
-	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if err := readFrame(c.r, &out); err != nil || string(out) != okReply {
-		t.Fatalf("reply %q, %v", out, err)
-	}
-	if !c.closed() {
-		t.Fatal("connection still open after Shutdown")
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	shutdownAnswers(t, s, g, c)
 }
 
 // A client that sends more than it reads gets every reply, whole and in order:
