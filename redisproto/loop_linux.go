@@ -22,7 +22,7 @@ import (
 // again (attach). A socket the Go runtime's poller also watched would wake the
 // runtime's poller thread for each request that the loop then reads itself:
 // on the development VM half an epoll_pwait and a context switch per lock
-// cycle, about 15% of a single node's CPU. Only the owner closes the
+// cycle, 6-17% of a single node's CPU per cycle. Only the owner closes the
 // descriptor (conn.closeSocket); others shut it down under the connection's
 // sockMu (conn.kill), so no one touches a number another socket reused.
 type loop struct {
