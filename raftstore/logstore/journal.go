@@ -118,9 +118,12 @@ type journal struct {
 	// The rotator (rotator's doc) and the writer take turns: the writer
 	// tells it on half when f is half full (halfSent: told for this f), the
 	// rotator then zeroes file seq+1 and sends it, ready, on spare; the
-	// writer switches to it when f is full and tells it on full.
+	// writer switches to it when f is full and tells it on full. A writer
+	// that needs the spare while the rotator still zeroes it says so on
+	// need, and gets it at once, the rest of it fallocated only.
 	half     chan struct{}
 	halfSent bool
+	need     chan struct{}
 	spare    chan spareFile
 	full     chan struct{}
 	stop     chan struct{} // closed by stopRotator
@@ -169,6 +172,7 @@ func openJournal(dir, dbDir string, live *liveFiles, apply func([]*setsReq) erro
 	}
 	j := &journal{dir: dir, dbDir: dbDir, quiesce: quiesce, fileSize: journalFileSize,
 		spare: make(chan spareFile, 1), full: make(chan struct{}, 1), half: make(chan struct{}, 1),
+		need: make(chan struct{}, 1),
 		stop: make(chan struct{}), rotated: make(chan struct{}),
 		files: make(map[uint64]*os.File), live: live, keep: journalKeepFiles}
 	fail := func(err error) (*journal, error) {
@@ -531,6 +535,10 @@ func (j *journal) append(batch []*setsReq) error {
 // with j.mu held.
 func (j *journal) rotate(need int64) error {
 	j.halfFull() // a record that jumped past half: the rotator waits for it
+	select {
+	case j.need <- struct{}{}: // stop zeroing the spare: it is needed now
+	default:
+	}
 	var s spareFile
 	select {
 	case s = <-j.spare:
@@ -592,7 +600,7 @@ func (j *journal) rotator(seq uint64) {
 				s.f.Close() // empty: the next open replays nothing from it
 				return
 			}
-			if s.err = zeroFile(s.f, j.fileSize); s.err != nil {
+			if s.err = zeroFile(s.f, j.fileSize, j.need); s.err != nil {
 				s.f.Close()
 				s.f = nil
 			}
@@ -612,6 +620,10 @@ func (j *journal) rotator(seq uint64) {
 		case <-j.full:
 		case <-j.stop:
 			return
+		}
+		select {
+		case <-j.need: // sent for the switch just made, after the spare was ready
+		default:
 		}
 		j.retained = append(j.retained, seq-1)
 		err = j.reclaim()
@@ -767,8 +779,9 @@ func (j *journal) stopRotator() {
 const journalFirstFile = 1 << 20
 
 // zeroChunk is how much of a spare zeroFile writes before each fdatasync: a
-// burst small enough not to hold up the writer's flushes behind it.
-const zeroChunk = 1 << 20
+// burst small enough not to hold up the writer's flushes behind it, and the
+// longest a writer that needs the spare waits for it.
+const zeroChunk = 256 << 10
 
 // zeroFile writes zeros over f's first size bytes and makes them durable. A
 // record written into blocks that were allocated but never written
@@ -782,9 +795,19 @@ const zeroChunk = 1 << 20
 // file, most of the tests', writes no zeros), before the writer gets it;
 // the file an open starts with is only fallocated, so as not to delay the
 // open by the write, and small (journalFirstFile).
-func zeroFile(f *os.File, size int64) error {
+//
+// It stops early, with the rest of f only fallocated, when need says the
+// writer needs f now: a busy writer fills the second half of its first file
+// (journalFirstFile) in about a tenth of a second, and must not wait for a
+// whole spare's zeros.
+func zeroFile(f *os.File, size int64, need <-chan struct{}) error {
 	z := make([]byte, min(zeroChunk, size))
 	for off := int64(0); off < size; off += int64(len(z)) {
+		select {
+		case <-need:
+			return nil
+		default:
+		}
 		n := min(int64(len(z)), size-off)
 		if _, err := f.WriteAt(z[:n], off); err != nil {
 			return fmt.Errorf("journal: zero %s: %w", f.Name(), err)
