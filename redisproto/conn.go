@@ -29,7 +29,6 @@ type conn struct {
 	sockMu sync.Mutex
 	nc     net.Conn
 	fd     int
-	tcp    bool // plain TCP on a server with the event loop: the loop may own it
 	rd     *reader
 	lt     loopTurn // the loop's scratch for this connection (loop.go)
 
@@ -73,8 +72,7 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	now := time.Now()
-	_, tcp := nc.(*net.TCPConn)
-	return &conn{srv: s, nc: nc, fd: -1, tcp: tcp && s.loop != nil, rd: newReader(nc, s.cfg.Limits),
+	return &conn{srv: s, nc: nc, fd: -1, rd: newReader(nc, s.cfg.Limits),
 		id: s.nextID.Add(1), created: now, lastAt: now, proto: 2, clusterAware: s.cfg.Redirect,
 		addr: nc.RemoteAddr().String(), laddr: nc.LocalAddr().String()}
 }

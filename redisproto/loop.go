@@ -176,10 +176,10 @@ func (c *conn) handBack(plain bool) bool {
 }
 
 // loopReady reports whether c, served by its goroutine, may go back to the
-// loop: it is plain TCP, read to the end, in no state the loop does not
-// track, and has no output queued.
+// loop: read to the end, in no state the loop does not track, and no output
+// queued. (Its socket is plain TCP: a server with the loop serves no TLS.)
 func (c *conn) loopReady() bool {
-	if !c.tcp || c.quit || c.tx != nil || c.clusterAware || c.rd.buffered() {
+	if c.quit || c.tx != nil || c.clusterAware || c.rd.buffered() {
 		return false
 	}
 	if c.subCount() > 0 || c.srv.monitors.has(c) {

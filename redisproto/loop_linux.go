@@ -131,7 +131,6 @@ func (l *loop) take(c *conn) bool {
 	if !l.detach(c) {
 		return false
 	}
-	c.rd.rd = rawReader(c.fd)
 	c.plainBatches = 0 // counted afresh when it next leaves the loop
 	l.conns[c.id] = c
 	return true
@@ -166,6 +165,7 @@ func (l *loop) detach(c *conn) bool {
 	}
 	c.nc.Close()
 	c.nc, c.fd = nil, fd
+	c.rd.rd = rawReader(fd)
 	return true
 }
 
