@@ -312,14 +312,14 @@ func (l *loop) runBatch(t *turnScratch, batch []command.Request, slots []loopSlo
 		l.srv.wg.Add(1)
 		go l.run(newTurnScratch())
 	})
-	res := l.srv.store.Do(l.srv.ctx, batch)
+	// The replies go to the connections' turn scratch, which the timer does
+	// not touch: filled before the fate is decided.
+	fillReplies(batch, slots, l.srv.store.Do(l.srv.ctx, batch), time.Since(started))
 	if l.running.CompareAndSwap(turn, 0) {
 		stall.Stop()
-		fillReplies(batch, slots, res, time.Since(started))
 		return true
 	}
 	<-released // the turn's connections are out of the epoll set
-	fillReplies(batch, slots, res, time.Since(started))
 	for _, c := range t.ready {
 		l.moveOut(c, c.renderTurn(), c.ending())
 	}
