@@ -69,6 +69,9 @@ func newMachine() *machine {
 
 var _ raft.BatchingFSM = (*machine)(nil)
 
+// batchReplies is the FSM's answer to a batch entry: one reply per command.
+type batchReplies []resp.Value
+
 // Apply applies one committed log record.
 func (m *machine) Apply(l *raft.Log) interface{} {
 	return m.ApplyBatch([]*raft.Log{l})[0]
@@ -99,18 +102,32 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 			m.mu.Unlock()
 			panic(fmt.Sprintf("raftstore: log index %d: %v", l.Index, err))
 		}
-		out[i] = m.ks.Apply(l.Index, e)
-		if ev := m.ks.TakeEvents(); len(ev) > 0 {
-			out[i] = m.deliver(e, ev, out[i].(resp.Value))
+		var replies batchReplies // a batch entry's, one per command
+		err = m.ks.ApplyEach(l.Index, e, func(cmd command.Entry, v resp.Value) {
+			if ev := m.ks.TakeEvents(); len(ev) > 0 {
+				v = m.deliver(cmd, ev, v)
+			}
+			wakes = append(wakes, m.ks.TakeWakes()...)
+			if m.observe != nil {
+				m.observe(l.Index, cmd, v)
+			}
+			if e.Kind == command.KindBatch {
+				replies = append(replies, v)
+			} else {
+				out[i] = v
+			}
+		})
+		if err != nil {
+			m.mu.Unlock()
+			panic(fmt.Sprintf("raftstore: log index %d: %v", l.Index, err))
 		}
-		wakes = append(wakes, m.ks.TakeWakes()...)
+		if replies != nil {
+			out[i] = replies
+		}
 		if e.Kind == command.KindShardMap && m.onShardMap != nil {
 			if b := m.ks.ShardMap(); b != nil {
 				m.onShardMap(b)
 			}
-		}
-		if m.observe != nil {
-			m.observe(l.Index, e, out[i].(resp.Value))
 		}
 	}
 	m.mu.Unlock()
@@ -164,6 +181,16 @@ func (m *machine) deliver(e command.Entry, ev []fsm.Event, reply resp.Value) res
 		return resp.Array(elems...)
 	}
 	return reply
+}
+
+// appliedToken is the logical index of the last command the state machine
+// applied: the highest token, waiter or session id it can have issued. Above
+// the Raft applied index by the token base (fsm.Keyspace.TokenBase), which
+// batch entries and imports raise. Any goroutine.
+func (m *machine) appliedToken() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.ks.Index() + m.ks.TokenBase()
 }
 
 func (m *machine) setApplied(idx uint64) {
@@ -312,3 +339,6 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *snapshot) Release() {}
+
+// appliedToken is the machine's appliedToken (INFO raft, RAFT GROUPS).
+func (s *Store) appliedToken() uint64 { return s.m.appliedToken() }

@@ -21,6 +21,7 @@ type groupStatus struct {
 	group                                         int
 	state, leader, members                        string // members: voter ids, ';'-separated (INFO uses commas between fields)
 	term, commit, applied, lastLog, voters, slots int64
+	appliedToken                                  int64 // logical index of the last command applied (Store.appliedToken)
 }
 
 // groupStatuses reads every group's status.
@@ -44,7 +45,7 @@ func (n *Node) groupStatuses() []groupStatus {
 		slices.Sort(ids)
 		out[g] = groupStatus{group: g, state: strings.ToLower(s.raft.State().String()), leader: string(leader), members: strings.Join(ids, ";"),
 			term: num("term"), commit: num("commit_index"), applied: num("applied_index"), lastLog: num("last_log_index"),
-			voters: int64(len(s.configuration())), slots: slots[g]}
+			voters: int64(len(s.configuration())), slots: slots[g], appliedToken: int64(s.appliedToken())}
 	}
 	return out
 }
@@ -52,7 +53,7 @@ func (n *Node) groupStatuses() []groupStatus {
 // Stats are INFO's raft section: the node, the shard map, group 0's Raft
 // state under the single-group names (raft_state, raft_leader, …), then one
 // line per group: raft_group_N:state=…,leader=…,term=…,commit_index=…,
-// applied_index=…,last_log_index=…,voters=…,slots=…,members=id;id;….
+// applied_index=…,applied_token=…,last_log_index=…,voters=…,slots=…,members=id;id;….
 func (n *Node) Stats() [][2]string {
 	out := n.groups[0].Stats()
 	for i := range out {
@@ -72,7 +73,7 @@ func (n *Node) Stats() [][2]string {
 	for _, g := range n.groupStatuses() {
 		out = append(out, [2]string{"raft_group_" + strconv.Itoa(g.group), "state=" + g.state + ",leader=" + g.leader +
 			",term=" + i(g.term) + ",commit_index=" + i(g.commit) + ",applied_index=" + i(g.applied) +
-			",last_log_index=" + i(g.lastLog) + ",voters=" + i(g.voters) + ",slots=" + i(g.slots) + ",members=" + g.members})
+			",applied_token=" + i(g.appliedToken) + ",last_log_index=" + i(g.lastLog) + ",voters=" + i(g.voters) + ",slots=" + i(g.slots) + ",members=" + g.members})
 	}
 	return out
 }
@@ -242,7 +243,7 @@ func (n *Node) refreshAddrs(ctx context.Context) {
 }
 
 // groupsInfo is RAFT GROUPS: for each group its id, this node's state, the
-// leader, term, commit/applied/last index, voters, slot count and members.
+// leader, term, commit/applied/last index, the applied token, voters, slot count and members.
 func (n *Node) groupsInfo() resp.Value {
 	var out []resp.Value
 	for _, g := range n.groupStatuses() {
@@ -253,6 +254,7 @@ func (n *Node) groupsInfo() resp.Value {
 			resp.BulkString("term"), resp.Int(g.term),
 			resp.BulkString("commit_index"), resp.Int(g.commit),
 			resp.BulkString("applied_index"), resp.Int(g.applied),
+			resp.BulkString("applied_token"), resp.Int(g.appliedToken),
 			resp.BulkString("last_log_index"), resp.Int(g.lastLog),
 			resp.BulkString("voters"), resp.Int(g.voters),
 			resp.BulkString("slots"), resp.Int(g.slots),

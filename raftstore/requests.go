@@ -32,12 +32,39 @@ const electionWait = 2 * time.Second
 func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Value {
 	out := make([]resp.Value, len(reqs))
 	type pending struct {
-		i  int
-		f  raft.ApplyFuture
-		at time.Time
+		i     int
+		batch []int // a batch entry's requests (i unused)
+		f     raft.ApplyFuture
+		at    time.Time
 	}
 	var inflight []pending
+	// A run of plain commands goes into one batch entry (command.KindBatch).
+	var group []int
+	var groupArgs [][][]byte
+	groupSize := 0
+	propose := func() {
+		switch len(group) {
+		case 0:
+			return
+		case 1:
+			if f, err := s.propose(ctx, command.KindCommand, groupArgs[0]); err != nil {
+				out[group[0]] = resp.Error(err.Error())
+			} else {
+				inflight = append(inflight, pending{i: group[0], f: f, at: time.Now()})
+			}
+		default:
+			if f, err := s.propose(ctx, command.KindBatch, command.BatchArgs(groupArgs)); err != nil {
+				for _, i := range group {
+					out[i] = resp.Error(err.Error())
+				}
+			} else {
+				inflight = append(inflight, pending{batch: group, f: f, at: time.Now()})
+			}
+		}
+		group, groupArgs, groupSize = nil, nil, 0
+	}
 	flush := func() {
+		propose()
 		if len(inflight) == 0 {
 			return
 		}
@@ -47,13 +74,32 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		}
 		if err := s.awaitReplies(fs); err != nil {
 			for _, p := range inflight {
-				out[p.i] = resp.Error(ErrUnknownOutcome.Error())
+				if p.batch == nil {
+					out[p.i] = resp.Error(ErrUnknownOutcome.Error())
+				}
+				for _, i := range p.batch {
+					out[i] = resp.Error(ErrUnknownOutcome.Error())
+				}
 			}
 		} else {
 			for _, p := range inflight {
-				s.metrics.commit.Observe(time.Since(p.at).Seconds())
-				out[p.i] = s.result(p.f)
-				s.noteSessionResult(reqs[p.i].Op, out[p.i])
+				took := time.Since(p.at).Seconds()
+				if p.batch == nil {
+					s.metrics.commit.Observe(took)
+					out[p.i] = s.result(p.f)
+					s.noteSessionResult(reqs[p.i].Op, out[p.i])
+					continue
+				}
+				rs, err := s.batchResult(p.f, len(p.batch))
+				for j, i := range p.batch {
+					s.metrics.commit.Observe(took) // one sample per write, as for an entry of its own
+					if err != nil {
+						out[i] = resp.Error(err.Error())
+						continue
+					}
+					out[i] = rs[j]
+					s.noteSessionResult(reqs[i].Op, out[i])
+				}
 			}
 		}
 		inflight = nil
@@ -126,9 +172,20 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			out[i] = resp.Error(fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, n, most).Error())
 			continue
 		}
+		op, acquire := r.Op.(command.LockAcquire)
+		late := acquire && op.Wait > 0 && i == len(reqs)-1
+		if kind == command.KindCommand && !late {
+			if n := command.Size(args); groupSize+n > s.maxEntry(command.KindBatch) {
+				propose()
+			}
+			group, groupArgs = append(group, i), append(groupArgs, args)
+			groupSize += command.Size(args)
+			continue
+		}
+		propose()
 		var f raft.ApplyFuture
 		var err error
-		if op, ok := r.Op.(command.LockAcquire); ok && op.Wait > 0 && i == len(reqs)-1 {
+		if late {
 			f, err = s.proposeLate(ctx, op, args) // lingers when it will queue (linger.go)
 		} else {
 			f, err = s.propose(ctx, kind, args)
@@ -137,10 +194,21 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			out[i] = resp.Error(err.Error())
 			continue
 		}
-		inflight = append(inflight, pending{i, f, time.Now()})
+		inflight = append(inflight, pending{i: i, f: f, at: time.Now()})
 	}
 	flush()
 	return out
+}
+
+// batchResult maps a batch entry's future to its n replies.
+func (s *Store) batchResult(f raft.ApplyFuture, n int) ([]resp.Value, error) {
+	if err := f.Error(); err != nil {
+		return nil, mapApplyErr(err)
+	}
+	if rs, ok := f.Response().(batchReplies); ok && len(rs) == n {
+		return rs, nil
+	}
+	return nil, errors.New("ERR internal: no reply from the state machine")
 }
 
 // DefaultMaxWriteBytes is Config.MaxWriteBytes's default. A Raft entry is

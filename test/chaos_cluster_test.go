@@ -270,8 +270,10 @@ func (cc *chaosCluster) cutPairs(mode faultnet.Mode, pairs [][2]*clusterNode) {
 	cc.net.Set(mode, 0, ls...)
 }
 
-// appliedIndexes reads nd's applied index in each of its groups (INFO raft).
-func (cc *chaosCluster) appliedIndexes(nd *clusterNode) ([]uint64, error) {
+// appliedTokens reads, for each of nd's groups, the logical index of the last
+// command its state machine applied (INFO raft's applied_token): what a
+// final marker's token is compared with.
+func (cc *chaosCluster) appliedTokens(nd *clusterNode) ([]uint64, error) {
 	info, err := raftInfo(nd.addrs.resp)
 	if err != nil {
 		return nil, err
@@ -281,8 +283,8 @@ func (cc *chaosCluster) appliedIndexes(nd *clusterNode) ([]uint64, error) {
 		if st == nil {
 			return nil, fmt.Errorf("INFO raft on %s has no line for group %d", nd.id, g)
 		}
-		if out[g], err = strconv.ParseUint(st["applied_index"], 10, 64); err != nil {
-			return nil, fmt.Errorf("INFO raft on %s, group %d: applied_index: %w", nd.id, g, err)
+		if out[g], err = strconv.ParseUint(st["applied_token"], 10, 64); err != nil {
+			return nil, fmt.Errorf("INFO raft on %s, group %d: applied_token: %w", nd.id, g, err)
 		}
 	}
 	return out, nil

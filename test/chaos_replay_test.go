@@ -21,7 +21,8 @@ import (
 // fsm.Keyspace — the same code the replicas ran. At every index an
 // independent model of the workload's locks (holder, token, lease deadline in
 // log time) checks the FSM's decisions: no grant while another holder's lease
-// is live, the token of a grant is its index and rises per name, log time never
+// is live, the token of a grant is its logical index (its entry's Raft index,
+// plus one for each command before it in batch entries) and rises per name, log time never
 // goes back. Replicas must hold the same entries up to the run's final marker
 // and reach byte-identical states there.
 //
@@ -211,6 +212,10 @@ func replayOne(id string, group int, logs []raft.Log, marker uint64, res *replay
 			}
 		}
 	}
+	// A batch entry's commands each have a logical index of their own (the
+	// entry's, then one more for each next command), which every later
+	// index carries on: offset is what the model adds to a Raft index.
+	var offset uint64
 	for _, l := range logs {
 		if l.Index > marker {
 			break
@@ -225,43 +230,53 @@ func replayOne(id string, group int, logs []raft.Log, marker uint64, res *replay
 		if e.Time > now {
 			now = e.Time
 		}
-		reply := ks.Apply(l.Index, e)
-		ks.TakeEvents()
-		wakes := ks.TakeWakes()
-		if ks.Now() != now {
-			viol("index %d: the FSM's log time is %d, max of the stamped times is %d", l.Index, ks.Now(), now)
-			now = ks.Now()
-		}
-		if e.Kind == command.KindCommand && len(e.Args) >= 2 && isChaosLock(string(e.Args[1])) {
-			modelCommand(l.Index, e, reply, now, live, grant, waiters, queues, held, viol)
-		}
-		// Hand-overs to waiters (in this entry, after its own command).
-		for _, wk := range wakes {
-			w := waiters[wk.Waiter]
-			if w == nil {
-				viol("index %d: a wake for waiter %d, which no entry queued", l.Index, wk.Waiter)
-				continue
+		first := true
+		err = ks.ApplyEach(l.Index, e, func(e command.Entry, reply resp.Value) {
+			if !first {
+				offset++
 			}
-			dequeue(w)
-			if wk.Token == 0 {
-				w.ledout = true
-				continue
+			first = false
+			index := l.Index + offset
+			ks.TakeEvents()
+			wakes := ks.TakeWakes()
+			if ks.Now() != now {
+				viol("index %d: the FSM's log time is %d, max of the stamped times is %d", index, ks.Now(), now)
+				now = ks.Now()
 			}
-			for _, x := range queues[w.name] {
-				if x.id < w.id && x.deadline > now {
-					viol("index %d: %s handed to waiter %d (%s) while waiter %d (%s), queued before it, still waited: not FIFO",
-						l.Index, w.name, w.id, w.owner, x.id, x.owner)
-					break
+			if e.Kind == command.KindCommand && len(e.Args) >= 2 && isChaosLock(string(e.Args[1])) {
+				modelCommand(index, e, reply, now, live, grant, waiters, queues, held, viol)
+			}
+			// Hand-overs to waiters (in this entry, after its own command).
+			for _, wk := range wakes {
+				w := waiters[wk.Waiter]
+				if w == nil {
+					viol("index %d: a wake for waiter %d, which no entry queued", index, wk.Waiter)
+					continue
 				}
+				dequeue(w)
+				if wk.Token == 0 {
+					w.ledout = true
+					continue
+				}
+				for _, x := range queues[w.name] {
+					if x.id < w.id && x.deadline > now {
+						viol("index %d: %s handed to waiter %d (%s) while waiter %d (%s), queued before it, still waited: not FIFO",
+							index, w.name, w.id, w.owner, x.id, x.owner)
+						break
+					}
+				}
+				if w.deadline < now {
+					viol("index %d: %s handed to waiter %d whose wait had ended at %d (now %d)", index, w.name, w.id, w.deadline, now)
+				}
+				w.granted = true
+				if record {
+					res.handovers++
+				}
+				grant(index, "handed over", w.name, w.owner, wk.Token, w.ttl)
 			}
-			if w.deadline < now {
-				viol("index %d: %s handed to waiter %d whose wait had ended at %d (now %d)", l.Index, w.name, w.id, w.deadline, now)
-			}
-			w.granted = true
-			if record {
-				res.handovers++
-			}
-			grant(l.Index, "handed over", w.name, w.owner, wk.Token, w.ttl)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("index %d: %w", l.Index, err)
 		}
 	}
 	var buf bytes.Buffer
@@ -428,8 +443,12 @@ func replayGroups(ids []string, logs [][][]raft.Log, markers []uint64, keys []st
 			res.violations = append(res.violations, v)
 		}
 		if len(ids) > 0 {
-			if err := checkMarkerEntry(gl[0], marker, keys[g]); err != nil {
+			// The marker is a token; the replay needs its entry's Raft index.
+			at, err := markerEntry(gl[0], marker, keys[g])
+			if err != nil {
 				viol("%s: %v", ids[0], err)
+			} else {
+				marker = at
 			}
 		}
 		rg := replayGroup(g, ids, gl, marker)
@@ -452,21 +471,35 @@ func replayGroups(ids []string, logs [][][]raft.Log, markers []uint64, keys []st
 	return res
 }
 
-// checkMarkerEntry checks that the entry at index marker of log is a SET of
-// key: the marker's index was read from the group the shard map gives key.
-func checkMarkerEntry(log []raft.Log, marker uint64, key string) error {
+// markerEntry finds the final marker in log: the command whose logical
+// index is token (a batch entry's commands count one each, as
+// fsm.Keyspace.ApplyEach numbers them; the groups of a chaos run import
+// nothing, so their token base grows only so), which must be a SET of key.
+// It returns the Raft index of the entry that holds it.
+func markerEntry(log []raft.Log, token uint64, key string) (uint64, error) {
+	var offset uint64
 	for _, l := range log {
-		if l.Index != marker {
+		if l.Type != raft.LogCommand || l.Index+offset > token {
 			continue
 		}
 		e, err := command.Decode(l.Data)
 		if err != nil {
-			return fmt.Errorf("the final marker's entry %d: %w", marker, err)
+			return 0, fmt.Errorf("entry %d: %w", l.Index, err)
 		}
-		if e.Kind != command.KindCommand || len(e.Args) < 2 || !strings.EqualFold(string(e.Args[0]), "SET") || string(e.Args[1]) != key {
-			return fmt.Errorf("entry %d is not the final marker (SET %s)", marker, key)
+		cmds := [][][]byte{e.Args}
+		if e.Kind == command.KindBatch {
+			if cmds, err = command.ParseBatch(e.Args); err != nil {
+				return 0, fmt.Errorf("entry %d: %w", l.Index, err)
+			}
 		}
-		return nil
+		if j := token - l.Index - offset; j < uint64(len(cmds)) {
+			c := cmds[j]
+			if (e.Kind != command.KindCommand && e.Kind != command.KindBatch) || len(c) < 2 || !strings.EqualFold(string(c[0]), "SET") || string(c[1]) != key {
+				return 0, fmt.Errorf("the command of token %d (entry %d) is not the final marker (SET %s)", token, l.Index, key)
+			}
+			return l.Index, nil
+		}
+		offset += uint64(len(cmds) - 1)
 	}
-	return fmt.Errorf("the log has no entry %d (the final marker)", marker)
+	return 0, fmt.Errorf("the log has no command of token %d (the final marker)", token)
 }

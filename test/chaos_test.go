@@ -257,7 +257,7 @@ func chaosMarkerKeys(smap shard.Map) []string {
 }
 
 // chaosMarkers writes the run's final markers (keys[g] into group g) through
-// the leader and returns their indexes, by group (nil, and a violation, if
+// the leader and returns their tokens (logical indexes), by group (nil, and a violation, if
 // one could not be written within recoverTimeout). It also checks that the
 // server's CLUSTER KEYSLOT agrees with shard.Slot on each key, which the
 // replay relies on to know each name's group.
@@ -318,7 +318,7 @@ func waitApplied(cc *chaosCluster, markers []uint64, res *chaosResult) {
 	deadline := time.Now().Add(recoverTimeout)
 	for _, nd := range cc.nodes {
 		for {
-			is, err := cc.appliedIndexes(nd)
+			is, err := cc.appliedTokens(nd)
 			behind := -1
 			if err == nil {
 				for g, m := range markers {

@@ -58,6 +58,7 @@ func FuzzDecode(f *testing.F) {
 		{Kind: KindTx, Args: TxArgs(Tx{Watch: []Watched{{Key: []byte("w"), Version: 3}}, Cmds: [][][]byte{splitFuzz("INCR n")}})},
 		{Kind: KindScript, Args: ScriptArgs(ScriptLoad{Source: []byte("return 1")})},
 		{Kind: KindSessionExpire, Args: SessionExpireArgs(7)},
+		{Kind: KindBatch, Args: BatchArgs([][][]byte{splitFuzz("SET k v"), splitFuzz("LOCK.RELEASE k 9")})},
 	} {
 		f.Add(e.Encode())
 	}
@@ -86,6 +87,12 @@ func FuzzDecode(f *testing.F) {
 			ParseSessionExpireArgs(e.Args)
 		case KindCommand:
 			Parse(e.Args)
+		case KindBatch:
+			if cmds, err := ParseBatch(e.Args); err == nil {
+				for _, c := range cmds {
+					Parse(c)
+				}
+			}
 		}
 	})
 }

@@ -28,7 +28,7 @@ const (
 )
 
 // maxKind is the highest entry kind Decode accepts.
-const maxKind = KindShardMap
+const maxKind = KindBatch
 
 // The actions of a KindMigrate entry.
 const (

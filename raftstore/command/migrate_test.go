@@ -20,9 +20,9 @@ func TestMigrateKindsSurviveTheCodec(t *testing.T) {
 			t.Fatalf("kind %d decoded as %+v", e.Kind, got)
 		}
 	}
-	bad := Entry{Kind: KindShardMap + 1}.Encode()
+	bad := Entry{Kind: maxKind + 1}.Encode()
 	if _, err := Decode(bad); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("kind %d decoded: %v", KindShardMap+1, err)
+		t.Fatalf("kind %d decoded: %v", maxKind+1, err)
 	}
 }
 

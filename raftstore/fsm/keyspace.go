@@ -260,10 +260,48 @@ type Ctx struct {
 	User  string // a script runs for this user: what it calls is checked against the user's ACL ("" = no check)
 }
 
+// ApplyEach executes one committed log entry at Raft index index, as Apply
+// does, and calls each with every command entry it stood for and that
+// command's reply, in log order, right after the command ran (so that each
+// may take the command's events and wakes): e itself, or for a batch entry
+// (command.KindBatch) each of its commands. Every command of a batch has a
+// logical index of its own (tokens, waiter and session ids, WATCH versions),
+// the first the entry's, each next one more: the token base (TokenBase) grows
+// by one before each command after the first, on every replica alike. It
+// returns command.ErrCorrupt, having applied nothing, for a batch entry whose
+// arguments do not parse. It is deterministic.
+func (k *Keyspace) ApplyEach(index uint64, e command.Entry, each func(cmd command.Entry, reply resp.Value)) error {
+	if e.Kind != command.KindBatch {
+		each(e, k.Apply(index, e))
+		return nil
+	}
+	cmds, err := command.ParseBatch(e.Args)
+	if err != nil {
+		return err
+	}
+	for j, args := range cmds {
+		if j > 0 {
+			k.base++
+		}
+		cmd := command.Entry{Kind: command.KindCommand, Time: e.Time, Wall: e.Wall, Args: args}
+		each(cmd, k.Apply(index, cmd))
+	}
+	return nil
+}
+
 // Apply executes one committed log entry at Raft index index. It is deterministic.
 // An entry that names a key of a frozen or departed slot answers as CheckKeys
-// does and changes nothing (beyond log time and the applied index).
+// does and changes nothing (beyond log time and the applied index). A batch
+// entry (command.KindBatch) is applied as ApplyEach applies it, its replies
+// in one array (a corrupt one panics, as any undecodable entry).
 func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
+	if e.Kind == command.KindBatch {
+		var out []resp.Value
+		if err := k.ApplyEach(index, e, func(_ command.Entry, v resp.Value) { out = append(out, v) }); err != nil {
+			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
+		}
+		return resp.Array(out...)
+	}
 	if e.Time > k.now {
 		k.now = e.Time
 	}
