@@ -174,7 +174,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		}
 		op, acquire := r.Op.(command.LockAcquire)
 		late := acquire && op.Wait > 0 && i == len(reqs)-1
-		if kind == command.KindCommand && !late {
+		if kind == command.KindCommand && !late && !s.cfg.NoBatchEntries {
 			if n := command.Size(args); groupSize+n > s.maxEntry(command.KindBatch) {
 				propose()
 			}

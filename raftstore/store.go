@@ -89,6 +89,13 @@ type Config struct {
 	// (logstore.Store.MaxData, 64 MiB) caps it, and bounds the entries a
 	// node builds itself (a slot move's import).
 	MaxWriteBytes int
+	// NoBatchEntries makes the leader propose every write as an entry of its
+	// own. By default a run of plain writes in one request batch goes into
+	// one batch entry (command.KindBatch), which a lockd from before batch
+	// entries cannot apply (it stops): a rolling upgrade from such a version
+	// runs the new nodes with this set until every node runs the new one
+	// (docs/operations.md). Followers apply batch entries either way.
+	NoBatchEntries bool
 	// Now is the monotonic clock (tests inject one); nil means time.Now.
 	Now func() time.Time
 	// PeerTLS, when set, runs the peer port (Raft and forwarding, inbound and

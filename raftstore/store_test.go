@@ -187,29 +187,36 @@ func TestOpenUnusableDir(t *testing.T) {
 
 // A pipeline of writes goes into the log as batch entries (command.KindBatch)
 // and shares fsyncs: far fewer entries and synced log writes than writes.
+// With NoBatchEntries every write is an entry of its own, the fsyncs still
+// shared.
 func TestPipelineSharesFsync(t *testing.T) {
-	s := open(t, t.TempDir(), 0)
-	defer s.Close()
-	var reqs []command.Request
-	for i := 0; i < 500; i++ {
-		args := [][]byte{[]byte("SET"), []byte(fmt.Sprintf("k%d", i)), []byte("v")}
-		op, spec, _ := command.Parse(args)
-		reqs = append(reqs, command.Request{Args: args, Op: op, Spec: spec})
-	}
-	before, first := s.logs.Batches(), s.raft.LastIndex()
-	for i, v := range s.Do(context.Background(), reqs) {
-		if v.String() != "OK" {
-			t.Fatalf("write %d: %v", i, v)
+	for _, noBatch := range []bool{false, true} {
+		s := openConfig(t, Config{DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second, NoBatchEntries: noBatch})
+		var reqs []command.Request
+		for i := 0; i < 500; i++ {
+			args := [][]byte{[]byte("SET"), []byte(fmt.Sprintf("k%d", i)), []byte("v")}
+			op, spec, _ := command.Parse(args)
+			reqs = append(reqs, command.Request{Args: args, Op: op, Spec: spec})
 		}
+		before, first := s.logs.Batches(), s.raft.LastIndex()
+		for i, v := range s.Do(context.Background(), reqs) {
+			if v.String() != "OK" {
+				t.Fatalf("write %d: %v", i, v)
+			}
+		}
+		batches, entries := s.logs.Batches()-before, s.raft.LastIndex()-first
+		s.Close()
+		if noBatch && entries != 500 {
+			t.Fatalf("NoBatchEntries: %d entries for 500 writes, want one each", entries)
+		}
+		if !noBatch && entries > 50 {
+			t.Fatalf("%d entries for 500 pipelined writes: batch entries expected", entries)
+		}
+		if batches > 50 {
+			t.Fatalf("500 pipelined writes took %d synced log writes", batches)
+		}
+		t.Logf("500 pipelined writes (NoBatchEntries %v): %d entries, %d synced log writes", noBatch, entries, batches)
 	}
-	batches, entries := s.logs.Batches()-before, s.raft.LastIndex()-first
-	if entries > 50 {
-		t.Fatalf("%d entries for 500 pipelined writes: batch entries expected", entries)
-	}
-	if batches > 50 {
-		t.Fatalf("500 pipelined writes took %d synced log writes", batches)
-	}
-	t.Logf("500 pipelined writes: %d entries, %d synced log writes", entries, batches)
 }
 
 // Writes that share a batch entry still get a token each, rising in the

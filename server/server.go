@@ -84,6 +84,9 @@ type Config struct {
 	MaxOutputBuffer int64
 	// MaxWriteBytes is raftstore.Config's (0: its default, 4 MiB).
 	MaxWriteBytes int
+	// NoBatchEntries is raftstore.Config's: every write in an entry of its
+	// own (for a rolling upgrade from a lockd from before batch entries).
+	NoBatchEntries bool
 	// SnapshotThreshold, SnapshotInterval and TrailingLogs tune Raft
 	// snapshots (0: the store's defaults, 8192 entries, 10 s and 10240
 	// entries).
@@ -212,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
-		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes}
+		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries}
 	if ts != nil {
 		scfg.PeerTLS = ts.peer
 	}

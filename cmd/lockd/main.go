@@ -84,6 +84,7 @@ func run(args []string, stderr io.Writer) int {
 		maxQuery = fs.Int64("client-query-buffer-limit", 1<<30, "bytes of one request buffered while it is read; a client past it is disconnected, as by Redis")
 		logBytes = fs.Uint64("log-bytes", raftstore.DefaultLogBytes, "bytes of Raft log a node keeps, about, over all its groups: each group snapshots once the entries since its last snapshot pass its share's half (or the last snapshot's size, if larger) and keeps only its share's half after one (at most -trailing-logs entries); with small entries -snapshot-threshold and -trailing-logs decide first")
 		maxWrite = fs.Int("max-write-bytes", raftstore.DefaultMaxWriteBytes, "largest write, in bytes of its Raft log entry (about the request's size): a larger one is answered -ERR write too large for the log; above 64 MiB, the log's limit, counts as 64 MiB (writes of 16 MiB and more cost elections in a test cluster)")
+		batchOn  = fs.Bool("batch-entries", true, "as leader, put a run of writes that arrive together into one Raft entry (each keeps a token of its own); a lockd from before batch entries cannot apply one and stops: set -batch-entries=false on the new nodes while a rolling upgrade from such a version runs, then restart them without it (docs/operations.md)")
 		reqPass  = fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)")
 		maxConns = fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached")
 		maxOut   = fs.Int64("client-output-buffer-limit", 64<<20, "bytes of replies and messages queued for a client that does not read before it is disconnected")
@@ -157,6 +158,7 @@ func run(args []string, stderr io.Writer) int {
 	cfg.Limits.MaxMultibulkLen = *maxArgs
 	cfg.Limits.MaxQueryBuffer = *maxQuery
 	cfg.MaxWriteBytes = *maxWrite
+	cfg.NoBatchEntries = !*batchOn
 	cfg.LogBytes = *logBytes
 	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *reqPass, *maxConns, *maxOut
 	if cfg.RequirePass == "" {
