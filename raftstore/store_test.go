@@ -257,6 +257,10 @@ func TestBatchTokens(t *testing.T) {
 	if v := do("SET q v FENCE")[0]; v.Kind != resp.KindInt || v.Int != last+1 {
 		t.Fatalf("the next write's token = %v, want %d", v, last+1)
 	}
+	// INFO raft's applied_token: the last applied command's logical index.
+	if got, idx := s.appliedToken(), s.raft.AppliedIndex(); got != uint64(last+1) || got <= idx {
+		t.Fatalf("applied token %d (Raft applied index %d), want %d, above the index", got, idx, last+1)
+	}
 }
 
 func TestCheckPeers(t *testing.T) {

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -79,6 +80,38 @@ func TestChaosReplayFollowsWaiters(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "a,b,c" || res.grants[tokenKey{0, 4}] == nil || res.grants[tokenKey{0, 4}].owner != "b" {
 		t.Fatalf("grants in order: %v (want a,b,c; b by the release at index 4)", got)
+	}
+}
+
+// A batch entry's commands are checked one by one at their logical indexes:
+// a grant, a queued waiter and a hand-over inside one entry each get their
+// own token, and the final marker is found by its token.
+func TestChaosReplayBatchEntries(t *testing.T) {
+	name := "chaos:lock:r1"
+	var cmds [][][]byte
+	for _, c := range []string{"LOCK.ACQUIRE " + name + " a PX 1000", "LOCK.ACQUIRE " + name + " b PX 1000 WAIT 5000", "LOCK.RELEASE " + name + " 1"} {
+		cmds = append(cmds, bytes.Fields([]byte(c)))
+	}
+	batch := command.Entry{Kind: command.KindBatch, Time: 10, Args: command.BatchArgs(cmds)}
+	log := []raft.Log{
+		{Index: 1, Term: 1, Type: raft.LogCommand, Data: batch.Encode()},
+		chaosEntry(2, 20, "SET", "chaos:end:0", "run", "FENCE"), // token 4
+	}
+	res := replayReplicas([]string{"n1", "n2"}, [][]raft.Log{log, log}, 2)
+	if len(res.violations) != 0 {
+		t.Fatalf("violations: %v", res.violations)
+	}
+	if a, b := res.grants[tokenKey{0, 1}], res.grants[tokenKey{0, 3}]; a == nil || a.owner != "a" || b == nil || b.owner != "b" || res.handovers != 1 {
+		t.Fatalf("grants %+v, %d hand-overs; want a at token 1, b handed over at token 3", res.grants, res.handovers)
+	}
+	if at, err := markerEntry(log, 4, "chaos:end:0"); err != nil || at != 2 {
+		t.Fatalf("marker of token 4 found at entry %d, %v; want 2", at, err)
+	}
+	if _, err := markerEntry(log, 3, "chaos:end:0"); err == nil || !strings.Contains(err.Error(), "the command of token 3 (entry 1) is not the final marker") {
+		t.Fatalf("a token of a batch's command taken for the marker: %v", err)
+	}
+	if _, err := markerEntry(log, 5, "chaos:end:0"); err == nil {
+		t.Fatal("a token past the log found a marker")
 	}
 }
 
@@ -227,7 +260,7 @@ func TestChaosReplayPerGroup(t *testing.T) {
 	logs, markers = build(good)
 	markers[g0] = 1 // the grant, not the marker
 	rep = replayGroups([]string{"n1"}, [][][]raft.Log{logs}, markers, keys, smap)
-	if !hasViolation(rep.violations, fmt.Sprintf("group %d: n1: entry 1 is not the final marker (SET %s)", g0, keys[g0])) {
+	if !hasViolation(rep.violations, fmt.Sprintf("group %d: n1: the command of token 1 (entry 1) is not the final marker (SET %s)", g0, keys[g0])) {
 		t.Errorf("a marker index that is not the marker not reported: %v", rep.violations)
 	}
 }
