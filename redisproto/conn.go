@@ -298,6 +298,9 @@ func (c *conn) drain() bool {
 // nothing): the reply to a malformed request, after which the connection
 // closes; a request past the query buffer limit closes it without one.
 func (c *conn) readFailed(err error, replies []resp.Value, protos []int) ([]resp.Value, []int) {
+	if err == nil { // the common case, before errors.As's target escapes
+		return replies, protos
+	}
 	var pe protocolError
 	if errors.As(err, &pe) {
 		c.srv.stats.protocolErrors.Add(1)

@@ -149,8 +149,11 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 // the same (the order decides the order in which endSession frees them).
 func (k *Keyspace) sessionHold(id uint64, name []byte) {
 	s := k.sessions[id]
+	if s == nil { // a lease, not a session (before the copy of name below)
+		return
+	}
 	n := string(name)
-	if s == nil || s.has(n) { // has builds s.index if needed: it is set below
+	if s.has(n) { // has builds s.index if needed: it is set below
 		return
 	}
 	for range min(2, len(s.locks)) {
