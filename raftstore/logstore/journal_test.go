@@ -3,6 +3,7 @@ package logstore
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,13 @@ func copyJournal(t *testing.T, dir string) string {
 	}
 	for _, seq := range seqs {
 		data, err := os.ReadFile(filepath.Join(dir, "journal", journalName(seq)))
+		if errors.Is(err, fs.ErrNotExist) {
+			// The rotator removed it since the listing (reclaim: a full
+			// file whose records badger holds durably, or with none, as
+			// the first file a large record jumped past): a crash now
+			// would not find it either.
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
