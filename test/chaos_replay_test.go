@@ -65,6 +65,7 @@ type replayResult struct {
 // groupReplay is what the replay found in one group.
 type groupReplay struct {
 	marker, entries uint64
+	token           uint64 // the marker's token: above its index by what batch entries added
 	grants          int
 	names           int
 }
@@ -442,6 +443,7 @@ func replayGroups(ids []string, logs [][][]raft.Log, markers []uint64, keys []st
 			}
 			res.violations = append(res.violations, v)
 		}
+		token := marker
 		if len(ids) > 0 {
 			// The marker is a token; the replay needs its entry's Raft index.
 			at, err := markerEntry(gl[0], marker, keys[g])
@@ -466,7 +468,7 @@ func replayGroups(ids []string, logs [][][]raft.Log, markers []uint64, keys []st
 		}
 		res.entries += rg.entries
 		res.handovers += rg.handovers
-		res.perGroup = append(res.perGroup, groupReplay{marker: marker, entries: rg.entries, grants: len(rg.grants), names: len(rg.byName)})
+		res.perGroup = append(res.perGroup, groupReplay{marker: marker, token: token, entries: rg.entries, grants: len(rg.grants), names: len(rg.byName)})
 	}
 	return res
 }
