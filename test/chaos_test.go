@@ -221,11 +221,11 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	res.unavailable = longestGap(acqs, recs, start, end)
 	t.Logf("run %s: %d ops, %d resource writes accepted (%d rejected), %d lost; %d grants (%d handed to queued waiters) in %d log entries; porcupine %s in %v (%d ops, %d of unknown outcome); longest unavailability %v; faults %v; %d violations",
 		run.name, res.ops, accepted, rejected, res.lost, res.grants, res.handovers, res.entries, res.linResult, res.linTook.Round(time.Millisecond), res.linOps, res.linUnknown, res.unavailable.Round(time.Millisecond), res.faults, len(res.violations))
+	for g, pg := range res.perGroup {
+		t.Logf("run %s: group %d: marker %s (token %d) at index %d applied by every replica; %d entries replayed on %d replicas, %d grants of %d names",
+			run.name, g, keys[g], pg.token, pg.marker, pg.entries, len(ids), pg.grants, pg.names)
+	}
 	if groups > 1 {
-		for g, pg := range res.perGroup {
-			t.Logf("run %s: group %d: marker %s (token %d) at index %d applied by every replica; %d entries replayed on %d replicas, %d grants of %d names",
-				run.name, g, keys[g], pg.token, pg.marker, pg.entries, len(ids), pg.grants, pg.names)
-		}
 		t.Logf("run %s: %d token values were acknowledged in more than one group (tokens are unique per group)", run.name, res.crossTokens)
 	}
 	for i, v := range res.violations {
