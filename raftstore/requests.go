@@ -27,8 +27,12 @@ func request(user string, args [][]byte) (command.Request, error) {
 // leader (a few election timeouts) before it is answered TRYAGAIN.
 const electionWait = 2 * time.Second
 
-// doLocal executes a batch on this node. Writes are proposed back to back so that Raft commits them
-// with one fsync; a read waits for the writes before it, so it sees them.
+// doLocal executes a batch on this node. A run of plain client writes is
+// proposed as one batch entry (command.KindBatch; one alone as a command
+// entry; every write an entry of its own with Config.NoBatchEntries), other
+// writes as entries of their own, back to back, so that Raft commits them
+// with one fsync; log order is request order. A read waits for the writes
+// before it, so it sees them.
 func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Value {
 	out := make([]resp.Value, len(reqs))
 	type pending struct {
