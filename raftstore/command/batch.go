@@ -17,13 +17,28 @@ var smallCounts = func() [][]byte {
 }()
 
 // BatchArgs flattens cmds for a KindBatch entry: each command as its argument
-// count followed by its arguments.
+// count followed by its arguments (the layout of a transaction's commands,
+// TxArgs).
 func BatchArgs(cmds [][][]byte) [][]byte {
 	n := 0
 	for _, c := range cmds {
 		n += 1 + len(c)
 	}
-	out := make([][]byte, 0, n)
+	return appendCommands(make([][]byte, 0, n), cmds)
+}
+
+// ParseBatch is the inverse of BatchArgs. A batch holds one command or more.
+func ParseBatch(args [][]byte) ([][][]byte, error) {
+	cmds, ok := parseCommands(args)
+	if !ok || len(cmds) == 0 {
+		return nil, ErrCorrupt
+	}
+	return cmds, nil
+}
+
+// appendCommands appends each command of cmds to out as its argument count
+// followed by its arguments.
+func appendCommands(out [][]byte, cmds [][][]byte) [][]byte {
 	for _, c := range cmds {
 		if len(c) < len(smallCounts) {
 			out = append(out, smallCounts[len(c)])
@@ -35,19 +50,17 @@ func BatchArgs(cmds [][][]byte) [][]byte {
 	return out
 }
 
-// ParseBatch is the inverse of BatchArgs.
-func ParseBatch(args [][]byte) ([][][]byte, error) {
+// parseCommands is the inverse of appendCommands; false when a count is not
+// a positive number or runs past the end. The commands alias args.
+func parseCommands(args [][]byte) ([][][]byte, bool) {
 	var cmds [][][]byte
 	for i := 0; i < len(args); {
 		c, ok := ParseInt(args[i])
 		if !ok || c < 1 || int64(len(args)-i-1) < c {
-			return nil, ErrCorrupt
+			return nil, false
 		}
 		cmds = append(cmds, args[i+1:i+1+int(c)])
 		i += 1 + int(c)
 	}
-	if len(cmds) == 0 {
-		return nil, ErrCorrupt
-	}
-	return cmds, nil
+	return cmds, true
 }

@@ -39,11 +39,7 @@ func TxArgs(tx Tx) [][]byte {
 	for _, w := range tx.Watch {
 		out = append(out, w.Key, strconv.AppendUint(nil, w.Version, 10))
 	}
-	for _, c := range tx.Cmds {
-		out = append(out, strconv.AppendInt(nil, int64(len(c)), 10))
-		out = append(out, c...)
-	}
-	return out
+	return appendCommands(out, tx.Cmds)
 }
 
 // ParseTx is the inverse of TxArgs.
@@ -68,13 +64,10 @@ func ParseTx(args [][]byte) (Tx, error) {
 		tx.Watch = append(tx.Watch, Watched{Key: args[i], Version: v})
 		i += 2
 	}
-	for i < len(args) {
-		c, ok := num(i)
-		if !ok || c < 1 || i+1+int(c) > len(args) {
-			return tx, ErrCorrupt
-		}
-		tx.Cmds = append(tx.Cmds, args[i+1:i+1+int(c)])
-		i += 1 + int(c)
+	cmds, ok := parseCommands(args[i:])
+	if !ok {
+		return tx, ErrCorrupt
 	}
+	tx.Cmds = cmds
 	return tx, nil
 }
