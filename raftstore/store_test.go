@@ -219,6 +219,39 @@ func TestPipelineSharesFsync(t *testing.T) {
 	}
 }
 
+// A pipeline larger than maxBatchBytes goes into several batch entries, none
+// over the bound.
+func TestBatchEntriesStaySmall(t *testing.T) {
+	s := open(t, t.TempDir(), 0)
+	defer s.Close()
+	val := bytes.Repeat([]byte("v"), 1000)
+	var reqs []command.Request
+	for i := 0; i < 300; i++ { // about 300 KB
+		args := [][]byte{[]byte("SET"), []byte(fmt.Sprintf("k%d", i)), val}
+		op, spec, _ := command.Parse(args)
+		reqs = append(reqs, command.Request{Args: args, Op: op, Spec: spec})
+	}
+	first := s.raft.LastIndex()
+	for i, v := range s.Do(context.Background(), reqs) {
+		if v.String() != "OK" {
+			t.Fatalf("write %d: %v", i, v)
+		}
+	}
+	last := s.raft.LastIndex()
+	if n := last - first; n < 300*1000/maxBatchBytes || n > 300*1000/maxBatchBytes+2 {
+		t.Fatalf("%d entries for 300 KB of writes, want about %d", n, 300*1000/maxBatchBytes+1)
+	}
+	for i := first + 1; i <= last; i++ {
+		var l raft.Log
+		if err := s.logs.GetLog(i, &l); err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Data) > maxBatchBytes {
+			t.Fatalf("entry %d holds %d bytes, over %d", i, len(l.Data), maxBatchBytes)
+		}
+	}
+}
+
 // Writes that share a batch entry still get a token each, rising in the
 // order they were sent, and the writes after the batch rise past them.
 func TestBatchTokens(t *testing.T) {
