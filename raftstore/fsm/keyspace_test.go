@@ -392,6 +392,23 @@ func TestDeterminism(t *testing.T) {
 	var export []byte // the last freeze's reply
 	seen := map[string]int{}
 	slotOf := func() uint16 { return shard.Slot([]byte("k" + strconv.Itoa(rng.IntN(40)))) }
+	// randomCmd is one of cmds with random keys and numbers (at entry i).
+	randomCmd := func(i int) [][]byte {
+		c := cmds[rng.IntN(len(cmds))]
+		key := "k" + strconv.Itoa(rng.IntN(40))
+		var s string
+		switch n := strings.Count(c, "%"); {
+		case strings.HasPrefix(c, "SESSION"): // session ids are logical indexes
+			s = fmt.Sprintf(c, rng.IntN(i)+1)
+		case n == 1:
+			s = fmt.Sprintf(c, key)
+		case n == 2:
+			s = fmt.Sprintf(c, key, rng.IntN(300)+1)
+		default:
+			s = fmt.Sprintf(c, key, rng.IntN(300)+1, rng.IntN(300)+1)
+		}
+		return args(s)
+	}
 	for i := 1; i <= 3000; i++ {
 		now += int64(rng.IntN(20))
 		kind := command.KindCommand
@@ -429,21 +446,15 @@ func TestDeterminism(t *testing.T) {
 			m, _ := shard.NewMap(rng.IntN(4) + 1)
 			m.Version = uint64(rng.IntN(10))
 			kind, argv = command.KindShardMap, command.ShardMapArgs(m.Encode())
-		default:
-			c := cmds[rng.IntN(len(cmds))]
-			key := "k" + strconv.Itoa(rng.IntN(40))
-			var s string
-			switch n := strings.Count(c, "%"); {
-			case strings.HasPrefix(c, "SESSION"): // session ids are entry indexes
-				s = fmt.Sprintf(c, rng.IntN(i)+1)
-			case n == 1:
-				s = fmt.Sprintf(c, key)
-			case n == 2:
-				s = fmt.Sprintf(c, key, rng.IntN(300)+1)
-			default:
-				s = fmt.Sprintf(c, key, rng.IntN(300)+1, rng.IntN(300)+1)
+		case 13, 14:
+			// A batch entry: each command at a logical index of its own.
+			var batch [][][]byte
+			for range rng.IntN(4) + 2 {
+				batch = append(batch, randomCmd(i))
 			}
-			argv = args(s)
+			kind, argv = command.KindBatch, command.BatchArgs(batch)
+		default:
+			argv = randomCmd(i)
 		}
 		e := command.Entry{Kind: kind, Time: now, Wall: wall + now, Args: argv}
 		ra, rb := a.Apply(uint64(i), e), b.Apply(uint64(i), e)
