@@ -36,10 +36,9 @@ const electionWait = 2 * time.Second
 func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Value {
 	out := make([]resp.Value, len(reqs))
 	type pending struct {
-		i     int
-		batch []int // a batch entry's requests (i unused)
-		f     raft.ApplyFuture
-		at    time.Time
+		reqs []int // the requests the entry answers, in its order
+		f    raft.ApplyFuture
+		at   time.Time
 	}
 	var inflight []pending
 	// A run of plain commands goes into one batch entry (command.KindBatch).
@@ -47,23 +46,19 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 	var groupArgs [][][]byte
 	groupSize := 0
 	propose := func() {
-		switch len(group) {
-		case 0:
+		if len(group) == 0 {
 			return
-		case 1:
-			if f, err := s.propose(ctx, command.KindCommand, groupArgs[0]); err != nil {
-				out[group[0]] = resp.Error(err.Error())
-			} else {
-				inflight = append(inflight, pending{i: group[0], f: f, at: time.Now()})
+		}
+		kind, args := command.KindCommand, groupArgs[0]
+		if len(group) > 1 {
+			kind, args = command.KindBatch, command.BatchArgs(groupArgs)
+		}
+		if f, err := s.propose(ctx, kind, args); err != nil {
+			for _, i := range group {
+				out[i] = resp.Error(err.Error())
 			}
-		default:
-			if f, err := s.propose(ctx, command.KindBatch, command.BatchArgs(groupArgs)); err != nil {
-				for _, i := range group {
-					out[i] = resp.Error(err.Error())
-				}
-			} else {
-				inflight = append(inflight, pending{batch: group, f: f, at: time.Now()})
-			}
+		} else {
+			inflight = append(inflight, pending{reqs: group, f: f, at: time.Now()})
 		}
 		group, groupArgs, groupSize = nil, nil, 0
 	}
@@ -76,34 +71,17 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		for j, p := range inflight {
 			fs[j] = p.f
 		}
-		if err := s.awaitReplies(fs); err != nil {
-			for _, p := range inflight {
-				if p.batch == nil {
-					out[p.i] = resp.Error(ErrUnknownOutcome.Error())
-				}
-				for _, i := range p.batch {
+		err := s.awaitReplies(fs)
+		for _, p := range inflight {
+			took := time.Since(p.at).Seconds()
+			for j, i := range p.reqs {
+				if err != nil {
 					out[i] = resp.Error(ErrUnknownOutcome.Error())
-				}
-			}
-		} else {
-			for _, p := range inflight {
-				took := time.Since(p.at).Seconds()
-				if p.batch == nil {
-					s.metrics.commit.Observe(took)
-					out[p.i] = s.result(p.f)
-					s.noteSessionResult(reqs[p.i].Op, out[p.i])
 					continue
 				}
-				rs, err := s.batchResult(p.f, len(p.batch))
-				for j, i := range p.batch {
-					s.metrics.commit.Observe(took) // one sample per write, as for an entry of its own
-					if err != nil {
-						out[i] = resp.Error(err.Error())
-						continue
-					}
-					out[i] = rs[j]
-					s.noteSessionResult(reqs[i].Op, out[i])
-				}
+				s.metrics.commit.Observe(took) // one sample per write, batched or not
+				out[i] = s.reply(p.f, j)
+				s.noteSessionResult(reqs[i].Op, out[i])
 			}
 		}
 		inflight = nil
@@ -198,21 +176,10 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			out[i] = resp.Error(err.Error())
 			continue
 		}
-		inflight = append(inflight, pending{i: i, f: f, at: time.Now()})
+		inflight = append(inflight, pending{reqs: []int{i}, f: f, at: time.Now()})
 	}
 	flush()
 	return out
-}
-
-// batchResult maps a batch entry's future to its n replies.
-func (s *Store) batchResult(f raft.ApplyFuture, n int) ([]resp.Value, error) {
-	if err := f.Error(); err != nil {
-		return nil, mapApplyErr(err)
-	}
-	if rs, ok := f.Response().(batchReplies); ok && len(rs) == n {
-		return rs, nil
-	}
-	return nil, errors.New("ERR internal: no reply from the state machine")
 }
 
 // maxBatchBytes bounds a batch entry (command.KindBatch): a run of writes
@@ -298,13 +265,21 @@ func (s *Store) applyNow(e command.Entry) error {
 	return s.await(s.raft.Apply(e.Encode(), s.cfg.ApplyTimeout))
 }
 
-// result maps a future's outcome to a reply.
-func (s *Store) result(f raft.ApplyFuture) resp.Value {
+// reply maps an entry's future to its reply to its j-th command: the
+// entry's reply (j 0), or a batch entry's reply to that command.
+func (s *Store) reply(f raft.ApplyFuture, j int) resp.Value {
 	if err := f.Error(); err != nil {
 		return resp.Error(mapApplyErr(err).Error())
 	}
-	if v, ok := f.Response().(resp.Value); ok {
-		return v
+	switch r := f.Response().(type) {
+	case resp.Value:
+		if j == 0 {
+			return r
+		}
+	case batchReplies:
+		if j < len(r) {
+			return r[j]
+		}
 	}
 	return resp.Error("ERR internal: no reply from the state machine")
 }
