@@ -190,7 +190,7 @@ func (m *machine) deliver(e command.Entry, ev []fsm.Event, reply resp.Value) res
 func (m *machine) appliedToken() uint64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.ks.Index() + m.ks.TokenBase()
+	return m.ks.Logical()
 }
 
 func (m *machine) setApplied(idx uint64) {

@@ -105,6 +105,10 @@ func (k *Keyspace) frozenKey(key string) bool {
 // ids, versions) is a logical index.
 func (k *Keyspace) logical() uint64 { return k.index + k.base }
 
+// Logical is the logical index of the last command applied (INFO raft's
+// applied_token): the highest token, waiter or session id it can have issued.
+func (k *Keyspace) Logical() uint64 { return k.logical() }
+
 // TokenBase is what this group adds to a Raft index to make the logical index
 // that tokens, waiter ids, session ids and WATCH versions are taken from. It is
 // replicated state and only ever grows (an import raises it above the
