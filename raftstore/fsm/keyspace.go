@@ -309,7 +309,7 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 	if v, stop := k.checkEntry(e); stop {
 		return v
 	}
-	c := Ctx{Index: k.logical(), Now: k.now, Wall: e.Wall, Write: true}
+	c := Ctx{Index: k.Logical(), Now: k.now, Wall: e.Wall, Write: true}
 	switch e.Kind {
 	case command.KindTick:
 		k.expireDue()
@@ -485,7 +485,7 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 	k.unindexItem(it)
 	cp := it.detached() // a lock's holder keeps its own lease
 	cp.deadline = d
-	cp.mod = k.logical()
+	cp.mod = k.Logical()
 	k.items.Set(cp)
 	k.indexItem(cp)
 }
@@ -493,7 +493,7 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 // put stores a string value under key, replacing any earlier item (live or not).
 func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 	it := newItem(key, val)
-	it.token, it.mod, it.deadline = token, k.logical(), deadline
+	it.token, it.mod, it.deadline = token, k.Logical(), deadline
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
 		k.dropWaiters(old)
@@ -505,7 +505,7 @@ func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 // putItem stores it (a new item, never one already in the trees), replacing any
 // earlier item under its key and keeping the deadline index right.
 func (k *Keyspace) putItem(it *item) {
-	it.mod = k.logical()
+	it.mod = k.Logical()
 	if old, ok := k.items.Set(it); ok {
 		k.unindexItem(old)
 		if old.deadline != 0 && old.deadline <= k.now {

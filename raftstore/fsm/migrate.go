@@ -100,14 +100,11 @@ func (k *Keyspace) frozenKey(key string) bool {
 	return len(k.frozen) != 0 && k.frozen.contains(shard.Slot([]byte(key)))
 }
 
-// logical is the logical index of the last applied entry: its Raft index plus
-// the token base. Every index the FSM hands out (tokens, waiter and session
-// ids, versions) is a logical index.
-func (k *Keyspace) logical() uint64 { return k.index + k.base }
-
-// Logical is the logical index of the last command applied (INFO raft's
-// applied_token): the highest token, waiter or session id it can have issued.
-func (k *Keyspace) Logical() uint64 { return k.logical() }
+// Logical is the logical index of the last command applied: its entry's Raft
+// index plus the token base. Every index the FSM hands out (tokens, waiter and
+// session ids, versions) is a logical index, so it is also the highest one
+// issued (INFO raft's applied_token).
+func (k *Keyspace) Logical() uint64 { return k.index + k.base }
 
 // TokenBase is what this group adds to a Raft index to make the logical index
 // that tokens, waiter ids, session ids and WATCH versions are taken from. It is
@@ -399,10 +396,10 @@ func (k *Keyspace) applyImport(args [][]byte, wall int64) resp.Value {
 	if err != nil {
 		return resp.Error("ERR bad import: " + err.Error())
 	}
-	if k.logical() <= ex.MaxToken {
+	if k.Logical() <= ex.MaxToken {
 		k.base = ex.MaxToken + 1 - k.index
 	}
-	c := Ctx{Index: k.logical(), Now: k.now, Wall: wall, Write: true}
+	c := Ctx{Index: k.Logical(), Now: k.now, Wall: wall, Write: true}
 	if k.sessions == nil && len(ex.Sessions) > 0 {
 		k.sessions = map[uint64]*session{}
 	}
