@@ -155,7 +155,7 @@ func (k *Keyspace) DryRun(op command.Eval, user string, src []byte, engine *lua.
 		k.now = now
 	}
 	op.Source = nil
-	return k.eval(op, Ctx{Index: k.index + k.base + 1, Now: k.now, Wall: wall, Write: true, User: user})
+	return k.eval(op, Ctx{Index: k.Logical() + 1, Now: k.now, Wall: wall, Write: true, User: user})
 }
 
 // Clone returns a copy of the keyspace that shares nothing mutable with it
