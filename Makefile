@@ -87,7 +87,7 @@ bench: build deps
 ## bench-ab: a change before and after: fresh 3-node clusters from two lockd
 ## binaries (or single nodes: AB_NODES=1), alternating, under the same loads, with
 ## the servers' CPU per operation (scripts/ab.sh; A=, B=, AB_ROUNDS, AB_NODES,
-## AB_GROUPS, BENCH_DURATION).
+## AB_GROUPS, AB_DIRECT, BENCH_DURATION).
 bench-ab: deps
 	./scripts/ab.sh
 

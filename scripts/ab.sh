@@ -26,6 +26,9 @@
 #   AB_ROUNDS       runs per binary (default 3)
 #   AB_NODES        3 (default): a 3-node cluster per run; 1: a single node
 #   AB_GROUPS       a cluster's Raft groups (default 8; 1: one group, as etcd)
+#   AB_DIRECT       1 (default): a cluster's clients straight to the leaders
+#                   (-direct); 0: spread over the three nodes, client i on node
+#                   i mod 3, which forward what they do not lead
 #   BENCH_DURATION  each load's length, a Go duration (default 10s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +47,8 @@ ROUNDS=${AB_ROUNDS:-3}
 NODES=${AB_NODES:-3}
 [[ $NODES == 1 || $NODES == 3 ]] || die "AB_NODES must be 1 or 3, not '$NODES'"
 GROUPS_N=${AB_GROUPS:-8}
+AB_DIRECT=${AB_DIRECT:-1}
+[[ $AB_DIRECT == 0 || $AB_DIRECT == 1 ]] || die "AB_DIRECT must be 0 or 1, not '$AB_DIRECT'"
 [[ $GROUPS_N =~ ^[1-9][0-9]*$ ]] || die "AB_GROUPS must be a positive count, not '$GROUPS_N'"
 DURATION=${BENCH_DURATION:-10s}
 START_TIMEOUT=30
@@ -62,6 +67,10 @@ TICK=$(getconf CLK_TCK)
 if [[ $NODES == 3 ]]; then
 	DIRECT=(-direct)
 	SHAPE="fresh 3-node cluster of $GROUPS_N group(s) per run"
+	if [[ $AB_DIRECT == 0 ]]; then
+		DIRECT=()
+		SHAPE="$SHAPE, clients spread over the nodes"
+	fi
 	start_nodes() { start_lockd_cluster "$GROUPS_N"; }
 else
 	DIRECT=()

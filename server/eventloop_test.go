@@ -2,12 +2,16 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // infoField reads one field of INFO section.
@@ -78,5 +82,96 @@ func TestEventLoopModes(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("a refused -event-loop touched the data directory: %v", err)
+	}
+}
+
+// groupTokens reads every group's applied_token from INFO raft.
+func groupTokens(t *testing.T, s *Server, groups int) []int64 {
+	t.Helper()
+	out := make([]int64, groups)
+	for g := range groups {
+		line := infoField(t, s, "raft", fmt.Sprintf("raft_group_%d", g))
+		for _, kv := range strings.Split(line, ",") {
+			if v, ok := strings.CutPrefix(kv, "applied_token="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("raft_group_%d: %q", g, line)
+				}
+				out[g] = n
+			}
+		}
+	}
+	return out
+}
+
+// -event-loop auto serves a node of several groups with the loop too: a
+// client in the loop pipelines locks and writes whose keys span every group,
+// and each reply is the one its own command gets (a token from its group, the
+// values read back), every group having applied its part.
+func TestEventLoopSeveralGroups(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the event loop is Linux only") // the CI runs on Linux
+	}
+	const groups = 4
+	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", DataDir: t.TempDir(), Groups: groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := infoField(t, s, "server", "multiplexing_api"); got != "epoll" {
+		t.Fatalf("%d groups: multiplexing_api = %q, want epoll", groups, got)
+	}
+	ctx := context.Background()
+	c := client(t, s, 2)
+	end := time.Now().Add(5 * time.Second)
+	for infoField(t, s, "clients", "event_loop_clients") == "0" {
+		if time.Now().After(end) {
+			t.Fatal("no client moved to the event loop")
+		}
+		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := groupTokens(t, s, groups)
+	const n = 100
+	p := c.Pipeline()
+	locks := make([]*redis.Cmd, n)
+	sets := make([]*redis.StatusCmd, n)
+	for i := range n {
+		locks[i] = p.Do(ctx, "LOCK.ACQUIRE", fmt.Sprintf("several/lock/%d", i), "me", "PX", "60000")
+		sets[i] = p.Set(ctx, fmt.Sprintf("several/key/%d", i), fmt.Sprintf("v%d", i), 0)
+	}
+	again := p.Do(ctx, "LOCK.ACQUIRE", "several/lock/0", "other", "PX", "60000") // held: nil
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if tok, err := locks[i].Int64(); err != nil || tok <= 0 {
+			t.Fatalf("LOCK.ACQUIRE several/lock/%d = %d, %v", i, tok, err)
+		}
+		if err := sets[i].Err(); err != nil {
+			t.Fatalf("SET several/key/%d: %v", i, err)
+		}
+	}
+	if err := again.Err(); err != redis.Nil {
+		t.Fatalf("a second holder of several/lock/0: %v, want nil", again.Val())
+	}
+	after := groupTokens(t, s, groups)
+	for g := range groups {
+		if after[g] <= before[g] {
+			t.Errorf("group %d applied nothing of the pipeline: applied_token %d then %d", g, before[g], after[g])
+		}
+	}
+	for i := range n {
+		if v, err := c.Get(ctx, fmt.Sprintf("several/key/%d", i)).Result(); err != nil || v != fmt.Sprintf("v%d", i) {
+			t.Fatalf("GET several/key/%d = %q, %v", i, v, err)
+		}
+		tok := locks[i].Val()
+		if r, err := c.Do(ctx, "LOCK.VALIDATE", fmt.Sprintf("several/lock/%d", i), tok).Int64(); err != nil || r != 1 {
+			t.Fatalf("LOCK.VALIDATE several/lock/%d %v = %d, %v", i, tok, r, err)
+		}
+	}
+	if got := infoField(t, s, "clients", "event_loop_clients"); got == "0" {
+		t.Fatal("the client left the loop")
 	}
 }
