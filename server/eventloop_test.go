@@ -31,6 +31,22 @@ func infoField(t *testing.T, s *Server, section, field string) string {
 	return ""
 }
 
+// untilInLoop writes with c until the event loop serves a client: a new
+// connection starts with its own goroutine (go-redis opens with commands the
+// loop does not serve) and moves to the loop after enough plain batches.
+func untilInLoop(t *testing.T, s *Server, c *redis.Client) {
+	t.Helper()
+	end := time.Now().Add(5 * time.Second)
+	for infoField(t, s, "clients", "event_loop_clients") == "0" {
+		if time.Now().After(end) {
+			t.Fatal("no client moved to the event loop")
+		}
+		if err := c.Set(context.Background(), "k", "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // -event-loop: a single node (one group) serves its clients with the event
 // loop by default, a goroutine each with "off"; anything else is refused.
 func TestEventLoopModes(t *testing.T) {
@@ -44,15 +60,7 @@ func TestEventLoopModes(t *testing.T) {
 		t.Fatalf("multiplexing_api = %q, want epoll", got)
 	}
 	c := client(t, s, 3) // go-redis opens with HELLO 3: served by the connection's goroutine
-	end := time.Now().Add(5 * time.Second)
-	for infoField(t, s, "clients", "event_loop_clients") == "0" {
-		if time.Now().After(end) {
-			t.Fatal("no client moved to the event loop")
-		}
-		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	untilInLoop(t, s, c)
 	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Fatalf("GET = %q, %v", v, err)
 	}
@@ -123,15 +131,7 @@ func TestEventLoopSeveralGroups(t *testing.T) {
 	}
 	ctx := context.Background()
 	c := client(t, s, 2)
-	end := time.Now().Add(5 * time.Second)
-	for infoField(t, s, "clients", "event_loop_clients") == "0" {
-		if time.Now().After(end) {
-			t.Fatal("no client moved to the event loop")
-		}
-		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	untilInLoop(t, s, c)
 	before := groupTokens(t, s, groups)
 	const n = 100
 	p := c.Pipeline()
