@@ -35,11 +35,11 @@ import (
 // goroutine becomes the loop and goes on serving the others — a PING, say,
 // which a node answers while it has no leader — and the stalled one answers
 // the turn's connections when the batch is done and hands each to a goroutine
-// of its own. On a node of several Raft groups a turn's batch spans them (the
-// Store runs each group's part at once) and waits for the slowest: a group
-// without a leader holds each turn with a request for it up to stallAfter,
-// other groups' requests in the turn too; that turn's connections then move
-// to goroutines of their own, where only requests for the stalled group wait.
+// of its own. The server enables the loop only where one
+// Raft group serves every key, where every keyspace request waits for the same
+// group anyway: with several, the turn's requests for the other groups would
+// wait for the stalled one too (their connections get their replies when the
+// whole batch is done), not only for stallAfter.
 
 // ErrNoEventLoop is returned by EnableEventLoop where the platform has no
 // epoll (the loop is Linux only) or the port speaks TLS.
