@@ -115,6 +115,15 @@ func (n *Node) keysRoute(keys [][]byte, splittable bool) route {
 // the router's comment above). It may block until the writes commit, and a
 // blocking acquire blocks it until granted or timed out.
 func (n *Node) Do(ctx context.Context, reqs []command.Request) []resp.Value {
+	return n.DoParts(ctx, reqs, nil)
+}
+
+// DoParts is Do that also reports each group's replies as that group answers
+// them (redisproto.PartStore): part, when not nil, is called from the group's
+// goroutine with the indexes of its requests and their replies, and once for
+// each request of another kind, all before DoParts returns. A node of one
+// group reports nothing: its one part is the result.
+func (n *Node) DoParts(ctx context.Context, reqs []command.Request, part func(idx []int, res []resp.Value)) []resp.Value {
 	if len(reqs) == 1 {
 		if op, ok := reqs[0].Op.(command.Admin); ok && op.Action == "groups" {
 			return []resp.Value{n.groupsInfo()}
@@ -138,6 +147,9 @@ func (n *Node) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 			res := n.runGroup(ctx, g, sub)
 			for j, i := range idx {
 				out[i] = res[j]
+			}
+			if part != nil {
+				part(idx, res)
 			}
 		}
 		busy := 0
@@ -175,6 +187,9 @@ func (n *Node) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 		}
 		flush()
 		out[i] = n.doSpecial(ctx, r, t)
+		if part != nil {
+			part([]int{i}, out[i:i+1])
+		}
 	}
 	flush()
 	return out

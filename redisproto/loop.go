@@ -35,11 +35,11 @@ import (
 // goroutine becomes the loop and goes on serving the others — a PING, say,
 // which a node answers while it has no leader — and the stalled one answers
 // the turn's connections when the batch is done and hands each to a goroutine
-// of its own. The server enables the loop only where one
-// Raft group serves every key, where every keyspace request waits for the same
-// group anyway: with several, the turn's requests for the other groups would
-// wait for the stalled one too (their connections get their replies when the
-// whole batch is done), not only for stallAfter.
+// of its own. On a node of several Raft groups a turn's batch spans them, and
+// a group without a leader stalls the turns holding its requests; with a
+// PartStore (parts.go) the stalled goroutine answers each of the turn's
+// connections as soon as that connection's own requests are done, so the
+// other groups' clients in that turn wait stallAfter, not the election.
 
 // ErrNoEventLoop is returned by EnableEventLoop where the platform has no
 // epoll (the loop is Linux only) or the port speaks TLS.

@@ -51,6 +51,7 @@ type turnScratch struct {
 	ready  []*conn
 	batch  []command.Request
 	slots  []loopSlot
+	filled []bool // turnParts: which of the batch's replies are in
 }
 
 func newTurnScratch() *turnScratch {
@@ -300,6 +301,16 @@ func (l *loop) runBatch(t *turnScratch, batch []command.Request, slots []loopSlo
 	l.turns++
 	turn := l.turns
 	released := make(chan struct{})
+	var parts *turnParts // with a PartStore: replies as each part is done
+	ps, partial := l.srv.store.(PartStore)
+	if partial {
+		if cap(t.filled) < len(batch) {
+			t.filled = make([]bool, len(batch))
+		}
+		t.filled = t.filled[:len(batch)]
+		clear(t.filled)
+		parts = &turnParts{l: l, batch: batch, slots: slots, ready: t.ready, started: started, filled: t.filled}
+	}
 	l.running.Store(turn)
 	stall := time.AfterFunc(stallAfter, func() {
 		if !l.running.CompareAndSwap(turn, 0) {
@@ -308,21 +319,36 @@ func (l *loop) runBatch(t *turnScratch, batch []command.Request, slots []loopSlo
 		for _, c := range t.ready {
 			l.release(c)
 		}
+		if parts != nil {
+			parts.release() // the connections answered in full go now
+		}
 		close(released)
 		l.srv.wg.Add(1)
 		go l.run(newTurnScratch())
 	})
 	// The replies go to the connections' turn scratch, which the timer does
-	// not touch: filled before the fate is decided.
-	fillReplies(batch, slots, l.srv.store.Do(l.srv.ctx, batch), time.Since(started))
+	// not touch (but through parts, under its lock): filled before the fate
+	// is decided, or by parts as they come.
+	if !partial {
+		fillReplies(batch, slots, l.srv.store.Do(l.srv.ctx, batch), time.Since(started))
+		if l.running.CompareAndSwap(turn, 0) {
+			stall.Stop()
+			return true
+		}
+		<-released // the turn's connections are out of the epoll set
+		for _, c := range t.ready {
+			l.moveOut(c, c.renderTurn(), c.ending())
+		}
+		return false
+	}
+	res := ps.DoParts(l.srv.ctx, batch, parts.part)
 	if l.running.CompareAndSwap(turn, 0) {
 		stall.Stop()
+		parts.fillRest(res)
 		return true
 	}
-	<-released // the turn's connections are out of the epoll set
-	for _, c := range t.ready {
-		l.moveOut(c, c.renderTurn(), c.ending())
-	}
+	<-released
+	parts.done(res)
 	return false
 }
 

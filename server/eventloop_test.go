@@ -112,31 +112,22 @@ func groupTokens(t *testing.T, s *Server, groups int) []int64 {
 	return out
 }
 
-// -event-loop on serves a node of several groups with the loop (auto does
-// not: a goroutine per client there): a client in the loop pipelines locks and
-// writes whose keys span every group, and each reply is the one its own
-// command gets (a token from its group, the values read back), every group
-// having applied its part.
+// -event-loop auto serves a node of several groups with the loop too: a
+// client in the loop pipelines locks and writes whose keys span every group,
+// and each reply is the one its own command gets (a token from its group, the
+// values read back), every group having applied its part.
 func TestEventLoopSeveralGroups(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the event loop is Linux only") // the CI runs on Linux
 	}
 	const groups = 4
-	auto, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", DataDir: t.TempDir(), Groups: groups})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := infoField(t, auto, "server", "multiplexing_api"); got != "goroutine" {
-		t.Fatalf("%d groups, -event-loop auto: multiplexing_api = %q, want goroutine", groups, got)
-	}
-	auto.Close()
-	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", DataDir: t.TempDir(), Groups: groups, EventLoop: "on"})
+	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", DataDir: t.TempDir(), Groups: groups})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	if got := infoField(t, s, "server", "multiplexing_api"); got != "epoll" {
-		t.Fatalf("%d groups, -event-loop on: multiplexing_api = %q, want epoll", groups, got)
+		t.Fatalf("%d groups: multiplexing_api = %q, want epoll", groups, got)
 	}
 	ctx := context.Background()
 	c := client(t, s, 2)

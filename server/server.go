@@ -53,12 +53,13 @@ type Config struct {
 	// Redirect answers -MOVED on every RESP connection (redisproto.Config).
 	Redirect bool
 	// EventLoop chooses how the RESP port serves connections: "auto" (or
-	// ""): with the event loop (redisproto.Server.EnableEventLoop) on Linux,
-	// on a plain-TCP port, when the node has one Raft group — with several, a
-	// turn waits for every group it holds, so a group that stalls (an
-	// election) keeps every other group's request of that turn waiting until
-	// it answers; "on": also with several groups (an error where there is no
-	// loop: TLS, not Linux); "off": a goroutine per connection.
+	// ""): with the event loop (redisproto.Server.EnableEventLoop) where there
+	// is one (Linux, a plain-TCP port), a goroutine per connection elsewhere;
+	// "on": the loop or an error (TLS, not Linux); "off": a goroutine per
+	// connection. With several groups a turn's batch spans them; a turn that
+	// one group stalls (an election) lets its connections go after the loop's
+	// stall bound (50 ms) and answers each as soon as its own requests are
+	// done (redisproto.PartStore).
 	EventLoop string
 	// Groups is the number of Raft groups of a new data directory; an existing
 	// directory keeps its count. 0 chooses: DefaultClusterGroups for a new
@@ -233,7 +234,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.store = st
 	rs.SetStore(st)
-	if err := chooseEventLoop(rs, cfg.EventLoop, st.Groups()); err != nil {
+	if err := chooseEventLoop(rs, cfg.EventLoop); err != nil {
 		rs.Close()
 		st.Close()
 		if s.hln != nil {
@@ -284,18 +285,15 @@ func New(cfg Config) (*Server, error) {
 }
 
 // chooseEventLoop enables rs's event loop as mode (Config.EventLoop, checked
-// by New) says, for a node of groups Raft groups.
-func chooseEventLoop(rs *redisproto.Server, mode string, groups int) error {
+// by New) says.
+func chooseEventLoop(rs *redisproto.Server, mode string) error {
 	switch mode {
 	case "on":
 		return rs.EnableEventLoop()
 	case "off":
 		return nil
 	}
-	if groups != 1 { // auto
-		return nil
-	}
-	if err := rs.EnableEventLoop(); err != nil && !errors.Is(err, redisproto.ErrNoEventLoop) {
+	if err := rs.EnableEventLoop(); err != nil && !errors.Is(err, redisproto.ErrNoEventLoop) { // auto
 		return err
 	}
 	return nil
