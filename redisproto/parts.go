@@ -47,20 +47,27 @@ func (p *turnParts) part(idx []int, res []resp.Value) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for j, i := range idx {
-		if p.filled[i] {
+		if !p.fill(i, res[j], took) || !p.released {
 			continue
 		}
-		p.filled[i] = true
-		sl := p.slots[i]
-		sl.c.lt.replies[sl.at] = res[j]
-		sl.c.observe(p.batch[i].Spec.Name, p.batch[i].Args, res[j], took)
-		if !p.released {
-			continue
-		}
-		if p.open[sl.c]--; p.open[sl.c] == 0 {
-			p.finish(sl.c)
+		c := p.slots[i].c
+		if p.open[c]--; p.open[c] == 0 {
+			p.finish(c)
 		}
 	}
+}
+
+// fill puts batch[i]'s reply v in its slot unless it is there already, and
+// reports whether it put it. p.mu held, or no other goroutine left.
+func (p *turnParts) fill(i int, v resp.Value, took time.Duration) bool {
+	if p.filled[i] {
+		return false
+	}
+	p.filled[i] = true
+	sl := p.slots[i]
+	sl.c.lt.replies[sl.at] = v
+	sl.c.observe(p.batch[i].Spec.Name, p.batch[i].Args, v, took)
+	return true
 }
 
 // release is called by the stall timer once the turn's connections are out of
@@ -101,12 +108,7 @@ func (p *turnParts) done(res []resp.Value) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, v := range res {
-		if !p.filled[i] {
-			p.filled[i] = true
-			sl := p.slots[i]
-			sl.c.lt.replies[sl.at] = v
-			sl.c.observe(p.batch[i].Spec.Name, p.batch[i].Args, v, took)
-		}
+		p.fill(i, v, took)
 	}
 	for _, c := range p.ready {
 		if _, waiting := p.open[c]; waiting {
@@ -120,10 +122,6 @@ func (p *turnParts) done(res []resp.Value) {
 func (p *turnParts) fillRest(res []resp.Value) {
 	took := time.Since(p.started)
 	for i, v := range res {
-		if !p.filled[i] {
-			sl := p.slots[i]
-			sl.c.lt.replies[sl.at] = v
-			sl.c.observe(p.batch[i].Spec.Name, p.batch[i].Args, v, took)
-		}
+		p.fill(i, v, took)
 	}
 }
