@@ -2,7 +2,6 @@ package redisproto
 
 import (
 	"errors"
-	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
@@ -119,15 +118,6 @@ func (c *conn) parseTurn(batch []command.Request, slots []loopSlot) ([]command.R
 		batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.scriptUser(spec)})
 		slots = append(slots, loopSlot{c, len(t.replies)})
 		t.replies, t.protos = append(t.replies, resp.Value{}), append(t.protos, proto)
-	}
-}
-
-// fillReplies puts each reply of a turn's batch in its connection's slot.
-func fillReplies(batch []command.Request, slots []loopSlot, res []resp.Value, took time.Duration) {
-	for i, v := range res {
-		sl := slots[i]
-		sl.c.lt.replies[sl.at] = v
-		sl.c.observe(batch[i].Spec.Name, batch[i].Args, v, took)
 	}
 }
 

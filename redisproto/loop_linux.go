@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/resp"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,11 +52,14 @@ type turnScratch struct {
 	ready  []*conn
 	batch  []command.Request
 	slots  []loopSlot
-	filled []bool // turnParts: which of the batch's replies are in
+	parts  turnParts                         // where the turn's replies go
+	part   func(idx []int, res []resp.Value) // parts.part, bound once
 }
 
 func newTurnScratch() *turnScratch {
-	return &turnScratch{events: make([]syscall.EpollEvent, 256)}
+	t := &turnScratch{events: make([]syscall.EpollEvent, 256)}
+	t.part = t.parts.part
+	return t
 }
 
 // wakeID is the epoll data of the wake pipe; connection ids start at 1.
@@ -301,16 +305,8 @@ func (l *loop) runBatch(t *turnScratch, batch []command.Request, slots []loopSlo
 	l.turns++
 	turn := l.turns
 	released := make(chan struct{})
-	var parts *turnParts // with a PartStore: replies as each part is done
-	ps, partial := l.srv.store.(PartStore)
-	if partial {
-		if cap(t.filled) < len(batch) {
-			t.filled = make([]bool, len(batch))
-		}
-		t.filled = t.filled[:len(batch)]
-		clear(t.filled)
-		parts = &turnParts{l: l, batch: batch, slots: slots, ready: t.ready, started: started, filled: t.filled}
-	}
+	parts := &t.parts
+	parts.reset(l, batch, slots, t.ready, started)
 	l.running.Store(turn)
 	stall := time.AfterFunc(stallAfter, func() {
 		if !l.running.CompareAndSwap(turn, 0) {
@@ -319,35 +315,26 @@ func (l *loop) runBatch(t *turnScratch, batch []command.Request, slots []loopSlo
 		for _, c := range t.ready {
 			l.release(c)
 		}
-		if parts != nil {
-			parts.release() // the connections answered in full go now
-		}
+		parts.release() // the connections answered in full go now
 		close(released)
 		l.srv.wg.Add(1)
 		go l.run(newTurnScratch())
 	})
-	// The replies go to the connections' turn scratch, which the timer does
-	// not touch (but through parts, under its lock): filled before the fate
-	// is decided, or by parts as they come.
-	if !partial {
-		fillReplies(batch, slots, l.srv.store.Do(l.srv.ctx, batch), time.Since(started))
-		if l.running.CompareAndSwap(turn, 0) {
-			stall.Stop()
-			return true
-		}
-		<-released // the turn's connections are out of the epoll set
-		for _, c := range t.ready {
-			l.moveOut(c, c.renderTurn(), c.ending())
-		}
-		return false
+	// The replies go to the connections' turn scratch through parts: as a
+	// PartStore reports them, under parts' lock, and the rest once the batch
+	// is back.
+	var res []resp.Value
+	if ps, ok := l.srv.store.(PartStore); ok {
+		res = ps.DoParts(l.srv.ctx, batch, t.part)
+	} else {
+		res = l.srv.store.Do(l.srv.ctx, batch)
 	}
-	res := ps.DoParts(l.srv.ctx, batch, parts.part)
 	if l.running.CompareAndSwap(turn, 0) {
 		stall.Stop()
 		parts.fillRest(res)
 		return true
 	}
-	<-released
+	<-released // the turn's connections are out of the epoll set
 	parts.done(res)
 	return false
 }
