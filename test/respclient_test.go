@@ -65,6 +65,15 @@ func (c *respConn) close() { c.c.Close() }
 // error; the error result means the request's fate is unknown (I/O failure,
 // timeout, malformed reply), and the connection must not be used again.
 func (c *respConn) do(args ...string) (reply, error) {
+	if err := c.send(args...); err != nil {
+		return reply{}, err
+	}
+	return readReply(c.r)
+}
+
+// send writes one command without reading its reply (readReply(c.r) reads
+// it), and sets the connection's deadline for both to c.timeout from now.
+func (c *respConn) send(args ...string) error {
 	c.c.SetDeadline(time.Now().Add(c.timeout))
 	buf := make([]byte, 0, 64)
 	buf = append(buf, '*')
@@ -77,10 +86,8 @@ func (c *respConn) do(args ...string) (reply, error) {
 		buf = append(buf, a...)
 		buf = append(buf, '\r', '\n')
 	}
-	if _, err := c.c.Write(buf); err != nil {
-		return reply{}, err
-	}
-	return readReply(c.r)
+	_, err := c.c.Write(buf)
+	return err
 }
 
 func readReply(r *bufio.Reader) (reply, error) {
