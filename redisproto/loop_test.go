@@ -481,3 +481,145 @@ func TestLoopSlowReader(t *testing.T) {
 		t.Fatalf("got %d bytes ending %q, want %d", len(all), all[max(0, len(all)-60):], len(wantAll))
 	}
 }
+
+// partStore is a PartStore over an fsmStore: a batch's requests on keys that
+// begin "slow" wait at the gate (a group without a leader); every other
+// request is applied at once and reported through part before the batch
+// waits (a group that answers), as raftstore.Node.DoParts reports a group's
+// part. Each batch's keys are recorded.
+type partStore struct {
+	*fsmStore
+	mu      sync.Mutex
+	batches [][]string
+	shut    chan struct{} // nil: open
+	entered chan struct{} // receives once per batch that waits at the gate
+}
+
+func (p *partStore) DoParts(ctx context.Context, reqs []command.Request, part func(idx []int, res []resp.Value)) []resp.Value {
+	out := make([]resp.Value, len(reqs))
+	var keys []string
+	var slow []int
+	for i, r := range reqs {
+		key := string(r.Args[1])
+		keys = append(keys, key)
+		if strings.HasPrefix(key, "slow") {
+			slow = append(slow, i)
+			continue
+		}
+		res := p.fsmStore.Do(ctx, reqs[i:i+1])
+		out[i] = res[0]
+		part([]int{i}, res)
+	}
+	p.mu.Lock()
+	p.batches = append(p.batches, keys)
+	shut := p.shut
+	p.mu.Unlock()
+	if len(slow) == 0 {
+		return out
+	}
+	if shut != nil {
+		p.entered <- struct{}{}
+		<-shut
+	}
+	for _, i := range slow {
+		out[i] = p.fsmStore.Do(ctx, reqs[i:i+1])[0]
+	}
+	return out
+}
+
+func (p *partStore) Do(ctx context.Context, reqs []command.Request) []resp.Value {
+	return p.DoParts(ctx, reqs, func([]int, []resp.Value) {})
+}
+
+func (p *partStore) close() { p.mu.Lock(); p.shut = make(chan struct{}); p.mu.Unlock() }
+func (p *partStore) open() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shut != nil {
+		close(p.shut)
+		p.shut = nil
+	}
+}
+
+// together reports whether keys a and b went to the store in one batch.
+func (p *partStore) together(a, b string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, keys := range p.batches {
+		if slices.Contains(keys, a) {
+			return slices.Contains(keys, b)
+		}
+	}
+	return false
+}
+
+// A turn that stalls on one part of its batch (a Raft group electing a
+// leader) answers each of its connections once that connection's own
+// requests are done: a client whose write shares the turn with a write that
+// waits gets its reply after the stall, not when the waiting write is done.
+//
+// To put the two writes in one turn, a first write that waits holds the loop
+// (a turn reads nothing while its batch commits, for up to stallAfter), and
+// the two are sent meanwhile: the loop's next turn reads both. Where the
+// test itself was held up past the stall and the two landed in different
+// turns, the attempt is repeated with fresh keys (at most 5 times).
+func TestLoopStalledTurnAnswersEachConnection(t *testing.T) {
+	p := &partStore{fsmStore: newFSMStore(), entered: make(chan struct{}, 8)}
+	s := startLoopServer(t, Config{}, p)
+	t.Cleanup(p.open) // before the server closes: a failed attempt leaves no batch waiting
+	holder, waiter, writer := dialClient(t, s.Addr()), dialClient(t, s.Addr()), dialClient(t, s.Addr())
+	for attempt := 0; ; attempt++ {
+		for _, c := range []*client{holder, waiter, writer} {
+			backToLoop(t, s, c, clientID(t, c), "before the attempt")
+		}
+		n := strconv.Itoa(attempt)
+		slowH, slowW, fast := "slow:h"+n, "slow:w"+n, "fast:"+n
+		p.close()
+		holder.nc.Write(multibulk("SET", slowH, "v"))
+		<-p.entered // the loop's turn waits for the holder's write
+		waiter.nc.Write(multibulk("SET", slowW, "v"))
+		writer.nc.Write(multibulk("SET", fast, "v"))
+		<-p.entered // the next turn's batch, with the waiter's write
+		shared := p.together(slowW, fast)
+		var out []byte
+		if shared {
+			out = out[:0]
+			writer.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if err := readFrame(writer.r, &out); err != nil || string(out) != okReply {
+				t.Fatalf("the write sharing a stalled turn: %q, %v; want its reply while the other write waits", out, err)
+			}
+			out = out[:0]
+			waiter.nc.SetReadDeadline(time.Now().Add(time.Millisecond))
+			if err := readFrame(waiter.r, &out); err == nil {
+				t.Fatalf("the waiting write was answered (%q) before the store did", out)
+			}
+		}
+		p.open()
+		for _, c := range []*client{holder, waiter, writer}[:2+btoi(!shared)] {
+			out = out[:0]
+			c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if err := readFrame(c.r, &out); err != nil || string(out) != okReply {
+				t.Fatalf("after the store answered: %q, %v", out, err)
+			}
+		}
+		for _, key := range []string{slowH, slowW, fast} {
+			if got := writer.do("GET", key); got != "$1\r\nv\r\n" {
+				t.Fatalf("GET %s: %q", key, got)
+			}
+		}
+		if shared {
+			return
+		}
+		if attempt == 4 {
+			t.Fatal("in 5 attempts the two writes never shared a turn")
+		}
+		t.Logf("attempt %d: the two writes landed in different turns; again", attempt)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
