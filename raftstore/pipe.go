@@ -23,7 +23,9 @@ var errNoAppendPipe = errors.New("raftstore: appendpipe disabled (test)")
 // dials go through the same fault-test wrappers as the Raft layer's (a
 // partition cuts the pipe too). With cfg.noAppendPipe (tests of a rolling
 // upgrade: a node from before appendpipe) the header is not served and the
-// node's own pipelines fall back, as its peers' do when they dial it. acks
+// node's own pipelines fall back, as its peers' do when they dial it; with
+// cfg.pipeVersion (tests: 1, a node from before batch entries) it greets
+// with that version instead of pipeVersion. acks
 // hears what the node's pipelines learn of their followers' logs.
 func newPipeTransport(cfg Config, peer *mux.Mux, inner *raft.NetworkTransport, acks appendpipe.AckObserver, lg *slog.Logger) *appendpipe.Transport {
 	layer := peer.Handle(pipeHeader(cfg.Group))
@@ -37,6 +39,37 @@ func newPipeTransport(cfg Config, peer *mux.Mux, inner *raft.NetworkTransport, a
 		layer.Close()
 		dial = func(raft.ServerAddress, time.Duration) (net.Conn, error) { return nil, errNoAppendPipe }
 	}
+	version := pipeVersion
+	if cfg.pipeVersion != 0 {
+		version = cfg.pipeVersion
+	}
 	return appendpipe.New(appendpipe.Config{Inner: inner, Listener: layer, Dial: dial,
-		Timeout: 10 * time.Second, Logger: lg.With("group", cfg.Group), Acks: acks})
+		Timeout: 10 * time.Second, Logger: lg.With("group", cfg.Group), Acks: acks, Version: version})
+}
+
+// pipeVersion is the version this lockd's appendpipe server greets leaders
+// with (appendpipe.Config.Version). 2: the node applies batch entries
+// (command.KindBatch). A node from before batch entries greets with 1, or
+// (from before appendpipe) not at all.
+const pipeVersion byte = 2
+
+// batchEntries reports whether this leader may put a run of writes into one
+// batch entry: Config.NoBatchEntries is unset and every other member of the
+// group's latest configuration (voter or not) greeted this node's pipelines
+// with a version that applies them (appendpipe.Transport.PeerVersion). A
+// member that has not (a node from before batch entries in a rolling
+// upgrade, or one no pipeline of this node has reached yet: just added, or
+// down since this node started) gets entries of one write each, which every
+// version applies; the first pipeline that connects to it tells. A lone
+// voter has no one to ask. Called by doLocal; does not block.
+func (s *Store) batchEntries() bool {
+	if s.cfg.NoBatchEntries {
+		return false
+	}
+	for _, srv := range latestServers(s.raft) {
+		if srv.ID != raft.ServerID(s.cfg.NodeID) && s.trans.PeerVersion(srv.Address) < pipeVersion {
+			return false
+		}
+	}
+	return true
 }

@@ -48,21 +48,7 @@ func TestAppendPipeMixedCluster(t *testing.T) {
 	const old = 2
 	c := newClusterWith(t, 3, func(i int, cfg *Config) { cfg.noAppendPipe = i == old })
 	for _, to := range []int{old, 0, old, 1} {
-		li, s := c.leader()
-		if li != to {
-			if err := s.raft.LeadershipTransferToServer(raft.ServerID(c.peers[to].ID), raft.ServerAddress(c.peers[to].Addr)).Error(); err != nil {
-				t.Fatalf("transfer to %s: %v", c.peers[to].ID, err)
-			}
-		}
-		// The old leader's own view of its office lags its step-down a little.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if li, _ = c.leader(); li == to {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s leads, want %s", c.peers[li].ID, c.peers[to].ID)
-			}
-		}
+		leadBy(t, c, to)
 		before, _, _ := c.node(to).trans.Stats()
 		writeSome(t, c, 20)
 		sent, _, fallbacks := c.node(to).trans.Stats()
@@ -84,6 +70,83 @@ func TestAppendPipeMixedCluster(t *testing.T) {
 	if _, _, fallbacks := leader.trans.Stats(); fallbacks == 0 {
 		t.Fatal("no leader fell back to hashicorp/raft's pipeline for the old node")
 	}
+}
+
+// leadBy transfers the leadership to node to, unless it leads, and waits
+// until the cluster agrees.
+func leadBy(t *testing.T, c *cluster, to int) *Store {
+	t.Helper()
+	li, s := c.leader()
+	if li != to {
+		if err := s.raft.LeadershipTransferToServer(raft.ServerID(c.peers[to].ID), raft.ServerAddress(c.peers[to].Addr)).Error(); err != nil {
+			t.Fatalf("transfer to %s: %v", c.peers[to].ID, err)
+		}
+	}
+	// The old leader's own view of its office lags its step-down a little.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if li, s = c.leader(); li == to {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s leads, want %s", c.peers[li].ID, c.peers[to].ID)
+		}
+	}
+}
+
+// pipelinedEntries has s run n SETs as one request batch (a pipeline) and
+// returns how many log entries they took.
+func pipelinedEntries(t *testing.T, s *Store, n int, prefix string) uint64 {
+	t.Helper()
+	var reqs []command.Request
+	for i := 0; i < n; i++ {
+		reqs = append(reqs, req("SET", fmt.Sprintf("%s%d", prefix, i), "v"))
+	}
+	first := s.raft.LastIndex()
+	for i, v := range s.Do(context.Background(), reqs) {
+		if v.String() != "OK" {
+			t.Fatalf("SET %d: %v", i, v)
+		}
+	}
+	return s.raft.LastIndex() - first
+}
+
+// A rolling upgrade from a lockd from before batch entries needs no setting:
+// while a member greets the leader's pipelines as such a node does (version
+// 1), the leader writes an entry per write, which that node applies; once it
+// runs this version (restarted), the leader's next pipeline to it hears so,
+// and a pipeline of writes goes into batch entries again.
+func TestBatchEntriesWaitForEveryMember(t *testing.T) {
+	const old = 2
+	upgraded := false
+	c := newClusterWith(t, 3, func(i int, cfg *Config) {
+		if i == old && !upgraded {
+			cfg.pipeVersion = 1
+		}
+	})
+	s := leadBy(t, c, 0)
+	writeSome(t, c, 5) // the leader's pipelines are up
+	addr := raft.ServerAddress(c.peers[old].Addr)
+	if v := s.trans.PeerVersion(addr); v != 1 {
+		t.Fatalf("the old node's version as the leader heard it: %d, want 1", v)
+	}
+	if n := pipelinedEntries(t, s, 100, "a"); n < 100 {
+		t.Fatalf("100 pipelined writes took %d entries with a member from before batch entries, want one each", n)
+	}
+	c.converge() // the old node applied every one
+
+	c.crash(old)
+	upgraded = true
+	c.start(old)
+	for deadline := time.Now().Add(15 * time.Second); s.trans.PeerVersion(addr) != pipeVersion; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the upgraded node's version as the leader heard it: %d, want %d", s.trans.PeerVersion(addr), pipeVersion)
+		}
+		writeSome(t, c, 1) // replication reconnects to it
+	}
+	if n := pipelinedEntries(t, s, 100, "b"); n > 20 {
+		t.Fatalf("100 pipelined writes took %d entries once every member runs this version: batch entries expected", n)
+	}
+	c.converge()
 }
 
 // Every group's three headers on the peer port are distinct from every

@@ -29,10 +29,11 @@ const electionWait = 2 * time.Second
 
 // doLocal executes a batch on this node. A run of plain client writes is
 // proposed as one batch entry (command.KindBatch; one alone as a command
-// entry; every write an entry of its own with Config.NoBatchEntries), other
-// writes as entries of their own, back to back, so that Raft commits them
-// with one fsync; log order is request order. A read waits for the writes
-// before it, so it sees them.
+// entry; every write an entry of its own with Config.NoBatchEntries, or
+// while a member of the group has not said it applies them: batchEntries),
+// other writes as entries of their own, back to back, so that Raft commits
+// them with one fsync; log order is request order. A read waits for the
+// writes before it, so it sees them.
 func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Value {
 	out := make([]resp.Value, len(reqs))
 	type pending struct {
@@ -41,6 +42,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		at   time.Time
 	}
 	var inflight []pending
+	batch := len(reqs) > 1 && s.batchEntries()
 	// A run of plain commands goes into one batch entry (command.KindBatch).
 	var group []int
 	var groupArgs [][][]byte
@@ -156,7 +158,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		}
 		op, acquire := r.Op.(command.LockAcquire)
 		late := acquire && op.Wait > 0 && i == len(reqs)-1
-		if kind == command.KindCommand && !late && !s.cfg.NoBatchEntries {
+		if kind == command.KindCommand && !late && batch {
 			if n := command.Size(args); groupSize+n > min(maxBatchBytes, s.maxEntry(command.KindBatch)) {
 				propose()
 			}

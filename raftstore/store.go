@@ -91,10 +91,11 @@ type Config struct {
 	MaxWriteBytes int
 	// NoBatchEntries makes the leader propose every write as an entry of its
 	// own. By default a run of plain writes in one request batch goes into
-	// one batch entry (command.KindBatch), which a lockd from before batch
-	// entries cannot apply (it stops): a rolling upgrade from such a version
-	// runs the new nodes with this set until every node runs the new one
-	// (docs/operations.md). Followers apply batch entries either way.
+	// one batch entry (command.KindBatch) once every other member of the
+	// group has said it applies them (batchEntries, pipe.go): a lockd from
+	// before batch entries cannot (it stops), and says nothing, so a rolling
+	// upgrade from such a version needs no setting. Followers apply batch
+	// entries either way.
 	NoBatchEntries bool
 	// Now is the monotonic clock (tests inject one); nil means time.Now.
 	Now func() time.Time
@@ -149,6 +150,10 @@ type Config struct {
 
 	// faults, set by tests only, injects partitions on the peer links.
 	faults *faults
+	// pipeVersion, set by tests only, is the appendpipe version the group's
+	// pipe server greets with (0: pipeVersion; 1: as a node from before
+	// batch entries, whose leaders then write none while it is a member).
+	pipeVersion byte
 	// noAppendPipe, set by tests only, makes the group behave as a node from
 	// before appendpipe: it serves no pipe header and dials none (pipe.go).
 	noAppendPipe bool

@@ -37,11 +37,14 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// greeting is the byte a pipe server sends when it accepts a connection,
-// before any frame: the version of this package's format. A client that
-// does not read it (the peer closed the connection: it does not know the
-// header) falls back to the wrapped transport.
-const greeting byte = 1
+// The greeting is the byte a pipe server sends when it accepts a connection,
+// before any frame: its version (Config.Version), 1 or more. Every version
+// speaks this package's frames; what a version above 1 announces besides is
+// the owner's to define (lockd: 2, the node applies batch entries), and a
+// leader reads it back with PeerVersion. A client that reads no greeting (the
+// peer closed the connection: it does not know the header) falls back to the
+// wrapped transport; so does one greeted 0, which no version sends.
+const minVersion byte = 1
 
 // DefaultMaxInFlight is Config.MaxInFlight's default. With hashicorp/raft's
 // two, a loaded follower always had the next request queued behind the one
@@ -87,6 +90,10 @@ type Config struct {
 	// learns of its follower's log (not the wrapped transport's pipelines,
 	// nor single AppendEntries).
 	Acks AckObserver
+	// Version is the byte this node's pipe server greets with (0: 1). A
+	// version above 1 tells the leaders that dial it something of the
+	// owner's choosing about this node (PeerVersion).
+	Version byte
 }
 
 // AckObserver hears, from a leader's pipelines, which followers stored what:
@@ -125,6 +132,10 @@ type Transport struct {
 	hbMu     sync.RWMutex
 	hbClosed bool
 
+	// versions: each target's greeting at this Transport's last dial that
+	// connected (PeerVersion); 0 when that dial read none.
+	versions sync.Map // raft.ServerAddress → byte
+
 	pipes     atomic.Uint64 // pipelines opened (each one's serial)
 	sent      atomic.Uint64 // requests sent on pipes
 	served    atomic.Uint64 // requests served from pipes
@@ -141,6 +152,7 @@ func New(cfg Config) *Transport {
 	if cfg.MaxInFlight < 2 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
+	cfg.Version = max(cfg.Version, minVersion)
 	t := &Transport{Inner: cfg.Inner, cfg: cfg, log: lg, consumer: make(chan raft.RPC),
 		shutdown: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	t.wg.Add(2)
@@ -153,6 +165,18 @@ func New(cfg Config) *Transport {
 // that fell back to the wrapped transport, since New.
 func (t *Transport) Stats() (sent, served, fallbacks uint64) {
 	return t.sent.Load(), t.served.Load(), t.fallbacks.Load()
+}
+
+// PeerVersion returns the version target's pipe server greeted this
+// Transport with when a pipeline last connected to it (one per leadership
+// of a follower, and again after a pipeline breaks): 0 when that connection
+// read no greeting (a node from before this package) or none has connected
+// yet. A dial that does not connect (the target is down) leaves it as it
+// was. Safe for concurrent use; does not block.
+func (t *Transport) PeerVersion(target raft.ServerAddress) byte {
+	v, _ := t.versions.Load(target)
+	b, _ := v.(byte)
+	return b
 }
 
 // Consumer returns the channel of every RPC for this node: the wrapped
@@ -265,7 +289,7 @@ func (t *Transport) serve(conn net.Conn) {
 	}()
 	r := bufio.NewReaderSize(conn, 64<<10)
 	w := bufio.NewWriterSize(conn, 16<<10)
-	if err := w.WriteByte(greeting); err != nil {
+	if err := w.WriteByte(t.cfg.Version); err != nil {
 		return
 	}
 	if err := w.Flush(); err != nil {
@@ -491,11 +515,13 @@ func (t *Transport) dial(target raft.ServerAddress) (net.Conn, error) {
 		_ = conn.SetReadDeadline(time.Now().Add(t.cfg.Timeout))
 	}
 	var b [1]byte
-	if _, err := io.ReadFull(conn, b[:]); err != nil {
+	_, err = io.ReadFull(conn, b[:])
+	t.versions.Store(target, b[0]) // 0 when nothing was read
+	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	if b[0] != greeting {
+	if b[0] < minVersion {
 		conn.Close()
 		return nil, errors.New("appendpipe: unknown greeting")
 	}

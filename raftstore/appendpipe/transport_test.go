@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,12 @@ type node struct {
 
 func newNode(t *testing.T, dial func(raft.ServerAddress, time.Duration) (net.Conn, error)) *node {
 	t.Helper()
+	return newNodeVersion(t, dial, 0)
+}
+
+// newNodeVersion is newNode whose pipe server greets with version.
+func newNodeVersion(t *testing.T, dial func(raft.ServerAddress, time.Duration) (net.Conn, error), version byte) *node {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +44,7 @@ func newNode(t *testing.T, dial func(raft.ServerAddress, time.Duration) (net.Con
 		}
 	}
 	n := &node{inner: inner, ln: ln}
-	n.t = New(Config{Inner: inner, Listener: ln, Dial: dial, Timeout: 5 * time.Second})
+	n.t = New(Config{Inner: inner, Listener: ln, Dial: dial, Timeout: 5 * time.Second, Version: version})
 	t.Cleanup(func() { n.t.Close() })
 	return n
 }
@@ -209,6 +216,9 @@ func TestFallsBackToInner(t *testing.T) {
 	if _, _, fb := leader.t.Stats(); fb != 1 {
 		t.Fatalf("fallbacks = %d, want 1", fb)
 	}
+	if v := leader.t.PeerVersion(follower.addr()); v != 0 {
+		t.Fatalf("PeerVersion of a target that did not greet = %d, want 0", v)
+	}
 	// The wrapped transport's pipeline works, through the follower's relay.
 	f, err := p.AppendEntries(request(1), &raft.AppendEntriesResponse{})
 	if err != nil {
@@ -280,7 +290,7 @@ func dialPipe(t *testing.T, n *node) (net.Conn, *bufio.Reader) {
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	r := bufio.NewReader(c)
-	if g, err := r.ReadByte(); err != nil || g != greeting {
+	if g, err := r.ReadByte(); err != nil || g != minVersion {
 		t.Fatalf("greeting: %v %x", err, g)
 	}
 	return c, r
@@ -576,5 +586,41 @@ func TestAcksReportStoredAndEnded(t *testing.T) {
 	want = append(want, "stored f pipe 2 term 5 last 9", "ended f pipe 2")
 	if got := acks.get(); !slices.Equal(got, want) {
 		t.Fatalf("heard %q, want %q", got, want)
+	}
+}
+
+// A leader learns each follower's version from its greeting (PeerVersion):
+// 0 before any pipeline connected, the greeting's after; a dial that does
+// not connect (the follower is down) leaves it, one that connects to a
+// follower greeting with another version replaces it. A version above 1
+// still speaks the frames.
+func TestPeerVersion(t *testing.T) {
+	var down atomic.Bool
+	leader := newNode(t, func(target raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+		if down.Load() {
+			return nil, errors.New("connection refused")
+		}
+		return net.DialTimeout("tcp", string(target), timeout)
+	})
+	v2, v1 := newNodeVersion(t, nil, 2), newNode(t, nil)
+	if v := leader.t.PeerVersion(v2.addr()); v != 0 {
+		t.Fatalf("PeerVersion before any pipeline = %d, want 0", v)
+	}
+	p := openPipeline(t, leader, v2, true)
+	f, err := p.AppendEntries(request(1), &raft.AppendEntriesResponse{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Error(); err != nil || f.Response().LastLog != 3 {
+		t.Fatalf("append to a version 2 follower: %v, %+v", err, f.Response())
+	}
+	openPipeline(t, leader, v1, true)
+	if a, b := leader.t.PeerVersion(v2.addr()), leader.t.PeerVersion(v1.addr()); a != 2 || b != 1 {
+		t.Fatalf("PeerVersion = %d and %d, want 2 and 1", a, b)
+	}
+	down.Store(true)
+	openPipeline(t, leader, v2, false) // the wrapped transport's, as the dial failed
+	if v := leader.t.PeerVersion(v2.addr()); v != 2 {
+		t.Fatalf("PeerVersion after a dial that did not connect = %d, want 2 still", v)
 	}
 }
