@@ -28,6 +28,7 @@ import (
 // sockMu (conn.kill), so no one touches a number another socket reused.
 type loop struct {
 	srv   *Server
+	parts PartStore // the Server's store when it answers in parts, else nil
 	epfd  int
 	wakeR int // a pipe whose read end is in the epoll set: wake
 	wakeW int
@@ -66,8 +67,10 @@ func newTurnScratch() *turnScratch {
 const wakeID = 0
 
 // EnableEventLoop makes the server serve plain-TCP connections with the event
-// loop (loop.go) from the next one accepted; call it before Serve. It fails
-// with ErrNoEventLoop on a TLS port or where epoll is missing.
+// loop (loop.go) from the next one accepted; call it before Serve, and after
+// SetStore where the store is set late (the loop asks once whether the store
+// is a PartStore). It fails with ErrNoEventLoop on a TLS port or where epoll
+// is missing.
 func (s *Server) EnableEventLoop() error {
 	if s.cfg.TLS != nil {
 		return ErrNoEventLoop
@@ -90,6 +93,7 @@ func (s *Server) EnableEventLoop() error {
 		return err
 	}
 	l := &loop{srv: s, epfd: epfd, wakeR: p[0], wakeW: p[1], conns: map[int64]*conn{}}
+	l.parts, _ = s.store.(PartStore)
 	s.loop = l
 	s.wg.Add(1)
 	go l.run(newTurnScratch())
@@ -324,8 +328,8 @@ func (l *loop) runBatch(t *turnScratch, batch []command.Request, slots []loopSlo
 	// PartStore reports them, under parts' lock, and the rest once the batch
 	// is back.
 	var res []resp.Value
-	if ps, ok := l.srv.store.(PartStore); ok {
-		res = ps.DoParts(l.srv.ctx, batch, t.part)
+	if l.parts != nil {
+		res = l.parts.DoParts(l.srv.ctx, batch, t.part)
 	} else {
 		res = l.srv.store.Do(l.srv.ctx, batch)
 	}

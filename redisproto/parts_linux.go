@@ -22,10 +22,12 @@ type turnParts struct {
 	ready   []*conn
 	started time.Time
 
-	mu       sync.Mutex
-	filled   []bool        // filled[i]: batch[i]'s reply is in its slot
-	open     map[*conn]int // after release: each unfinished connection's unanswered requests
-	released bool          // the stall timer took the turn's connections out of the loop
+	mu     sync.Mutex
+	filled []bool // filled[i]: batch[i]'s reply is in its slot
+	// open is nil until the stall timer takes the turn's connections out of
+	// the loop (release); then it holds each unfinished connection's count of
+	// unanswered requests.
+	open map[*conn]int
 }
 
 // reset readies p for a turn's batch.
@@ -36,7 +38,7 @@ func (p *turnParts) reset(l *loop, batch []command.Request, slots []loopSlot, re
 	}
 	p.filled = p.filled[:len(batch)]
 	clear(p.filled)
-	p.open, p.released = nil, false
+	p.open = nil
 }
 
 // part is PartStore's callback: it puts each reply in its slot and, after a
@@ -46,7 +48,7 @@ func (p *turnParts) part(idx []int, res []resp.Value) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for j, i := range idx {
-		if !p.fill(i, res[j], took) || !p.released {
+		if !p.fill(i, res[j], took) || p.open == nil {
 			continue
 		}
 		c := p.slots[i].c
@@ -75,7 +77,6 @@ func (p *turnParts) fill(i int, v resp.Value, took time.Duration) bool {
 func (p *turnParts) release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.released = true
 	p.open = make(map[*conn]int, len(p.ready))
 	for _, c := range p.ready {
 		p.open[c] = 0
