@@ -181,7 +181,16 @@ func (g *gateStore) Do(ctx context.Context, reqs []command.Request) []resp.Value
 }
 
 func (g *gateStore) close() { g.mu.Lock(); g.shut = make(chan struct{}); g.mu.Unlock() }
-func (g *gateStore) open()  { g.mu.Lock(); close(g.shut); g.shut = nil; g.mu.Unlock() }
+
+// open opens the gate; an open gate stays open.
+func (g *gateStore) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut != nil {
+		close(g.shut)
+		g.shut = nil
+	}
+}
 func (g *gateStore) batchSizes() []int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -482,28 +491,27 @@ func TestLoopSlowReader(t *testing.T) {
 	}
 }
 
-// partStore is a PartStore over an fsmStore: a batch's requests on keys that
-// begin "slow" wait at the gate (a group without a leader); every other
-// request is applied at once and reported through part before the batch
-// waits (a group that answers), as raftstore.Node.DoParts reports a group's
-// part. Each batch's keys are recorded.
+// partStore is a PartStore over a gateStore: a batch's requests on keys that
+// begin "slow" go through the gate (a group without a leader, while it is
+// shut); every other request is applied at once and reported through part
+// before the slow ones wait (a group that answers), as raftstore.Node.DoParts
+// reports a group's part. Each batch's keys are recorded.
 type partStore struct {
-	*fsmStore
+	*gateStore
 	mu      sync.Mutex
 	batches [][]string
-	shut    chan struct{} // nil: open
-	entered chan struct{} // receives once per batch that waits at the gate
 }
 
 func (p *partStore) DoParts(ctx context.Context, reqs []command.Request, part func(idx []int, res []resp.Value)) []resp.Value {
 	out := make([]resp.Value, len(reqs))
 	var keys []string
 	var slow []int
+	var slowReqs []command.Request
 	for i, r := range reqs {
 		key := string(r.Args[1])
 		keys = append(keys, key)
 		if strings.HasPrefix(key, "slow") {
-			slow = append(slow, i)
+			slow, slowReqs = append(slow, i), append(slowReqs, r)
 			continue
 		}
 		res := p.fsmStore.Do(ctx, reqs[i:i+1])
@@ -512,33 +520,19 @@ func (p *partStore) DoParts(ctx context.Context, reqs []command.Request, part fu
 	}
 	p.mu.Lock()
 	p.batches = append(p.batches, keys)
-	shut := p.shut
 	p.mu.Unlock()
-	if len(slow) == 0 {
-		return out
-	}
-	if shut != nil {
-		p.entered <- struct{}{}
-		<-shut
-	}
-	for _, i := range slow {
-		out[i] = p.fsmStore.Do(ctx, reqs[i:i+1])[0]
+	if len(slow) > 0 {
+		for j, v := range p.gateStore.Do(ctx, slowReqs) {
+			out[slow[j]] = v
+		}
 	}
 	return out
 }
 
+// Do is DoParts reporting no part: the same store to a loop that does not ask
+// for parts.
 func (p *partStore) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 	return p.DoParts(ctx, reqs, func([]int, []resp.Value) {})
-}
-
-func (p *partStore) close() { p.mu.Lock(); p.shut = make(chan struct{}); p.mu.Unlock() }
-func (p *partStore) open() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shut != nil {
-		close(p.shut)
-		p.shut = nil
-	}
 }
 
 // together reports whether keys a and b went to the store in one batch.
@@ -564,7 +558,7 @@ func (p *partStore) together(a, b string) bool {
 // test itself was held up past the stall and the two landed in different
 // turns, the attempt is repeated with fresh keys (at most 5 times).
 func TestLoopStalledTurnAnswersEachConnection(t *testing.T) {
-	p := &partStore{fsmStore: newFSMStore(), entered: make(chan struct{}, 8)}
+	p := &partStore{gateStore: &gateStore{fsmStore: newFSMStore(), entered: make(chan struct{}, 8)}}
 	s := startLoopServer(t, Config{}, p)
 	t.Cleanup(p.open) // before the server closes: a failed attempt leaves no batch waiting
 	holder, waiter, writer := dialClient(t, s.Addr()), dialClient(t, s.Addr()), dialClient(t, s.Addr())
@@ -595,7 +589,11 @@ func TestLoopStalledTurnAnswersEachConnection(t *testing.T) {
 			}
 		}
 		p.open()
-		for _, c := range []*client{holder, waiter, writer}[:2+btoi(!shared)] {
+		answered := []*client{holder, waiter}
+		if !shared {
+			answered = append(answered, writer)
+		}
+		for _, c := range answered {
 			out = out[:0]
 			c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if err := readFrame(c.r, &out); err != nil || string(out) != okReply {
@@ -615,11 +613,4 @@ func TestLoopStalledTurnAnswersEachConnection(t *testing.T) {
 		}
 		t.Logf("attempt %d: the two writes landed in different turns; again", attempt)
 	}
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
