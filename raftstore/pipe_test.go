@@ -93,23 +93,6 @@ func leadBy(t *testing.T, c *cluster, to int) *Store {
 	}
 }
 
-// pipelinedEntries has s run n SETs as one request batch (a pipeline) and
-// returns how many log entries they took.
-func pipelinedEntries(t *testing.T, s *Store, n int, prefix string) uint64 {
-	t.Helper()
-	var reqs []command.Request
-	for i := 0; i < n; i++ {
-		reqs = append(reqs, req("SET", fmt.Sprintf("%s%d", prefix, i), "v"))
-	}
-	first := s.raft.LastIndex()
-	for i, v := range s.Do(context.Background(), reqs) {
-		if v.String() != "OK" {
-			t.Fatalf("SET %d: %v", i, v)
-		}
-	}
-	return s.raft.LastIndex() - first
-}
-
 // A rolling upgrade from a lockd from before batch entries needs no setting:
 // while a member greets the leader's pipelines as such a node does (version
 // 1), the leader writes an entry per write, which that node applies; once it

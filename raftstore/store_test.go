@@ -192,19 +192,9 @@ func TestOpenUnusableDir(t *testing.T) {
 func TestPipelineSharesFsync(t *testing.T) {
 	for _, noBatch := range []bool{false, true} {
 		s := openConfig(t, Config{DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second, NoBatchEntries: noBatch})
-		var reqs []command.Request
-		for i := 0; i < 500; i++ {
-			args := [][]byte{[]byte("SET"), []byte(fmt.Sprintf("k%d", i)), []byte("v")}
-			op, spec, _ := command.Parse(args)
-			reqs = append(reqs, command.Request{Args: args, Op: op, Spec: spec})
-		}
-		before, first := s.logs.Batches(), s.raft.LastIndex()
-		for i, v := range s.Do(context.Background(), reqs) {
-			if v.String() != "OK" {
-				t.Fatalf("write %d: %v", i, v)
-			}
-		}
-		batches, entries := s.logs.Batches()-before, s.raft.LastIndex()-first
+		before := s.logs.Batches()
+		entries := pipelinedEntries(t, s, 500, "k")
+		batches := s.logs.Batches() - before
 		s.Close()
 		if noBatch && entries != 500 {
 			t.Fatalf("NoBatchEntries: %d entries for 500 writes, want one each", entries)
@@ -217,6 +207,23 @@ func TestPipelineSharesFsync(t *testing.T) {
 		}
 		t.Logf("500 pipelined writes (NoBatchEntries %v): %d entries, %d synced log writes", noBatch, entries, batches)
 	}
+}
+
+// pipelinedEntries has s run n SETs as one request batch (a pipeline) and
+// returns how many log entries they took.
+func pipelinedEntries(t *testing.T, s *Store, n int, prefix string) uint64 {
+	t.Helper()
+	var reqs []command.Request
+	for i := 0; i < n; i++ {
+		reqs = append(reqs, req("SET", fmt.Sprintf("%s%d", prefix, i), "v"))
+	}
+	first := s.raft.LastIndex()
+	for i, v := range s.Do(context.Background(), reqs) {
+		if v.String() != "OK" {
+			t.Fatalf("SET %d: %v", i, v)
+		}
+	}
+	return s.raft.LastIndex() - first
 }
 
 // A pipeline larger than maxBatchBytes goes into several batch entries, none
