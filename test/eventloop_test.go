@@ -12,8 +12,8 @@ import (
 // On a node of several groups (the default cluster, served by the event loop)
 // a group whose leader does not answer holds only its own requests. The node
 // leading group 0 is paused (SIGSTOP); on a node that leads another group,
-// one connection writes a key
-// of the paused node's group (forwarded to a leader that does not answer: it
+// one connection writes a key of the paused node's group (forwarded to a
+// leader that does not answer: it
 // waits at least until the followers' heartbeat timeout, 500 ms, and an
 // election), and another connection then writes a key of a group the live
 // node leads. Every one of the second connection's writes is answered while
@@ -21,8 +21,10 @@ import (
 // (When the loop answered a stalled turn's connections only once the whole
 // batch was done, a turn holding both writes answered the second only with
 // the first, after the election. The two share a turn only in some runs, so
-// that build failed here in 1 to 3 of 5. Now each connection of a stalled
-// turn is answered as soon as its own requests are: PartStore.)
+// that build failed here in 1 to 3 of 5; redisproto's
+// TestLoopStalledTurnAnswersEachConnection puts them in one turn on purpose.
+// Now each connection of a stalled turn is answered as soon as its own
+// requests are: PartStore.)
 func TestGroupStallHoldsOnlyItsOwnRequests(t *testing.T) {
 	cl := startCluster(t, 3)
 	leaders := cl.waitBalanced(spreadTimeout)
