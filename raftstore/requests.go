@@ -202,7 +202,7 @@ const maxBatchBytes = 64 << 10
 // leader through single writes of 8 MiB and held elections during writes of
 // 16 MiB and more (heartbeats waited behind them). It bounds one write, not
 // their sum: 8 clients writing 1 MB values at once also cost the leader its
-// lease (README: large values). etcd's request limit is 1.5 MiB.
+// lease (raftstore/DESIGN.md). etcd's request limit is 1.5 MiB.
 const DefaultMaxWriteBytes = 4 << 20
 
 // maxEntry is the longest entry of this kind that doLocal proposes: a

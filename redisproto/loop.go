@@ -14,7 +14,7 @@ import (
 // with one write. A goroutine per connection (conn.serve) costs this VM 1.7 to
 // 2.5 times the CPU per request of such a loop before any work is done
 // (scripts/connmodel.sh), and one batch per turn gives Raft bigger batches:
-// fewer fsyncs per request (README: Performance).
+// fewer fsyncs per request (redisproto/DESIGN.md).
 //
 // The loop serves only what needs no more than that: keyspace commands that do
 // not block, from connections in no special state. The first command of a

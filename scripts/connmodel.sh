@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # connmodel.sh — how much CPU a durable SET costs in each connection model
-# (README "Performance", the single node against Redis): redis-benchmark
+# (redisproto/DESIGN.md, the event loop; the single node against Redis): redis-benchmark
 # -t set at 64 clients against Redis (appendonly yes, appendfsync always), the
 # three shapes of the toy server scripts/connmodel/connmodel.go (a goroutine
 # per connection waiting for its batch's fdatasync; the same with the batcher

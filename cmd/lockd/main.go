@@ -45,15 +45,50 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
-func run(args []string, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "version":
-			return runVersion(os.Stdout)
-		case "status":
-			return runStatus(args[1:], os.Stdout, stderr)
-		}
-	}
+// options are lockd's flags (the configuration reference, docs/configuration.md,
+// is generated from them: TestConfigurationReference).
+type options struct {
+	respAddr *string
+	peerAddr *string
+	advAddr  *string
+	httpAddr *string
+	dataDir  *string
+	nodeID   *string
+	peers    *string
+	groups   *int
+	evLoop   *string
+	redirect *bool
+	joinAddr *string
+	snapN    *uint64
+	snapIvl  *time.Duration
+	trailing *uint64
+	maxBulk  *int64
+	maxArgs  *int64
+	maxQuery *int64
+	logBytes *uint64
+	maxWrite *int
+	batchOn  *bool
+	reqPass  *string
+	maxConns *int
+	maxOut   *int64
+	logLevel *string
+	raftLogs *bool
+	logFmt   *string
+	monitor  *bool
+	tlsCert  *string
+	tlsKey   *string
+	tlsCA    *string
+	tlsCAuth *bool
+	raftMet  *bool
+	slack    *time.Duration
+	pprofOn  *bool
+	confFile *string
+}
+
+// newFlagSet defines every flag lockd accepts on a new FlagSet whose usage
+// text goes to stderr. The hidden fault flags are not among them
+// (registerFaultFlags).
+func newFlagSet(stderr io.Writer) (*flag.FlagSet, *options) {
 	fs := flag.NewFlagSet("lockd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -64,43 +99,56 @@ func run(args []string, stderr io.Writer) int {
 			"\"flag = value\" in the -config file; the command line wins, then the environment, then the file.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	var (
-		respAddr = fs.String("addr", "127.0.0.1:6379", "RESP (Redis protocol) listen address")
-		peerAddr = fs.String("peer-addr", "127.0.0.1:7379", "peer (Raft) listen address")
-		advAddr  = fs.String("advertise-addr", "", "peer address the other nodes dial and -peers names for this node, e.g. a DNS name on Kubernetes (empty: -peer-addr)")
-		httpAddr = fs.String("http-addr", "127.0.0.1:8379", "HTTP listen address (health, readiness); empty disables it")
-		dataDir  = fs.String("data-dir", "lockd-data", "directory for the Raft log and snapshots")
-		nodeID   = fs.String("node-id", "node1", "this node's ID in the Raft configuration")
-		peers    = fs.String("peers", "", "voters of a new cluster, this node included: id=peer-addr,id=peer-addr,... (empty: a single-node cluster)")
-		groups   = fs.Int("groups", 0, "Raft groups of a new data directory (1 to 63): the slots are split evenly over them and their leaders spread over the nodes; fixed when the directory is created, the same on every node. 0: 8 for a new cluster started with -peers, the member's count with -join, 1 for a single node")
-		evLoop   = fs.String("event-loop", "auto", "how the RESP port serves connections: auto (an epoll event loop that batches every ready client's keyspace commands into one Raft proposal per group, on Linux and plain TCP; a goroutine per connection otherwise), on (the loop, or refuse to start), off (a goroutine per connection)")
-		redirect = fs.Bool("cluster-redirect", false, "answer -MOVED to every client for a key whose group another node leads (only when every client is cluster-aware; without it only connections that asked CLUSTER SLOTS/SHARDS/NODES, READONLY, READWRITE or ASKING are redirected)")
-		joinAddr = fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)")
-		snapN    = fs.Uint64("snapshot-threshold", 8192, "log entries between Raft snapshots")
-		snapIvl  = fs.Duration("snapshot-interval", 10*time.Second, "how often each Raft group checks for -snapshot-threshold new entries (it snapshots within one to two intervals of reaching it)")
-		trailing = fs.Uint64("trailing-logs", 10240, "log entries kept after a snapshot for lagging followers (a follower further behind installs the snapshot)")
-		maxBulk  = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a request may carry, in bytes")
-		maxArgs  = fs.Int64("max-args", 1<<20, "most arguments one request may carry (Redis allows 2147483647)")
-		maxQuery = fs.Int64("client-query-buffer-limit", 1<<30, "bytes of one request buffered while it is read; a client past it is disconnected, as by Redis")
-		logBytes = fs.Uint64("log-bytes", raftstore.DefaultLogBytes, "bytes of Raft log a node keeps, about, over all its groups: each group snapshots once the entries since its last snapshot pass its share's half (or the last snapshot's size, if larger) and keeps only its share's half after one (at most -trailing-logs entries); with small entries -snapshot-threshold and -trailing-logs decide first")
-		maxWrite = fs.Int("max-write-bytes", raftstore.DefaultMaxWriteBytes, "largest write, in bytes of its Raft log entry (about the request's size): a larger one is answered -ERR write too large for the log; above 64 MiB, the log's limit, counts as 64 MiB (writes of 16 MiB and more cost elections in a test cluster)")
-		batchOn  = fs.Bool("batch-entries", true, "as leader, put a run of writes that arrive together into one Raft entry (each keeps a token of its own), once every other member of the group has said it applies them (a lockd from before batch entries cannot, and says nothing: a rolling upgrade needs no setting); false writes one entry per write, which rolling back to such a version needs (docs/operations.md)")
-		reqPass  = fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)")
-		maxConns = fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached")
-		maxOut   = fs.Int64("client-output-buffer-limit", 64<<20, "bytes of replies and messages queued for a client that does not read before it is disconnected")
-		logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
-		raftLogs = fs.Bool("raft-logs", false, "also log hashicorp/raft's informational lines (its warnings and errors are always logged)")
-		logFmt   = fs.String("log-format", "text", "log format: text or json (log/slog)")
-		monitor  = fs.Bool("enable-monitor", false, "allow MONITOR (shows every command, keys and values, to any client that asks)")
-		tlsCert  = fs.String("tls-cert", "", "PEM certificate of this node: the RESP and HTTP ports then speak TLS only; with -tls-ca it is the peer certificate too (re-read on SIGHUP and when the file changes)")
-		tlsKey   = fs.String("tls-key", "", "PEM private key of -tls-cert")
-		tlsCA    = fs.String("tls-ca", "", "PEM CA bundle: the peer port uses mutual TLS, accepting only nodes whose certificate it signed")
-		tlsCAuth = fs.Bool("tls-client-auth", false, "require RESP and HTTP clients to present a certificate signed by -tls-ca")
-		raftMet  = fs.Bool("raft-metrics", false, "also serve hashicorp/raft's own timers and counters on /metrics (raft_commitTime, raft_replication_appendEntries_rpc, raft_rpc_appendEntries_storeLogs, raft_fsm_applyBatch, ...: where a write's time goes; in ms, all groups together; costs some CPU per write)")
-		slack    = fs.Duration("timer-slack", time.Millisecond, "how late the kernel may wake lockd's sleeping threads (Linux timer slack; the kernel's default is 50µs): fewer wake-ups of Go's scheduler monitor, much less CPU on VMs (README: Performance). Timers, lock and session expiry included, fire up to this late, never early. 0: keep the slack lockd was started with. Applied by executing lockd again at start")
-		pprofOn  = fs.Bool("pprof", false, "serve Go's runtime profiles under /debug/pprof/ on -http-addr, without authentication (for profiling; keep the HTTP address private)")
-		confFile = fs.String("config", "", "a file of \"flag = value\" lines (see above)")
-	)
+	o := &options{
+		respAddr: fs.String("addr", "127.0.0.1:6379", "RESP (Redis protocol) listen address"),
+		peerAddr: fs.String("peer-addr", "127.0.0.1:7379", "peer (Raft) listen address"),
+		advAddr:  fs.String("advertise-addr", "", "peer address the other nodes dial and -peers names for this node, e.g. a DNS name on Kubernetes (empty: -peer-addr)"),
+		httpAddr: fs.String("http-addr", "127.0.0.1:8379", "HTTP listen address (health, readiness); empty disables it"),
+		dataDir:  fs.String("data-dir", "lockd-data", "directory for the Raft log and snapshots"),
+		nodeID:   fs.String("node-id", "node1", "this node's ID in the Raft configuration"),
+		peers:    fs.String("peers", "", "voters of a new cluster, this node included: id=peer-addr,id=peer-addr,... (empty: a single-node cluster)"),
+		groups:   fs.Int("groups", 0, "Raft groups of a new data directory (1 to 63): the slots are split evenly over them and their leaders spread over the nodes; fixed when the directory is created, the same on every node. 0: 8 for a new cluster started with -peers, the member's count with -join, 1 for a single node"),
+		evLoop:   fs.String("event-loop", "auto", "how the RESP port serves connections: auto (an epoll event loop that batches every ready client's keyspace commands into one Raft proposal per group, on Linux and plain TCP; a goroutine per connection otherwise), on (the loop, or refuse to start), off (a goroutine per connection)"),
+		redirect: fs.Bool("cluster-redirect", false, "answer -MOVED to every client for a key whose group another node leads (only when every client is cluster-aware; without it only connections that asked CLUSTER SLOTS/SHARDS/NODES, READONLY, READWRITE or ASKING are redirected)"),
+		joinAddr: fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)"),
+		snapN:    fs.Uint64("snapshot-threshold", 8192, "log entries between Raft snapshots"),
+		snapIvl:  fs.Duration("snapshot-interval", 10*time.Second, "how often each Raft group checks for -snapshot-threshold new entries (it snapshots within one to two intervals of reaching it)"),
+		trailing: fs.Uint64("trailing-logs", 10240, "log entries kept after a snapshot for lagging followers (a follower further behind installs the snapshot)"),
+		maxBulk:  fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a request may carry, in bytes"),
+		maxArgs:  fs.Int64("max-args", 1<<20, "most arguments one request may carry (Redis allows 2147483647)"),
+		maxQuery: fs.Int64("client-query-buffer-limit", 1<<30, "bytes of one request buffered while it is read; a client past it is disconnected, as by Redis"),
+		logBytes: fs.Uint64("log-bytes", raftstore.DefaultLogBytes, "bytes of Raft log a node keeps, about, over all its groups: each group snapshots once the entries since its last snapshot pass its share's half (or the last snapshot's size, if larger) and keeps only its share's half after one (at most -trailing-logs entries); with small entries -snapshot-threshold and -trailing-logs decide first"),
+		maxWrite: fs.Int("max-write-bytes", raftstore.DefaultMaxWriteBytes, "largest write, in bytes of its Raft log entry (about the request's size): a larger one is answered -ERR write too large for the log; above 64 MiB, the log's limit, counts as 64 MiB (writes of 16 MiB and more cost elections in a test cluster)"),
+		batchOn:  fs.Bool("batch-entries", true, "as leader, put a run of writes that arrive together into one Raft entry (each keeps a token of its own), once every other member of the group has said it applies them (a lockd from before batch entries cannot, and says nothing: a rolling upgrade needs no setting); false writes one entry per write, which rolling back to such a version needs (docs/operations.md)"),
+		reqPass:  fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)"),
+		maxConns: fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached"),
+		maxOut:   fs.Int64("client-output-buffer-limit", 64<<20, "bytes of replies and messages queued for a client that does not read before it is disconnected"),
+		logLevel: fs.String("log-level", "info", "log level: debug, info, warn, error"),
+		raftLogs: fs.Bool("raft-logs", false, "also log hashicorp/raft's informational lines (its warnings and errors are always logged)"),
+		logFmt:   fs.String("log-format", "text", "log format: text or json (log/slog)"),
+		monitor:  fs.Bool("enable-monitor", false, "allow MONITOR (shows every command, keys and values, to any client that asks)"),
+		tlsCert:  fs.String("tls-cert", "", "PEM certificate of this node: the RESP and HTTP ports then speak TLS only; with -tls-ca it is the peer certificate too (re-read on SIGHUP and when the file changes)"),
+		tlsKey:   fs.String("tls-key", "", "PEM private key of -tls-cert"),
+		tlsCA:    fs.String("tls-ca", "", "PEM CA bundle: the peer port uses mutual TLS, accepting only nodes whose certificate it signed"),
+		tlsCAuth: fs.Bool("tls-client-auth", false, "require RESP and HTTP clients to present a certificate signed by -tls-ca"),
+		raftMet:  fs.Bool("raft-metrics", false, "also serve hashicorp/raft's own timers and counters on /metrics (raft_commitTime, raft_replication_appendEntries_rpc, raft_rpc_appendEntries_storeLogs, raft_fsm_applyBatch, ...: where a write's time goes; in ms, all groups together; costs some CPU per write)"),
+		slack:    fs.Duration("timer-slack", time.Millisecond, "how late the kernel may wake lockd's sleeping threads (Linux timer slack; the kernel's default is 50µs): fewer wake-ups of Go's scheduler monitor, much less CPU on VMs (docs/configuration.md). Timers, lock and session expiry included, fire up to this late, never early. 0: keep the slack lockd was started with. Applied by executing lockd again at start"),
+		pprofOn:  fs.Bool("pprof", false, "serve Go's runtime profiles under /debug/pprof/ on -http-addr, without authentication (for profiling; keep the HTTP address private)"),
+		confFile: fs.String("config", "", "a file of \"flag = value\" lines (see above)"),
+	}
+	return fs, o
+}
+
+func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			return runVersion(os.Stdout)
+		case "status":
+			return runStatus(args[1:], os.Stdout, stderr)
+		}
+	}
+	fs, o := newFlagSet(stderr)
 	faults := registerFaultFlags(fs) // hidden: fault tests only (faults.go)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -112,68 +160,68 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockd: unexpected argument %q (see lockd -help)\n", fs.Arg(0))
 		return 2
 	}
-	if err := applyConfig(fs, *confFile, os.Getenv); err != nil {
+	if err := applyConfig(fs, *o.confFile, os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "lockd: %v\n", err)
 		return 2
 	}
-	if *logBytes == 0 {
+	if *o.logBytes == 0 {
 		fmt.Fprintf(stderr, "lockd: bad -log-bytes 0 (at least 1)\n")
 		return 2
 	}
-	if *slack < 0 {
-		fmt.Fprintf(stderr, "lockd: bad -timer-slack %v (0 or more)\n", *slack)
+	if *o.slack < 0 {
+		fmt.Fprintf(stderr, "lockd: bad -timer-slack %v (0 or more)\n", *o.slack)
 		return 2
 	}
-	if *maxWrite <= 0 {
-		fmt.Fprintf(stderr, "lockd: bad -max-write-bytes %d (at least 1)\n", *maxWrite)
+	if *o.maxWrite <= 0 {
+		fmt.Fprintf(stderr, "lockd: bad -max-write-bytes %d (at least 1)\n", *o.maxWrite)
 		return 2
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "lockd: bad -log-level %q\n", *logLevel)
+	if err := level.UnmarshalText([]byte(*o.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "lockd: bad -log-level %q\n", *o.logLevel)
 		return 2
 	}
 	var handler slog.Handler
-	switch *logFmt {
+	switch *o.logFmt {
 	case "text":
 		handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
 	case "json":
 		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
 	default:
-		fmt.Fprintf(stderr, "lockd: bad -log-format %q (text or json)\n", *logFmt)
+		fmt.Fprintf(stderr, "lockd: bad -log-format %q (text or json)\n", *o.logFmt)
 		return 2
 	}
 	lg := slog.New(handler)
 	// Before anything is opened: this executes lockd again (timerslack).
-	if err := timerslack.Apply(*slack); err != nil {
+	if err := timerslack.Apply(*o.slack); err != nil {
 		lg.Warn("timer slack not set; lockd runs with the one it was started with", "err", err)
 	}
-	abs, err := filepath.Abs(*dataDir)
+	abs, err := filepath.Abs(*o.dataDir)
 	if err != nil {
-		abs = *dataDir
+		abs = *o.dataDir
 	}
-	cfg := server.Config{NodeID: *nodeID, RESPAddr: *respAddr, PeerAddr: *peerAddr, HTTPAddr: *httpAddr,
+	cfg := server.Config{NodeID: *o.nodeID, RESPAddr: *o.respAddr, PeerAddr: *o.peerAddr, HTTPAddr: *o.httpAddr,
 		DataDir: abs, Logger: lg}
-	cfg.Limits.MaxBulkLen = *maxBulk
-	cfg.Limits.MaxMultibulkLen = *maxArgs
-	cfg.Limits.MaxQueryBuffer = *maxQuery
-	cfg.MaxWriteBytes = *maxWrite
-	cfg.NoBatchEntries = !*batchOn
-	cfg.LogBytes = *logBytes
-	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *reqPass, *maxConns, *maxOut
+	cfg.Limits.MaxBulkLen = *o.maxBulk
+	cfg.Limits.MaxMultibulkLen = *o.maxArgs
+	cfg.Limits.MaxQueryBuffer = *o.maxQuery
+	cfg.MaxWriteBytes = *o.maxWrite
+	cfg.NoBatchEntries = !*o.batchOn
+	cfg.LogBytes = *o.logBytes
+	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *o.reqPass, *o.maxConns, *o.maxOut
 	if cfg.RequirePass == "" {
 		cfg.RequirePass = os.Getenv("LOCKD_REQUIREPASS") // keeps the password out of ps
 	}
-	cfg.SnapshotThreshold, cfg.TrailingLogs = *snapN, *trailing
-	cfg.SnapshotInterval = *snapIvl
-	cfg.AdvertiseAddr = *advAddr
-	cfg.EnableMonitor = *monitor
-	cfg.Join = *joinAddr
-	cfg.Groups = *groups
-	cfg.Redirect = *redirect
-	cfg.EventLoop = *evLoop
-	cfg.Pprof = *pprofOn
-	if *raftMet {
+	cfg.SnapshotThreshold, cfg.TrailingLogs = *o.snapN, *o.trailing
+	cfg.SnapshotInterval = *o.snapIvl
+	cfg.AdvertiseAddr = *o.advAddr
+	cfg.EnableMonitor = *o.monitor
+	cfg.Join = *o.joinAddr
+	cfg.Groups = *o.groups
+	cfg.Redirect = *o.redirect
+	cfg.EventLoop = *o.evLoop
+	cfg.Pprof = *o.pprofOn
+	if *o.raftMet {
 		c, err := raftMetrics()
 		if err != nil {
 			fmt.Fprintf(stderr, "lockd: -raft-metrics: %v\n", err)
@@ -181,9 +229,9 @@ func run(args []string, stderr io.Writer) int {
 		}
 		cfg.Collectors = append(cfg.Collectors, c)
 	}
-	cfg.TLS = tlsconf.Options{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ClientAuth: *tlsCAuth}
-	if *peers != "" {
-		ps, err := parsePeers(*peers)
+	cfg.TLS = tlsconf.Options{CertFile: *o.tlsCert, KeyFile: *o.tlsKey, CAFile: *o.tlsCA, ClientAuth: *o.tlsCAuth}
+	if *o.peers != "" {
+		ps, err := parsePeers(*o.peers)
 		if err != nil {
 			fmt.Fprintf(stderr, "lockd: -peers: %v\n", err)
 			return 2
@@ -198,7 +246,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockd: %v\n", err)
 		return 2
 	}
-	cfg.RaftLogs = *raftLogs
+	cfg.RaftLogs = *o.raftLogs
 	lg.Info("starting lockd", "version", server.Version, "data_dir", abs, "gomaxprocs", runtime.GOMAXPROCS(0),
 		"timer_slack", timerslack.Current())
 	// Catch the signals before anything serves: a SIGTERM that arrives while

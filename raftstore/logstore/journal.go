@@ -790,7 +790,7 @@ const zeroChunk = 256 << 10
 // record's write and fdatasync took 93-123 µs in a zeroed file against
 // 187-193 in a fallocated one (2 KB: 109-134 against 137-145; 600 bytes
 // alike), and a single node under 64 clients made a median 1.09x the lock
-// cycles per second (README: Performance). The rotator zeroes each spare,
+// cycles per second (raftstore/logstore/DESIGN.md). The rotator zeroes each spare,
 // once the writer's file is half full (so a journal that never fills a
 // file, most of the tests', writes no zeros), before the writer gets it;
 // the file an open starts with is only fallocated, so as not to delay the

@@ -1,7 +1,7 @@
 //go:build ignore
 
 // connmodel is a toy server for one measurement (scripts/connmodel.sh,
-// README "Performance"): how much CPU a Go server spends per durable write in
+// redisproto/DESIGN.md, the event loop): how much CPU a Go server spends per durable write in
 // each connection model, before any work of its own. It answers PING with
 // PONG, SET with +OK once the batch that holds it is on disk (its bytes
 // written into a preallocated file, one fdatasync per batch), and anything
