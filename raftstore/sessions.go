@@ -90,8 +90,11 @@ func (s *Store) keepalive(op command.SessionKeepalive) resp.Value {
 func (s *Store) noteSessionResult(op command.Op, v resp.Value) {
 	switch op := op.(type) {
 	case command.SessionOpen:
-		if v.Kind == resp.KindMap && len(v.Elems) >= 2 {
-			s.sessions.renew(uint64(v.Elems[1].Int), op.TTL, s.now())
+		// Time it by the TTL the reply reports (session_id, id, ttl_ms, ttl,
+		// …), which a namespace's DEFAULTTTL and MAXTTL may have changed, not
+		// by the TTL the request asked for.
+		if v.Kind == resp.KindMap && len(v.Elems) >= 4 {
+			s.sessions.renew(uint64(v.Elems[1].Int), v.Elems[3].Int, s.now())
 		}
 	case command.SessionClose:
 		s.sessions.forget(op.ID)

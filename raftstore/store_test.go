@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -441,6 +442,35 @@ func TestSessions(t *testing.T) {
 	}
 	if v := do(s, "SESSION.CLOSE", id2); !strings.HasPrefix(v.String(), "NOSESSION") {
 		t.Fatalf("second close = %v", v)
+	}
+}
+
+// A session opened in a namespace lives as long as the TTL its reply reports
+// (the namespace's DEFAULTTTL here, 60 s, not the 15 s default of the
+// request): the leader times it by the reply.
+func TestSessionTTLFromNamespace(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	s := openConfig(t, Config{DataDir: t.TempDir(), PeerAddr: "127.0.0.1:0", ApplyTimeout: 3 * time.Second, Now: clk.now})
+	defer s.Close()
+	if v := do(s, "NAMESPACE.SET", "jobs/", "DEFAULTTTL", "60000"); v.String() != "OK" {
+		t.Fatalf("NAMESPACE.SET = %v", v)
+	}
+	open := do(s, "SESSION.OPEN", "NAMESPACE", "jobs/")
+	if open.Kind != resp.KindMap || open.Elems[3].Int != 60000 {
+		t.Fatalf("SESSION.OPEN = %v, want ttl_ms 60000", open)
+	}
+	id := fmt.Sprint(open.Elems[1].Int)
+	if v := do(s, "LOCK.ACQUIRE", "jobs/a", "w", "SESSION", id); v.Kind != resp.KindInt {
+		t.Fatalf("acquire with the session: %v", v)
+	}
+	// The leader's timer for it: lapsed one reported TTL from now, not before.
+	sid := uint64(open.Elems[1].Int)
+	now := clk.now()
+	if lapsed := s.sessions.lapsed(now.Add(59 * time.Second)); slices.Contains(lapsed, sid) {
+		t.Fatalf("the leader times the session by the request's TTL: lapsed 59 s after opening, reported ttl_ms %d", open.Elems[3].Int)
+	}
+	if lapsed := s.sessions.lapsed(now.Add(60 * time.Second)); !slices.Contains(lapsed, sid) {
+		t.Fatal("the session did not lapse one reported TTL after opening")
 	}
 }
 
