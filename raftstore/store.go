@@ -241,8 +241,9 @@ func checkPeers(peers []Peer, self, selfAddr string) error {
 	return nil
 }
 
-// Store is one node's replicated keyspace: a single Raft group for now. Its
-// methods are safe for concurrent use.
+// Store is one Raft group of a node's replicated keyspace (Node runs one per
+// group and routes keys to them by slot). Its methods are safe for concurrent
+// use.
 type Store struct {
 	cfg   Config
 	log   *slog.Logger

@@ -5,7 +5,7 @@
 // Why lockd cares: Go's scheduler monitor (sysmon) polls every 20 µs
 // whenever a process turns busy after being idle, and a lock server turns
 // busy and idle again hundreds of times a second; on a virtual machine each
-// of those sleeps is a pair of costly context switches (raftstore/DESIGN.md,
+// of those sleeps is a pair of costly context switches (cmd/lockd/DESIGN.md,
 // for what it cost and what 1 ms of slack saves). Every timer of the process
 // may then fire up to the slack late, never early: lock and session expiry,
 // Raft's timeouts and the wait deadlines are late by at most that.
