@@ -79,8 +79,10 @@ lint:
 
 ## bench: the same lock workloads (cmd/lockbench) against lockd (1 node and 3 nodes),
 ## a durable redis-server and a 3-member etcd, at 1/16/64 clients, in one table
-## (about 10 minutes; BENCH_QUICK=1: about 2). scripts/bench.sh (redis-benchmark) and
-## scripts/lockbench.sh (mixed profile, FENCE check) run on their own.
+## (about 10 minutes; BENCH_QUICK=1: about 2), printed and written with its date,
+## commit and machine to docs/bench/latest.md (BENCH_TABLE; docs/benchmarks.md).
+## scripts/bench.sh (redis-benchmark) and scripts/lockbench.sh (mixed profile,
+## FENCE check) run on their own.
 bench: build deps
 	./scripts/compare.sh
 

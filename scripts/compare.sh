@@ -3,7 +3,9 @@
 # against a single-node lockd, a 3-node lockd cluster, a durable redis-server
 # (appendonly yes, appendfsync always) and a 3-member etcd cluster (Debian's
 # etcd-server), at 1, 16 and 64 clients, and one table of throughput, latency
-# and the ratios lockd/Redis and lockd/etcd, followed by issue 9's targets.
+# and the ratios lockd/Redis and lockd/etcd, followed by issue 9's targets;
+# the same, with the run's date, commit and machine, as the Markdown page
+# docs/bench/latest.md (BENCH_TABLE), which docs/benchmarks.md links to.
 #
 # Everything runs on 127.0.0.1 with its data in a temporary directory on disk.
 # All four systems are started first and stay up; each cell (workload,
@@ -43,6 +45,13 @@
 #   BENCH_CLIENTS   the client counts (default "1 16 64")
 #   BENCH_SYSTEMS   a subset of "lockd-1 lockd-3 lockd-3g1 redis etcd-3" (default all)
 #   BENCH_OUT       a directory to keep every run's lockbench report in
+#   BENCH_TABLE     where to write the run's table as a Markdown page, with its
+#                   date, commit, machine and settings (default
+#                   docs/bench/latest.md, relative to the repository root,
+#                   which docs/benchmarks.md links to; written at the end of a
+#                   run that finished, through a temporary file and mv; empty
+#                   or "-": none). A run narrowed by BENCH_SYSTEMS or
+#                   BENCH_CLIENTS, or shortened, says so at its top.
 #   LOCKD_GROUPS    the lockd-3 cluster's Raft groups (passed as -groups;
 #                   default 8, lockd's default for a -peers cluster; the
 #                   single node has 1); scripts/groups.sh compares 1 with 8
@@ -64,14 +73,16 @@ die() {
 	exit 1
 }
 
+# make bench's full run: every system, these client counts, this long a run.
+ALL_CLIENTS="1 16 64" ALL_SYSTEMS="lockd-1 lockd-3 lockd-3g1 redis etcd-3" FULL_DURATION=8s
 case ${BENCH_QUICK:-0} in
-0 | "") DURATION=8s ;;
+0 | "") DURATION=$FULL_DURATION ;;
 *) DURATION=1s ;;
 esac
 DURATION=${BENCH_DURATION:-$DURATION}
 [[ $DURATION =~ ^([0-9]+(\.[0-9]+)?(ms|s|m))+$ ]] || die "BENCH_DURATION must be a Go duration such as 10s, got '$DURATION'"
-read -r -a CLIENTS <<<"${BENCH_CLIENTS:-1 16 64}"
-read -r -a SYSTEMS <<<"${BENCH_SYSTEMS:-lockd-1 lockd-3 lockd-3g1 redis etcd-3}"
+read -r -a CLIENTS <<<"${BENCH_CLIENTS:-$ALL_CLIENTS}"
+read -r -a SYSTEMS <<<"${BENCH_SYSTEMS:-$ALL_SYSTEMS}"
 ((${#CLIENTS[@]} > 0)) || die "BENCH_CLIENTS is empty"
 for c in "${CLIENTS[@]}"; do
 	[[ $c =~ ^[1-9][0-9]*$ ]] || die "BENCH_CLIENTS must hold positive integers, got '$c'"
@@ -80,6 +91,14 @@ for s in "${SYSTEMS[@]}"; do
 	case $s in lockd-1 | lockd-3 | lockd-3g1 | redis | etcd-3) ;; *) die "BENCH_SYSTEMS: unknown system '$s'" ;; esac
 done
 OUT=${BENCH_OUT:-}
+# The Markdown page this run writes at its end; its directory is made now, so
+# that a path that cannot be written fails the run before it starts.
+TABLE=${BENCH_TABLE-docs/bench/latest.md}
+[[ $TABLE == - ]] && TABLE=""
+if [[ -n $TABLE ]]; then
+	mkdir -p "$(dirname "$TABLE")" || die "BENCH_TABLE: cannot make the directory of '$TABLE'"
+	[[ -w $(dirname "$TABLE") ]] || die "BENCH_TABLE: cannot write into the directory of '$TABLE'"
+fi
 START_TIMEOUT=30 # seconds for a server or a cluster to serve
 WORKLOADS=(uncontended hot-key)
 
@@ -95,8 +114,9 @@ done
 if has etcd-3 && ! { command -v etcd >/dev/null && command -v etcdctl >/dev/null; }; then
 	echo "compare.sh: installing etcd-server and etcd-client" >&2
 	SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
-	$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq etcd-server etcd-client >/dev/null ||
+	if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq etcd-server etcd-client >/dev/null; }; then
 		die "could not install etcd-server"
+	fi
 fi
 mkdir -p bin
 go build -o bin/lockd ./cmd/lockd
@@ -104,9 +124,16 @@ go build -o bin/lockbench ./cmd/lockbench
 
 LOCKD_BIN=bin/lockd
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+RUN_START=$(date -u '+%Y-%m-%d %H:%M UTC')
+# The commit measured (what was just built), "+dirty" when tracked files
+# differ from it (other than this script's own output in docs/bench/).
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null) || COMMIT=""
+if [[ -n $COMMIT && -n $(git status --porcelain --untracked-files=no -- . ':(exclude)docs/bench' 2>/dev/null) ]]; then
+	COMMIT+="+dirty"
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-compare.XXXXXX")
 # shellcheck source=scripts/lib.sh
-. "$(dirname "$0")/lib.sh"
+. scripts/lib.sh # (the cd above: relative to the repository root)
 
 start_system() {
 	case $1 in
@@ -293,34 +320,40 @@ value() {
 	}
 	field "$f" "$4" "$5" "$6"
 }
+wlname() { # wlname WORKLOAD: lockbench's name for it in its report
+	if [[ $1 == hot-key ]]; then echo contended; else echo uncontended; fi
+}
 cycles() { # cycles ROW WORKLOAD CLIENTS: grants per second
-	local wl=uncontended
-	[[ $2 == hot-key ]] && wl=contended
-	value "$1" "$2" "$3" workload "$wl" grants/s
+	value "$1" "$2" "$3" workload "$(wlname "$2")" grants/s
 }
 errors() {
-	local wl=uncontended
-	[[ $2 == hot-key ]] && wl=contended
-	value "$1" "$2" "$3" workload "$wl" errors
+	value "$1" "$2" "$3" workload "$(wlname "$2")" errors
 }
 ratio() { # ratio A B: A/B with two decimals, "-" unless both are numbers
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
 }
 
+# What was measured, on what: the text table's header and the Markdown page's.
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+RUN_END=$(date -u '+%Y-%m-%d %H:%M UTC')
+ETCD_VERSION=$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p') || true
+REDIS_VERSION=$(redis-server --version 2>/dev/null | sed -n 's/.* v=\([^ ]*\).*/\1/p') || true
 echo
 echo "make bench: lockbench, $DURATION per run, closed loop, one connection per client, lock TTL 10s;"
-echo "redis-server: appendonly yes, appendfsync always; etcd $(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p') (3 members) through go.etcd.io/etcd/client/v3;"
-echo "machine: $(nproc) CPUs; load average (1, 5, 15 min) $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?") at the end."
+echo "redis-server ${REDIS_VERSION:-?}: appendonly yes, appendfsync always; etcd ${ETCD_VERSION:-?} (3 members) through go.etcd.io/etcd/client/v3;"
+echo "machine: $(nproc) CPUs; load average (1, 5, 15 min) $LOAD_START at the start, $LOAD_END at the end."
 echo "cycles/s = grants per second (one acquire→release cycle each; on hot-key: hand-overs per second)."
 echo "/X (lockd rows) = lockd's cycles/s over X's, same workload and clients (above 1: lockd does more)."
-printf '%-11s %7s  %-13s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' \
-	workload clients server cycles/s ops/s acq_p50 acq_p99 acq_p99.9 rel_p50 rel_p99 errors /redis /etcd-txn /etcd-mutex
+textrow() {
+	printf '%-11s %7s  %-13s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' "$@"
+}
+MD_ROWS=() # the same rows as Markdown table rows
+textrow workload clients server cycles/s ops/s acq_p50 acq_p99 acq_p99.9 rel_p50 rel_p99 errors /redis /etcd-txn /etcd-mutex
 for w in "${WORKLOADS[@]}"; do
 	for c in "${CLIENTS[@]}"; do
 		for row in "${ROWS_OF[@]}"; do
 			[[ -n ${REPORT["$row|$w|$c"]:-} ]] || continue # lockd-3g1-lock on hot-key
-			wl=uncontended
-			[[ $w == hot-key ]] && wl=contended
+			wn=$(wlname "$w")
 			cy=$(cycles "$row" "$w" "$c")
 			rr=- rt=- rm=-
 			if [[ $row == lockd-* ]]; then
@@ -328,12 +361,13 @@ for w in "${WORKLOADS[@]}"; do
 				rt=$(ratio "$cy" "$(cycles etcd-txn "$w" "$c")")
 				rm=$(ratio "$cy" "$(cycles etcd-mutex "$w" "$c")")
 			fi
-			printf '%-11s %7s  %-13s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' "$w" "$c" "$row" "$cy" \
-				"$(value "$row" "$w" "$c" workload "$wl" ops/s)" \
-				"$(value "$row" "$w" "$c" op acquire p50_ms)" "$(value "$row" "$w" "$c" op acquire p99_ms)" \
-				"$(value "$row" "$w" "$c" op acquire p99.9_ms)" \
-				"$(value "$row" "$w" "$c" op release p50_ms)" "$(value "$row" "$w" "$c" op release p99_ms)" \
-				"$(errors "$row" "$w" "$c")" "$rr" "$rt" "$rm"
+			cells=("$cy" "$(value "$row" "$w" "$c" workload "$wn" ops/s)"
+				"$(value "$row" "$w" "$c" op acquire p50_ms)" "$(value "$row" "$w" "$c" op acquire p99_ms)"
+				"$(value "$row" "$w" "$c" op acquire p99.9_ms)"
+				"$(value "$row" "$w" "$c" op release p50_ms)" "$(value "$row" "$w" "$c" op release p99_ms)"
+				"$(errors "$row" "$w" "$c")" "$rr" "$rt" "$rm")
+			textrow "$w" "$c" "$row" "${cells[@]}"
+			MD_ROWS+=("| $w | $c | \`$row\` |$(printf ' %s |' "${cells[@]}")")
 		done
 	done
 done
@@ -346,6 +380,18 @@ both() { # both VERDICT VERDICT: a target of two parts is met when both are
 	if [[ $1 == met && $2 == met ]]; then echo met; else echo MISSED; fi
 }
 num() { [[ $1 =~ ^[0-9.]+$ ]]; }
+MD_TARGETS=() # each target as one line, for the Markdown page
+# target LABEL RESULT [LABEL RESULT]...: prints a target, a line per pair, and
+# keeps it as one line.
+target() {
+	local labels="" results=""
+	while (($# >= 2)); do
+		printf '  %-76s %s\n' "$1" "$2"
+		labels+="${labels:+ }${1#"${1%%[! ]*}"}" results+="${results:+ }$2"
+		shift 2
+	done
+	MD_TARGETS+=("$labels — $results")
+}
 echo
 echo "issue 9 targets (latencies in ms):"
 top=${CLIENTS[-1]}
@@ -357,30 +403,109 @@ if ((${#THREE[@]} > 0)) && has etcd-3; then
 		l=$(cycles "$row" uncontended "$top") e=$(cycles etcd-txn uncontended "$top") p=$(value "$row" uncontended "$top" op acquire p99_ms)
 		r=$(ratio "$l" "$e") v=- vr=- vp=-
 		num "$r" && num "$p" && vr=$(verdict "$r >= 5") vp=$(verdict "$p < 10") && v=$(both "$vr" "$vp")
-		printf '  %-76s %s\n' "$row, uncontended, $top clients: >= 5x etcd-txn, acquire p99 < 10" "${r}x ($l vs $e cycles/s): $vr, p99 $p: $vp; target $v"
+		target "$row, uncontended, $top clients: >= 5x etcd-txn, acquire p99 < 10" "${r}x ($l vs $e cycles/s): $vr, p99 $p: $vp; target $v"
 	done
 	for row in "${THREE[@]}"; do
 		l=$(value "$row" uncontended "${CLIENTS[0]}" op acquire p50_ms) e=$(value etcd-txn uncontended "${CLIENTS[0]}" op acquire p50_ms) v=-
 		num "$l" && num "$e" && v=$(verdict "$l <= $e")
-		printf '  %-76s %s\n' "$row, ${CLIENTS[0]} client(s): acquire p50 <= etcd-txn's" "$l vs $e: $v"
+		target "$row, ${CLIENTS[0]} client(s): acquire p50 <= etcd-txn's" "$l vs $e: $v"
 	done
 	HOT=()
 	has lockd-3 && HOT+=(lockd-3-lock lockd-3d-lock)
 	has lockd-3g1 && HOT+=(lockd-3g1d-lock)
 	for row in ${HOT[@]+"${HOT[@]}"}; do
-		l=$(cycles $row hot-key 16) e=$(cycles etcd-mutex hot-key 16) r=$(ratio "$l" "$e") v=-
-		o=$(value $row hot-key 16 workload contended ops/s) per=$(ratio "$o" "$l")
+		l=$(cycles "$row" hot-key 16) e=$(cycles etcd-mutex hot-key 16) r=$(ratio "$l" "$e") v=-
+		o=$(value "$row" hot-key 16 workload contended ops/s) per=$(ratio "$o" "$l")
 		vr=- vc=-
 		num "$r" && num "$per" && vr=$(verdict "$r >= 10") vc=$(verdict "$per <= 2.05") && v=$(both "$vr" "$vc")
-		printf '  %-76s %s\n' "$row hot name, 16 waiters: >= 10x etcd-mutex hand-overs/s," "${r}x ($l vs $e/s): $vr,"
-		printf '  %-76s %s\n' "  <= 2 commands (one LOCK.ACQUIRE ... WAIT, one LOCK.RELEASE) per hand-over" "$per: $vc; target $v"
+		target "$row hot name, 16 waiters: >= 10x etcd-mutex hand-overs/s," "${r}x ($l vs $e/s): $vr," \
+			"  <= 2 commands (one LOCK.ACQUIRE ... WAIT, one LOCK.RELEASE) per hand-over" "$per: $vc; target $v"
 	done
 fi
 if has lockd-1 && has redis; then
 	for row in lockd-1 lockd-1-lock; do
 		r=$(ratio "$(cycles "$row" uncontended "$top")" "$(cycles redis uncontended "$top")") v=-
 		num "$r" && v=$(verdict "$r >= 1")
-		printf '  %-76s %s\n' "$row, uncontended, $top clients: >= 1x redis" "${r}x: $v"
+		target "$row, uncontended, $top clients: >= 1x redis" "${r}x: $v"
 	done
 fi
 echo "  (1 million held locks, memory and restart: not measured here)"
+
+# The Markdown page (BENCH_TABLE): the same table and targets, with when, what
+# and where they were measured, and a warning at the top of a run that is not
+# a full make bench.
+[[ -n $TABLE ]] || exit 0
+same_set() { # same_set "A B C" "C A B": whether two word lists hold the same words
+	[[ $(tr ' ' '\n' <<<"$1" | sort -u | grep .) == "$(tr ' ' '\n' <<<"$2" | sort -u | grep .)" ]]
+}
+notes=()
+same_set "${SYSTEMS[*]}" "$ALL_SYSTEMS" || notes+=("systems \`${SYSTEMS[*]}\` (BENCH_SYSTEMS; make bench: \`$ALL_SYSTEMS\`)")
+same_set "${CLIENTS[*]}" "$ALL_CLIENTS" || notes+=("clients \`${CLIENTS[*]}\` (BENCH_CLIENTS; make bench: \`$ALL_CLIENTS\`)")
+partial=""
+if ((${#notes[@]} > 0)); then
+	partial="a partial run: only ${notes[0]}${notes[1]:+, and only ${notes[1]}}"
+fi
+short=""
+if [[ $DURATION != "$FULL_DURATION" ]]; then
+	if [[ -z ${BENCH_DURATION:-} && ${BENCH_QUICK:-0} != 0 ]]; then
+		short="a quick run (BENCH_QUICK): $DURATION per run instead of $FULL_DURATION, so every number is noisier"
+	else
+		short="runs of $DURATION (BENCH_DURATION) instead of $FULL_DURATION"
+	fi
+fi
+cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null) || true
+mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev/null) || true
+fs=$(df --output=fstype "$work" 2>/dev/null | tail -n 1) || true
+when="$RUN_START to $RUN_END"
+[[ ${RUN_START% *:*} == "${RUN_END% *:*}" ]] && when="${RUN_START% UTC} to ${RUN_END#* }"
+peers=""
+has redis && peers="redis-server ${REDIS_VERSION:-?} (\`appendonly yes\`, \`appendfsync always\`)"
+has etcd-3 && peers+="${peers:+; }etcd ${ETCD_VERSION:-?} (3 members, through go.etcd.io/etcd/client/v3)"
+md="$work/latest.md"
+{
+	echo "# make bench: the latest run"
+	echo
+	echo "<!-- Written by scripts/compare.sh (make bench) at the end of each run; edits are"
+	echo "     lost. Older runs are in this file's git history. -->"
+	echo
+	if [[ -n $partial || -n $short ]]; then
+		echo "> **Not a full \`make bench\`:** ${partial}${partial:+${short:+; }}${short}."
+		echo
+	fi
+	echo "What the rows, workloads and columns measure, and what bounds each number:"
+	echo "[the benchmarks page](../benchmarks.md)."
+	echo
+	echo "- **When:** $when"
+	echo "- **Commit:** \`${COMMIT:-unknown (not a git checkout)}\` (built with $(go env GOVERSION))"
+	echo "- **Machine:** ${cpu:-$(uname -m)}, $(nproc) CPUs, ${mem:-? GiB} memory, $(uname -sr); the data in a temporary directory on ${fs:-?} (\`${TMPDIR:-/tmp}\`); load average (1, 5, 15 min) $LOAD_START at the start, $LOAD_END at the end"
+	echo "- **Peers:** ${peers:-none in this run}"
+	echo "- **Settings:** $DURATION per run, closed loop, one connection per client, lock TTL 10 s; clients ${CLIENTS[*]}; systems ${SYSTEMS[*]}$(has lockd-3 && echo "; lockd-3 with ${LOCKD_GROUPS:-8} Raft groups")"
+	echo
+	echo "## Results"
+	echo
+	echo "cycles/s: grants per second (one acquire→release cycle each; on hot-key, hand-overs per second)."
+	echo "ops/s: every reply, tries that found the name taken included. Latencies in ms."
+	echo "/redis, /etcd-txn, /etcd-mutex (lockd rows): lockd's cycles/s over that system's, same workload and clients (above 1: lockd does more)."
+	echo
+	echo "| workload | clients | server | cycles/s | ops/s | acquire p50 | acquire p99 | acquire p99.9 | release p50 | release p99 | errors | /redis | /etcd-txn | /etcd-mutex |"
+	echo "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	printf '%s\n' ${MD_ROWS[@]+"${MD_ROWS[@]}"}
+	echo
+	echo "## Targets"
+	echo
+	echo "Issue 9's targets, where this run measured both sides (latencies in ms):"
+	echo
+	if ((${#MD_TARGETS[@]} > 0)); then
+		printf -- '- %s\n' "${MD_TARGETS[@]}" | sed 's/MISSED/**MISSED**/g'
+	else
+		echo "- none: this run measured no target's two sides"
+	fi
+	echo "- 1 million held locks, memory <= 2x Redis and restart <= 10 s: not measured here (\`make bench-memory\`)"
+} >"$md"
+# Into place atomically: a temporary file beside the destination, then mv.
+tmp=$(mktemp "$(dirname "$TABLE")/.$(basename "$TABLE").XXXXXX")
+if ! { cat "$md" >"$tmp" && chmod 644 "$tmp" && mv -f "$tmp" "$TABLE"; }; then
+	rm -f "$tmp"
+	die "could not write $TABLE"
+fi
+echo "compare.sh: wrote $TABLE" >&2

@@ -1,11 +1,14 @@
 package test
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -81,4 +84,95 @@ func TestBenchSmoke(t *testing.T) {
 	if tok := mustInt(t, c, "FENCE", "k"); tok <= 0 {
 		t.Errorf("FENCE k = %d, want a positive token", tok)
 	}
+}
+
+// TestBenchTable runs make bench's script (scripts/compare.sh) as narrowly as
+// it goes, one lockd node and redis-server at one client for 300 ms a run,
+// with BENCH_TABLE pointing into the test's temp dir, and checks the Markdown
+// page it writes there: the run's date and commit, the warning that this is
+// not a full run, a table row for every run, and the target those rows decide.
+// The page docs/benchmarks.md links to (docs/bench/latest.md, written by a
+// real make bench) must stay as it was.
+func TestBenchTable(t *testing.T) {
+	for _, tool := range []string{"go", "redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not on PATH (%v): scripts/compare.sh needs it (`make test` installs redis)", tool, err)
+		}
+	}
+	tracked := filepath.Join("..", "docs", "bench", "latest.md")
+	before, _ := os.ReadFile(tracked)
+	dir := t.TempDir()
+	table := filepath.Join(dir, "bench", "latest.md")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join("..", "scripts", "compare.sh"))
+	cmd.Env = append(benchEnv(os.Environ()),
+		"BENCH_SYSTEMS=lockd-1 redis", "BENCH_CLIENTS=1", "BENCH_DURATION=300ms", "BENCH_TABLE="+table, "TMPDIR="+dir)
+	// On timeout SIGTERM, on which the script stops what it started, not
+	// SIGKILL, which would leave its servers running.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("compare.sh: %v (ctx: %v)\nstdout:\n%s\nstderr:\n%s", err, ctx.Err(), stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "workload    clients  server") {
+		t.Errorf("compare.sh printed no text table; stdout:\n%s", stdout.String())
+	}
+	b, err := os.ReadFile(table)
+	if err != nil {
+		t.Fatalf("compare.sh wrote no table at BENCH_TABLE: %v; stderr:\n%s", err, stderr.String())
+	}
+	page := string(b)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)\A# make bench: the latest run$`),
+		regexp.MustCompile("(?m)^> \\*\\*Not a full `make bench`:\\*\\* a partial run: only systems `lockd-1 redis`.*only clients `1`.*runs of 300ms \\(BENCH_DURATION\\)"),
+		regexp.MustCompile(`(?m)^- \*\*When:\*\* \d{4}-\d\d-\d\d \d\d:\d\d to .*UTC$`),
+		regexp.MustCompile("(?m)^- \\*\\*Commit:\\*\\* `([0-9a-f]{7,}(\\+dirty)?|unknown[^`]*)` \\(built with go"),
+		regexp.MustCompile(`(?m)^- \*\*Machine:\*\* .*\d+ CPUs`),
+		regexp.MustCompile(`(?m)^\| workload \| clients \| server \| cycles/s \| ops/s \| acquire p50 \|.*\| /etcd-mutex \|$`),
+		regexp.MustCompile(`(?m)^\|---\|--:\|`),
+		regexp.MustCompile(`(?m)^- lockd-1, uncontended, 1 clients: >= 1x redis — [0-9.]+x: (met|MISSED|\*\*MISSED\*\*)$`),
+		regexp.MustCompile(`(?m)^- 1 million held locks.*make bench-memory`),
+	} {
+		if !want.MatchString(page) {
+			t.Errorf("the table page has no line matching %s; page:\n%s", want, page)
+		}
+	}
+	// One row per run: | workload | 1 | `server` | cycles/s | ops/s | 5 latencies | errors | 3 ratios |.
+	num := `[0-9]+(\.[0-9]+)?`
+	for _, w := range []string{"uncontended", "hot-key"} {
+		for _, server := range []string{"lockd-1", "lockd-1-lock", "redis"} {
+			ratio := num // a lockd row's /redis
+			if server == "redis" {
+				ratio = "-"
+			}
+			row := regexp.MustCompile("(?m)^\\| " + w + " \\| 1 \\| `" + regexp.QuoteMeta(server) + "` \\| [1-9][0-9]* \\| " + num +
+				strings.Repeat(" \\| "+num, 5) + " \\| 0 \\| " + ratio + " \\| - \\| - \\|$")
+			if !row.MatchString(page) {
+				t.Errorf("the table page has no row for %s %s matching %s; page:\n%s", w, server, row, page)
+			}
+		}
+	}
+	// Written through a temporary file beside it, which must be gone.
+	if ents, err := os.ReadDir(filepath.Dir(table)); err != nil || len(ents) != 1 {
+		t.Errorf("BENCH_TABLE's directory holds %v (%v), want latest.md alone", ents, err)
+	}
+	if after, _ := os.ReadFile(tracked); !bytes.Equal(before, after) {
+		t.Errorf("compare.sh with BENCH_TABLE set changed %s", tracked)
+	}
+}
+
+// benchEnv is env without the BENCH_ and LOCKD_GROUPS settings a developer
+// may have exported, which would change what the narrow run does.
+func benchEnv(env []string) []string {
+	var kept []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "BENCH_") && !strings.HasPrefix(kv, "LOCKD_GROUPS=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			kept = append(kept, kv)
+		}
+	}
+	return kept
 }
