@@ -1,6 +1,9 @@
 package compat
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // AUTH, HELLO … AUTH and ACL against a redis-server and a lockd that both run
 // with a password on the default user (requirepass), compared byte for byte.
@@ -79,6 +82,23 @@ var authCases = []tcase{
 		cmd("ACL", "WHOAMI"),
 		cmd("HELLO", "2", "AUTH", "nobody", "x"),
 		cmd("ACL", "WHOAMI"),
+	),
+	// CVE-2021-32675: before AUTH succeeds a request may carry at most 10
+	// arguments and 16 KB per bulk; past either the client gets a protocol
+	// error and is closed, before the rest of the request is read.
+	rs2("requests before AUTH are limited",
+		cmd("GET", "a", "b", "c", "d", "e", "f", "g", "h", "i"), // 10 arguments: answered
+		cmd("AUTH", "default", strings.Repeat("p", 16384)),      // 16 KB: answered
+		raw("*11\r\n", 1).on(1).closes(),
+		raw("*1\r\n$16385\r\n", 1).on(2).closes(),
+		raw("*2\r\n$3\r\nSET\r\n$1048576\r\n", 1).on(3).closes(),
+		raw("*1000000\r\n$3\r\nSET\r\n", 1).on(4).closes(),
+		inline("GET a b c d e f g h i j k l"), // inline requests keep their 64 KB bound
+		cmd("AUTH", authPass).on(5),
+		cmd("MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5", "f", "6").on(5),
+		cmd("SET", "big", strings.Repeat("v", 20000)).on(5),
+		cmd("GET", "big").on(5),
+		cmd("DEL", "a", "b", "c", "d", "e", "f", "big").on(5),
 	),
 	rs2("a user limited to one namespace",
 		cmd("AUTH", authPass),

@@ -644,6 +644,7 @@ var families = []struct {
 	{"pubsub", pubsubCases},
 	{"command", commandCases},
 	{"scripting", scriptCases},
+	{"scripting-patterns", patternCases},
 	{"scripting-every-command", everyCommandFromScripts},
 }
 

@@ -178,3 +178,130 @@ var everyCommandFromScripts = func() []tcase {
 	}
 	return []tcase{tc}
 }()
+
+// patternCases runs Lua's pattern functions (string.find, match, gmatch,
+// gfind, gsub) over subjects and patterns that exercise captures, anchors,
+// classes, sets, %b, %f, back references and empty matches, and the error
+// texts of malformed patterns, which Lua raises only when the match reaches
+// the bad part. lockd runs its own matcher (lua/pattern.go), so every reply
+// must be Redis's byte for byte.
+var patternCases = func() []tcase {
+	pairs := [][2]string{
+		{"hello world", "o"}, {"hello world", "(o)(r)"}, {"hello world", "^hello"}, {"hello world", "world$"},
+		{"hello world", "^world"}, {"a$b", "$b"}, {"a$b", "a$"}, {"key:123:x", "(%a+):(%d+)"},
+		{"  trim me  ", "^%s*(.-)%s*$"}, {"f(a(b)c)d", "%b()"}, {"f(a(b)c", "%b()"}, {"THE (quick) fox", "%f[%a]%a+"},
+		{"THE (quick) fox", "%f[%l]%a+"}, {"the end", "%f[%w]%w+$"}, {"THE END", "%f[%z]"}, {"abc", ""},
+		{"abc", "()"}, {"abc", "()a()"}, {"aaa", "a-"}, {"aaa", "a*"}, {"aaa", "a+?"}, {"aaab", "a-b"},
+		{"xaaay", "(a*)"}, {"abab", "(ab)%1"}, {"abcabc", "(a)(b)(c)%3"}, {"abcabc", "(a)()%2"}, {"a.b", "."},
+		{"a.b", "%."}, {"a]b", "[]]"}, {"a-b", "[a-]"}, {"a-b", "[%a-]+"}, {"a^b", "[b^]"}, {"x^y", "^^"},
+		{"hello", "[^aeiou]+"}, {"Ab1 _\t!", "%w"}, {"Ab1 _\t!", "%W+"}, {"Ab1 _\t!", "%p"}, {"Ab1 _\t!", "%s"},
+		{"A1f", "%x+"}, {"ABc", "%u+"}, {"ABc", "%l"}, {"a,b,,c", "([^,]*)"}, {"one two  three", "%S+"},
+		{"x=1, y=2", "(%w+)=(%w+)"}, {"[[x]]", "%[(.-)%]"}, {"aXbXc", "X"}, {"abc", "b*"}, {"abc", "[a-c]+"},
+		{"a1b2", "[%d]"}, {"a-z", "[z-a]"}, {"((a))", "%((.*)%)"}, {"a.b.c", "(.-)%.(.*)"}, {"aaa", "^a-$"},
+		{"12ab", "^(%d+)(%a*)$"}, {"x", "x?x?x"}, {"ab", "a?b?c?"}, {"a+b", "a+b"}, {"a+b", "a%+b"},
+	}
+	tc := tcase{name: "pattern functions"}
+	for _, p := range pairs {
+		for _, script := range []string{
+			"return {string.find(ARGV[1], ARGV[2])}",
+			"return {string.match(ARGV[1], ARGV[2])}",
+			"local r = {} for a, b in string.gmatch(ARGV[1], ARGV[2]) do r[#r+1] = tostring(a) .. '|' .. tostring(b) end return r",
+			"return {string.gsub(ARGV[1], ARGV[2], '<%0>')}",
+			"return {string.gsub(ARGV[1], ARGV[2], '%1')}",
+			"return {string.gsub(ARGV[1], ARGV[2], function(...) return '[' .. select('#', ...) .. ']' end)}",
+		} {
+			tc.steps = append(tc.steps, cmd("EVAL", script, "0", p[0], p[1]))
+		}
+	}
+	edge := tcase{name: "pattern edge cases and errors"}
+	for _, script := range []string{
+		// Malformed patterns fail only where the match reaches them.
+		"return string.find('abc', '[a')",
+		"return string.find('abc', 'x[')",
+		"return string.find('xabc', 'x[')",
+		"return string.find('abc', 'x%')",
+		"return string.find('abc', 'c%')",
+		"return string.match('abc', 'z(')",
+		"return string.match('abc', '(')",
+		"return string.match('abc', '%1')",
+		"return string.match('abc', '(a)%2')",
+		"return string.match('abc', '(a%1)')",
+		"return string.find('abc', '%bx')",
+		"return string.find('abc', 'z%bx')",
+		"return string.find('abc', '%f[a')",
+		"return string.match('abc', string.rep('()', 32))",
+		"return string.match('abc', string.rep('()', 33))",
+		"return string.gsub('abc', '(b)', '%2')",
+		"return {string.gsub('abc', 'b', '%1')}",
+		"return {string.gsub('abc', 'b', '%')}",
+		"return {string.gsub('abc', 'b', 'x%y%%')}",
+		"return {string.gsub('abc', 'b', {})}",
+		"return {string.gsub('abc', 'b', {b = 'B'})}",
+		"return {string.gsub('abc', '(b)()', {b = 7})}",
+		"return string.gsub('abc', 'b', {b = {}})",
+		"return {string.gsub('abc', 'b', function() return false end)}",
+		"return {string.gsub('abc', 'b', function() return 5.5 end)}",
+		"return string.gsub('abc', 'b', function() return {} end)",
+		"return string.gsub('abc', 'b', true)",
+		"return string.gsub('abc', 'b')",
+		"return {string.gsub('abc', '', '-')}",
+		"return {string.gsub('abc', '.', 'x', 2)}",
+		"return {string.gsub('abc', '.', 'x', -1)}",
+		"return {string.gsub('abc', '^.', 'x')}",
+		"return {string.gsub('hello world', '%w+', '%0 %0', 1)}",
+		"return {string.gsub('abc', 'b', 1.5)}",
+		"return {string.gsub(12345, 3, 9)}",
+		"return {string.find('abc', 'b', -1)}",
+		"return {string.find('abc', 'b', -2)}",
+		"return {string.find('abc', 'b', 10)}",
+		"return {string.find('abc', '', 10)}",
+		"return {string.find('abc', '', 4)}",
+		"return {string.find('abc', 'c', -100)}",
+		"return {string.find('a.b', '.', 2, true)}",
+		"return {string.find('a.b', '.', 2, false)}",
+		"return {string.find('a.b', '.', 2, nil)}",
+		"return {string.find(12345, 3)}",
+		"return {string.find('abc', 'b', '2')}",
+		"return string.find('abc', 'b', 'x')",
+		"return string.find(nil, 'a')",
+		"return string.match('abc')",
+		"return {('abc'):find('b')}",
+		"return ('abc'):gsub()",
+		"return {string.find('a\\0b', '\\0')}",
+		"return {string.find('a\\0b', '%z')}",
+		"return {string.find('a\\0b', 'b\\0.')}",
+		"return {string.find('ab\\0.', 'b\\0.')}",
+		"return {string.match('a\\0b', '.%z(.)')}",
+		"return {string.gsub('a\\0b', '%z', '0')}",
+		"local r = {} for w in string.gmatch('^a^a', '^a') do r[#r+1] = w end return r",
+		"local r = {} for w in string.gmatch('abc', 'x*') do r[#r+1] = w end return #r",
+		"local r = {} for k, v in string.gfind('a=1,b=2', '(%w)=(%w)') do r[#r+1] = k .. v end return r",
+		"local f = string.gmatch('ab', '.') f() f() return {f(), f()}",
+		"return string.gmatch('abc')",
+		"return string.gfind == string.gmatch",
+		"return {string.match('  x', '()x()')}",
+		"return {string.match('hello', '.-(l+)(.*)')}",
+		"return {string.find('hello', 'l+')}",
+		// The other functions lockd writes itself to charge their work.
+		"return string.upper('caf\\195\\169 \\255x')",
+		"return string.lower('CAF\\195\\137 X')",
+		"return string.reverse('ab\\0c')",
+		"return {string.upper(12), string.reverse(1.5), string.lower(-0.25)}",
+		"return string.upper()",
+		"return ('x'):rep(3):upper()",
+		"return table.maxn({1, 2, [10] = 3, [2.5] = 4, [-7] = 1, x = 5})",
+		"return table.maxn({})",
+		"return table.maxn('x')",
+		"local t = {1, 2, 3, 4} table.remove(t, 1) return t",
+		"local t = {1, 2, 3, 4} return {table.remove(t, 2), #t}",
+		"local t = {3, 1, 2} table.sort(t) return t",
+		"local t = {} for i = 1, 5 do table.insert(t, 1, i) end return t",
+		"return table.concat({1, 'a', 2.5}, '-', 2, 3)",
+		"return redis.sha1hex(string.rep('a', 1000))",
+		"return string.format('%5s|%-3d', 'ab', 7)",
+		"return #string.rep('ab', 100000)",
+	} {
+		edge.steps = append(edge.steps, cmd("EVAL", script, "0"))
+	}
+	return []tcase{tc, edge}
+}()

@@ -93,3 +93,43 @@ func TestHTTPAuth(t *testing.T) {
 		t.Errorf("open server: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// userStore records the user of every request it runs.
+type userStore struct{ users *[]string }
+
+func (userStore) Serving() bool { return true }
+func (u userStore) Do(_ context.Context, reqs []command.Request) []resp.Value {
+	out := make([]resp.Value, len(reqs))
+	for i, r := range reqs {
+		*u.users = append(*u.users, r.User)
+		out[i] = resp.Int(1)
+	}
+	return out
+}
+
+// Every request runs as the user who sent it (command.Request.User), so that
+// the store knows whose session a keepalive or close is for (issue 44).
+func TestHTTPRequestsCarryTheirUser(t *testing.T) {
+	team, err := command.SetUser(command.NewUser("payouts"), [][]byte{[]byte("on"), []byte(">team-pw"), []byte("~payouts/*"), []byte("+@all")}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := users{required: true, byName: map[string]command.User{"default": command.DefaultUser("root-pw"), "payouts": team}}
+	var got []string
+	h := HandlerWithAuth(userStore{&got}, http.NotFoundHandler(), auth)
+	for _, set := range []func(*http.Request){
+		func(r *http.Request) { r.SetBasicAuth("payouts", "team-pw") },
+		func(r *http.Request) { r.Header.Set("Authorization", "Bearer root-pw") },
+	} {
+		req := httptest.NewRequest("POST", "/v1/sessions/42:keepalive", nil)
+		set(req)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("keepalive: %d %s", rec.Code, rec.Body)
+		}
+	}
+	if strings.Join(got, ",") != "payouts,default" {
+		t.Fatalf("the store ran requests as %q, want payouts then default", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
@@ -221,6 +222,9 @@ func (h v1) acquire(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	if in.WaitMs != 0 {
 		args = append(args, "WAIT", strconv.FormatInt(in.WaitMs, 10))
+	}
+	if in.WaitMs > 0 { // the reply may take the wait (limits.go)
+		ExtendWriteDeadline(w, time.Duration(min(in.WaitMs, maxWaitMs))*time.Millisecond)
 	}
 	v, e := h.run(r.Context(), args...)
 	if e != nil {

@@ -419,9 +419,16 @@ func (s *state) luaLoad(L *glua.LState) int {
 	return s.loadChunk(L, string(buf), name)
 }
 
+// compileBytesPerUnit is how many bytes of source compiling a chunk at run
+// time (load, loadstring) is charged one unit for.
+const compileBytesPerUnit = 4
+
 // loadChunk compiles a chunk loaded by the script. Its functions get the
 // scripts' read-only globals.
 func (s *state) loadChunk(L *glua.LState, src, chunkname string) int {
+	m := s.meter(L)
+	m.charge(int64(len(src)) / compileBytesPerUnit)
+	m.done()
 	display := chunkID(chunkname)
 	proto, msg := compile([]byte(src), display)
 	if msg != "" {

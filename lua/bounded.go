@@ -39,9 +39,34 @@ var boundedRedisCallees = map[string]bool{"call": true, "pcall": true, "status_r
 //     #, tonumber, type): no string built by `..` is concatenated again, so
 //     strings cannot double (`s = s .. s` forty times is a terabyte), and
 //     each `..` builds at most the chunk's length times the largest argument.
-func isBounded(chunk []ast.Stmt) bool {
+func isBounded(chunk []ast.Stmt) (bool, growth) {
 	var b boundedCheck
-	return b.block(chunk)
+	ok := b.block(chunk)
+	return ok, b.g
+}
+
+// growth bounds what a bounded script can build from its arguments: a
+// string is a literal, a KEYS or ARGV element, a number's text, a value a
+// command answered, or one `..` chain of at most concat operands of the
+// first four kinds; a command it sends has at most callArgs arguments.
+type growth struct {
+	callArgs int // the most arguments of one redis.call or redis.pcall
+	concat   int // the most operands of one `..` chain
+	literal  int // the longest string literal
+}
+
+// numberText is the longest text of a number in a command argument or a
+// `..` ("%.17g", e.g. -1.2345678901234567e-308).
+const numberText = 24
+
+// maxCommandBytes bounds command.Size of a command the script sends, built
+// from arguments whose longest is longest bytes: callArgs arguments, each a
+// `..` chain of concat operands of at most max(longest, literal,
+// numberText) bytes, plus each argument's length prefix (at most 10 bytes)
+// and the entry's header (32).
+func (g growth) maxCommandBytes(longest int) int64 {
+	op := int64(max(longest, g.literal, numberText))
+	return 32 + int64(max(g.callArgs, 1))*(10+int64(max(g.concat, 1))*op)
 }
 
 // boundedProto is the check of a bounded chunk's compiled function: no
@@ -55,6 +80,19 @@ func boundedProto(p *glua.FunctionProto) bool {
 // that refers to a local is never taken for the global of that name.
 type boundedCheck struct {
 	scopes [][]string // the locals declared in each enclosing block, innermost last
+	g      growth
+}
+
+func (b *boundedCheck) literal(e *ast.StringExpr) {
+	b.g.literal = max(b.g.literal, len(e.Value))
+}
+
+// concatLen is the number of operands of the `..` chain e.
+func concatLen(e ast.Expr) int {
+	if c, ok := e.(*ast.StringConcatOpExpr); ok {
+		return concatLen(c.Lhs) + concatLen(c.Rhs)
+	}
+	return 1
 }
 
 func (b *boundedCheck) block(stmts []ast.Stmt) bool {
@@ -146,7 +184,10 @@ func (b *boundedCheck) exprs(es []ast.Expr) bool {
 
 func (b *boundedCheck) expr(e ast.Expr) bool {
 	switch e := e.(type) {
-	case *ast.NilExpr, *ast.TrueExpr, *ast.FalseExpr, *ast.NumberExpr, *ast.StringExpr:
+	case *ast.NilExpr, *ast.TrueExpr, *ast.FalseExpr, *ast.NumberExpr:
+		return true
+	case *ast.StringExpr:
+		b.literal(e)
 		return true
 	case *ast.IdentExpr:
 		return b.isLocal(e.Value)
@@ -171,6 +212,7 @@ func (b *boundedCheck) expr(e ast.Expr) bool {
 	case *ast.ArithmeticOpExpr:
 		return b.expr(e.Lhs) && b.expr(e.Rhs)
 	case *ast.StringConcatOpExpr:
+		b.g.concat = max(b.g.concat, concatLen(e))
 		return b.concatOperand(e.Lhs) && b.concatOperand(e.Rhs)
 	case *ast.UnaryMinusOpExpr:
 		return b.expr(e.Expr)
@@ -188,7 +230,13 @@ func (b *boundedCheck) call(e *ast.FuncCallExpr) bool {
 	if e.Receiver != nil || e.Func == nil {
 		return false
 	}
-	return b.callee(e.Func) != "" && b.exprs(e.Args)
+	switch b.callee(e.Func) {
+	case "":
+		return false
+	case "redis.call", "redis.pcall":
+		b.g.callArgs = max(b.g.callArgs, len(e.Args))
+	}
+	return b.exprs(e.Args)
 }
 
 // callee returns the name of an allowed callee ("tonumber", "redis.call",
@@ -212,7 +260,10 @@ func (b *boundedCheck) callee(f ast.Expr) string {
 // can have built.
 func (b *boundedCheck) concatOperand(e ast.Expr) bool {
 	switch e := e.(type) {
-	case *ast.NumberExpr, *ast.StringExpr:
+	case *ast.NumberExpr:
+		return true
+	case *ast.StringExpr:
+		b.literal(e)
 		return true
 	case *ast.StringConcatOpExpr:
 		return b.concatOperand(e.Lhs) && b.concatOperand(e.Rhs)

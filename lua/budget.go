@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	glua "github.com/yuin/gopher-lua"
+
 	"github.com/lockd/lockd/resp"
 )
 
@@ -120,6 +122,120 @@ func (b *budget) Err() error {
 		return ErrBudget
 	}
 	return nil
+}
+
+// take moves at least n units, and up to extra more as far as the budget
+// goes, from the budget to a meter, and returns how many it moved. It
+// reports false when fewer than n are left (the budget is then spent, as if
+// the instructions had run out), when the run was cancelled, or when it went
+// past its allocation allowance; the meter then raises the run's error.
+// Every take also polls the cancel channel and the allocation counter, so a
+// run inside a long library call is stopped within one meterChunk.
+func (b *budget) take(n, extra int64) (int64, bool) {
+	if b.killed || b.oom || b.spent {
+		return 0, false
+	}
+	if b.left < n {
+		b.left, b.spent = 0, true
+		return 0, false
+	}
+	got := min(n+extra, b.left)
+	b.left -= got
+	if b.cancel != nil {
+		select {
+		case <-b.cancel:
+			b.killed = true
+			return 0, false
+		default:
+		}
+	}
+	if b.maxAlloc > 0 {
+		metrics.Read(b.sample)
+		if int64(b.sample[0].Value.Uint64()-b.allocStart) > b.maxAlloc {
+			b.oom = true
+			return 0, false
+		}
+	}
+	return got, true
+}
+
+// Work inside library calls is charged to the instruction budget in the
+// same units as VM instructions: one unit per pattern-matching step (a
+// pattern item tried at one subject position), per element a table
+// function moves or compares, and per bytesPerUnit bytes a function reads or
+// produces. A unit is sized to cost about what a VM instruction costs
+// (16-30 ns each measured on the development VM: lua/DESIGN.md, "Budgets"),
+// so the budget bounds a run's CPU whether it is spent in the VM or in the
+// library, and the same count stops it on every replica.
+const bytesPerUnit = 32
+
+// meterChunk is how many units a meter takes from the budget at once: the
+// interval at which a library call polls SCRIPT KILL and the allocation
+// counter.
+const meterChunk = 4096
+
+// meter charges one library call's work to the run's budget. It takes units
+// from the budget in chunks and gives back what it did not use (done), so
+// the count is exact: a call needing one unit more than the budget has left
+// is stopped at that unit, on every replica. A meter must be done before the
+// library call runs Lua code (a gsub replacement function), whose
+// instructions the budget counts itself.
+type meter struct {
+	L      *glua.LState
+	b      *budget // nil: the run has no budget
+	credit int64   // units taken from the budget, not used yet
+	odd    int     // bytes read or produced, not yet charged (< bytesPerUnit)
+}
+
+// meter starts the meter of one library call.
+func (s *state) meter(L *glua.LState) *meter { return &meter{L: L, b: s.r.budget} }
+
+// step charges one unit.
+func (m *meter) step() {
+	if m.credit > 0 {
+		m.credit--
+		return
+	}
+	m.refill(1)
+}
+
+// charge charges n units.
+func (m *meter) charge(n int64) {
+	if m.credit >= n {
+		m.credit -= n
+		return
+	}
+	m.refill(n)
+}
+
+// bytes charges for n bytes read or produced.
+func (m *meter) bytes(n int) {
+	m.odd += n
+	if m.odd >= bytesPerUnit {
+		m.charge(int64(m.odd / bytesPerUnit))
+		m.odd %= bytesPerUnit
+	}
+}
+
+func (m *meter) refill(n int64) {
+	if m.b == nil {
+		m.credit = 1 << 62 // no budget: nothing to count
+		return
+	}
+	got, ok := m.b.take(n-m.credit, meterChunk)
+	if !ok {
+		m.credit = 0
+		m.L.RaiseError("%s", m.b.Err().Error())
+	}
+	m.credit += got - n
+}
+
+// done gives the units the meter took and did not use back to the budget.
+func (m *meter) done() {
+	if m.b != nil && m.credit > 0 {
+		m.b.left += m.credit
+	}
+	m.credit = 0
 }
 
 func (b *budget) Deadline() (time.Time, bool) { return time.Time{}, false }

@@ -137,7 +137,7 @@ func TestAllocLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := e.Run(sha, nil, nil, &countingHost{}, Limits{MaxInstructions: 1_000_000, MaxAllocBytes: limit})
+		v := e.Run(sha, nil, nil, &countingHost{}, Limits{MaxInstructions: 50_000_000, MaxAllocBytes: limit})
 		if !IsMemoryError(v) || string(v.Str) != "ERR script exceeded its memory budget of 67108864 bytes" {
 			t.Fatalf("%q: got %s", src, render(v))
 		}

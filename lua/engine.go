@@ -59,15 +59,17 @@ const (
 // Limits, or their results may differ.
 type Limits struct {
 	// MaxInstructions stops a run after this many Lua VM instructions with
-	// the error reply BudgetErrorPrefix+"...". 0 means unlimited.
+	// the error reply BudgetErrorPrefix+"...", counting the work of library
+	// calls in the same units (a pattern-matching step, 32 bytes built or
+	// scanned, an element moved or compared: see meter). 0 means unlimited.
 	MaxInstructions int64
 	// Cancel, when closed, stops the run (SCRIPT KILL) with KilledErrorText.
 	// A run that replicas must agree on never has one: only a leader's dry run
 	// or a read may be killed.
 	Cancel <-chan struct{}
 	// MaxStringLen caps the strings string.rep, string.format,
-	// table.concat and load may build (the script fails with "resulting
-	// string too large" otherwise). 0 means DefaultMaxStringLen.
+	// string.gsub, table.concat and load may build (the script fails with
+	// "resulting string too large" otherwise). 0 means DefaultMaxStringLen.
 	MaxStringLen int
 	// MaxAllocBytes stops a run once the process has allocated this many
 	// bytes since the run started (runtime/metrics, read every few
@@ -118,6 +120,7 @@ type script struct {
 	proto   *glua.FunctionProto
 	flags   Flags
 	bounded bool   // see Bounded
+	growth  growth // a bounded script's: see MaxCommandBytes
 	recipe  Recipe // see Engine.Recipe
 }
 
@@ -168,7 +171,7 @@ func (e *Engine) Load(src []byte) (sha string, err error) {
 	if msg != "" {
 		return "", errors.New(compileErrorPrefix + msg)
 	}
-	bounded := isBounded(chunk) // before compileChunk, which folds constants in chunk
+	bounded, grow := isBounded(chunk) // before compileChunk, which folds constants in chunk
 	proto, msg := compileChunk(chunk, scriptChunkName)
 	if msg != "" {
 		return "", errors.New(compileErrorPrefix + msg)
@@ -176,7 +179,7 @@ func (e *Engine) Load(src []byte) (sha string, err error) {
 	bounded = bounded && boundedProto(proto)
 	e.mu.Lock()
 	if _, ok := e.scripts[sha]; !ok {
-		e.scripts[sha] = &script{sha: sha, src: append([]byte(nil), src...), proto: proto, flags: flags, bounded: bounded, recipe: recipeOf(src)}
+		e.scripts[sha] = &script{sha: sha, src: append([]byte(nil), src...), proto: proto, flags: flags, bounded: bounded, growth: grow, recipe: recipeOf(src)}
 	}
 	e.mu.Unlock()
 	return sha, nil
@@ -223,6 +226,28 @@ func (e *Engine) Flags(sha string) (Flags, bool) {
 func (e *Engine) Bounded(sha string) bool {
 	s := e.lookup(sha)
 	return s != nil && s.bounded
+}
+
+// MaxCommandBytes bounds, for a bounded script (see Bounded) run with these
+// KEYS and ARGV, the encoded size (raftstore/command.Size) of any command it
+// can send through redis.call or redis.pcall, counting every argument it
+// builds from its arguments, its literals and numbers; a value read from the
+// keyspace and passed on unchanged is not counted (a script may copy a
+// stored value, as COPY may). It reports false for a script that is not
+// cached or not bounded.
+func (e *Engine) MaxCommandBytes(sha string, keys, argv [][]byte) (int64, bool) {
+	s := e.lookup(sha)
+	if s == nil || !s.bounded {
+		return 0, false
+	}
+	longest := 0
+	for _, a := range keys {
+		longest = max(longest, len(a))
+	}
+	for _, a := range argv {
+		longest = max(longest, len(a))
+	}
+	return s.growth.maxCommandBytes(longest), true
 }
 
 // Flush empties the script cache (SCRIPT FLUSH).

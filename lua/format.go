@@ -16,10 +16,13 @@ func (s *state) luaFormat(L *glua.LState) int {
 	arg := 1
 	fmtStr := checkString(L, arg)
 	var b strings.Builder
+	m := s.meter(L)
+	defer m.done()
 	grow := func(n int) {
 		if b.Len()+n > s.r.maxStr {
 			raisef(L, "resulting string too large")
 		}
+		m.bytes(n)
 	}
 	for i := 0; i < len(fmtStr); {
 		c := fmtStr[i]

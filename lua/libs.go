@@ -2,7 +2,9 @@ package lua
 
 import (
 	"math"
+	"math/bits"
 	"strings"
+	"unsafe"
 
 	glua "github.com/yuin/gopher-lua"
 )
@@ -11,10 +13,8 @@ import (
 // arguments as Lua 5.1's C library would: a number where a string is
 // expected becomes its "%.14g" text, a numeric string where a number is
 // expected becomes the number. spec has one letter per argument: 's'
-// string, 'n' number, 'p' a pattern (a string checked by checkPattern),
-// 'P' the pattern of string.find (not checked for a plain search),
-// anything else untouched; a trailing '*' repeats the letter before it for
-// the remaining arguments.
+// string, 'n' number, anything else untouched; a trailing '*' repeats the
+// letter before it for the remaining arguments.
 func (s *state) coerce(orig *glua.LFunction, spec string) glua.LValue {
 	upvalues := make([]glua.LValue, len(orig.Upvalues))
 	for i, uv := range orig.Upvalues {
@@ -35,12 +35,9 @@ func (s *state) coerce(orig *glua.LFunction, spec string) glua.LValue {
 			}
 			v := L.Get(i)
 			switch c {
-			case 's', 'p', 'P':
+			case 's':
 				if n, ok := v.(glua.LNumber); ok {
 					L.Replace(i, glua.LString(fmtNumber(float64(n))))
-				}
-				if c == 'p' || c == 'P' && !glua.LVAsBool(L.Get(4)) {
-					checkPattern(L, i)
 				}
 			case 'n':
 				if str, ok := v.(glua.LString); ok {
@@ -66,6 +63,9 @@ func (s *state) luaRep(L *glua.LState) int {
 	if int64(len(str))*int64(n) > int64(s.r.maxStr) {
 		raisef(L, "resulting string too large")
 	}
+	m := s.meter(L)
+	m.bytes(len(str) * int(n))
+	m.done()
 	L.Push(glua.LString(strings.Repeat(str, int(n))))
 	return 1
 }
@@ -91,7 +91,10 @@ func (s *state) luaConcat(L *glua.LState) int {
 		last = checkInt(L, 4)
 	}
 	var b strings.Builder
+	m := s.meter(L)
+	defer m.done()
 	add := func(i int32) {
+		m.step()
 		v := t.RawGetInt(int(i))
 		str, ok := toStringLua(v)
 		if !ok {
@@ -101,6 +104,7 @@ func (s *state) luaConcat(L *glua.LState) int {
 		if b.Len()+len(str) > s.r.maxStr {
 			raisef(L, "resulting string too large")
 		}
+		m.bytes(len(str))
 		b.WriteString(str)
 	}
 	for ; i < last; i++ {
@@ -108,6 +112,7 @@ func (s *state) luaConcat(L *glua.LState) int {
 		if b.Len()+len(sep) > s.r.maxStr {
 			raisef(L, "resulting string too large")
 		}
+		m.bytes(len(sep))
 		b.WriteString(sep)
 	}
 	if i == last {
@@ -132,6 +137,11 @@ func (s *state) luaInsert(L *glua.LState) int {
 		}
 		if s.isProxy(t) && e > pos {
 			raiseReadonly(L)
+		}
+		if e > pos {
+			m := s.meter(L)
+			m.charge(int64(e) - int64(pos))
+			m.done()
 		}
 		for i := e; i > pos; i-- {
 			t.RawSetInt(int(i), t.RawGetInt(int(i-1)))
@@ -285,56 +295,118 @@ func luaSub(L *glua.LState) int {
 	return 1
 }
 
-// checkPattern raises Lua 5.1's errors for a malformed pattern (lstrlib.c
-// classEnd and the '%f' check) before gopher-lua's matcher, which words
-// them differently, sees it. Lua finds these while matching, so it only
-// reports them if the match gets that far; gopher-lua compiles the whole
-// pattern first, and so does this check.
-func checkPattern(L *glua.LState, n int) {
-	v, ok := L.Get(n).(glua.LString)
-	if !ok {
-		return
+// luaUpper, luaLower and luaReverse are string.upper, lower and reverse:
+// byte-wise in the C locale, as Lua's (gopher-lua's upper and lower map
+// UTF-8), and charged by the bytes they produce.
+func (s *state) luaUpper(L *glua.LState) int {
+	str, b := s.mapBytes(L)
+	for i := 0; i < len(str); i++ {
+		c := str[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		b[i] = c
 	}
-	p := cString(string(v))
-	for i := 0; i < len(p); {
-		c := p[i]
-		i++
-		switch c {
-		case '%':
-			if i >= len(p) {
-				raisef(L, "malformed pattern (ends with '%%')")
-			}
-			if p[i] == 'f' && (i+1 >= len(p) || p[i+1] != '[') {
-				raisef(L, "missing '[' after '%%f' in pattern")
-			}
-			if p[i] == 'b' {
-				if i+2 >= len(p) {
-					raisef(L, "unbalanced pattern")
-				}
-				i += 2
-			}
-			i++
-		case '[':
-			if i < len(p) && p[i] == '^' {
-				i++
-			}
-			for {
-				if i >= len(p) {
-					raisef(L, "malformed pattern (missing ']')")
-				}
-				ch := p[i]
-				i++
-				if ch == '%' && i < len(p) {
-					i++
-				}
-				if i < len(p) && p[i] == ']' {
-					i++
-					break
-				}
-				if i >= len(p) {
-					raisef(L, "malformed pattern (missing ']')")
-				}
-			}
+	L.Push(glua.LString(b.String()))
+	return 1
+}
+
+func (s *state) luaLower(L *glua.LState) int {
+	str, b := s.mapBytes(L)
+	for i := 0; i < len(str); i++ {
+		c := str[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	L.Push(glua.LString(b.String()))
+	return 1
+}
+
+func (s *state) luaReverse(L *glua.LState) int {
+	str, b := s.mapBytes(L)
+	for i := 0; i < len(str); i++ {
+		b[len(str)-1-i] = str[i]
+	}
+	L.Push(glua.LString(b.String()))
+	return 1
+}
+
+// mapBytes checks the string argument of upper, lower or reverse, charges
+// for it, and returns it with a buffer of its length for the result.
+func (s *state) mapBytes(L *glua.LState) (string, byteBuf) {
+	str := checkString(L, 1)
+	m := s.meter(L)
+	m.bytes(len(str))
+	m.done()
+	return str, make(byteBuf, len(str))
+}
+
+// byteBuf is a result being built; String hands it over without a copy
+// (the buffer is not used again).
+type byteBuf []byte
+
+func (b byteBuf) String() string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// luaMaxn is table.maxn(t): the largest positive numeric key, charged one
+// unit per key it visits.
+func (s *state) luaMaxn(L *glua.LState) int {
+	t := checkTable(L, 1)
+	m := s.meter(L)
+	defer m.done()
+	most := 0.0
+	for k, _ := t.Next(glua.LNil); k != glua.LNil; k, _ = t.Next(k) {
+		m.step()
+		if n, ok := k.(glua.LNumber); ok && float64(n) > most {
+			most = float64(n)
 		}
 	}
+	L.Push(glua.LNumber(most))
+	return 1
+}
+
+// metered wraps one of gopher-lua's library functions, charging first what
+// cost says its arguments will make it do.
+func (s *state) metered(orig glua.LValue, cost func(L *glua.LState) int64) glua.LValue {
+	gf := orig.(*glua.LFunction).GFunction
+	return s.L.NewFunction(func(L *glua.LState) int {
+		if n := cost(L); n > 0 {
+			m := s.meter(L)
+			m.charge(n)
+			m.done()
+		}
+		return gf(L)
+	})
+}
+
+// removeCost is what table.remove(t [, pos]) moves: the elements after
+// pos, one unit per removeSlotsPerUnit (a memmove of 16-byte slots).
+func removeCost(L *glua.LState) int64 {
+	t, ok := L.Get(1).(*glua.LTable)
+	if !ok || L.GetTop() < 2 {
+		return 0
+	}
+	pos, ok := toNumber(L.Get(2))
+	if !ok {
+		return 0
+	}
+	return max(0, int64(t.Len())-toInt64(pos)) / removeSlotsPerUnit
+}
+
+// removeSlotsPerUnit is how many moved table slots table.remove is charged
+// one unit for.
+const removeSlotsPerUnit = 16
+
+// sortCost is what table.sort(t) is charged, before it runs: n·⌈log2 n⌉
+// for the n elements of t's array, the order of the comparisons Go's
+// pattern-defeating quicksort (which gopher-lua's sort runs) makes at most.
+// A comparator's own instructions are counted by the VM besides.
+func sortCost(L *glua.LState) int64 {
+	t, ok := L.Get(1).(*glua.LTable)
+	if !ok {
+		return 0
+	}
+	n := int64(t.Len())
+	return n * int64(bits.Len64(uint64(n)))
 }

@@ -149,26 +149,28 @@ func (s *state) build() {
 		"__redis__err__handler": gofn(s.redisErrHandler),
 	}
 
-	// string: gopher-lua's functions behind argument coercion (Lua converts
-	// numbers and numeric strings between each other where a library
-	// expects the other), and our own rep, format and dump.
+	// string: gopher-lua's char and len behind argument coercion (Lua
+	// converts numbers and numeric strings between each other where a
+	// library expects the other); the rest our own, charged to the budget
+	// by the work they do (pattern.go, libs.go).
 	str := lib(glua.StringLibName)
+	gmatch := gofn(s.luaGmatch) // gfind is the same function, as in Lua 5.1's LUA_COMPAT_GFIND
 	strFns := map[string]glua.LValue{
 		"byte":    gofn(luaByte),
 		"char":    s.coerce(fn(str, "char"), "n*"),
 		"dump":    gofn(luaStringDump),
-		"find":    s.coerce(fn(str, "find"), "sPn"),
+		"find":    gofn(s.luaFind),
 		"format":  gofn(s.luaFormat),
-		"gfind":   s.coerce(fn(str, "gfind"), "sp"),
-		"gmatch":  s.coerce(fn(str, "gmatch"), "sp"),
-		"gsub":    s.coerce(fn(str, "gsub"), "sp?n"),
+		"gfind":   gmatch,
+		"gmatch":  gmatch,
+		"gsub":    gofn(s.luaGsub),
 		"len":     s.coerce(fn(str, "len"), "s"),
-		"lower":   s.coerce(fn(str, "lower"), "s"),
-		"match":   s.coerce(fn(str, "match"), "spn"),
+		"lower":   gofn(s.luaLower),
+		"match":   gofn(s.luaMatch),
 		"rep":     gofn(s.luaRep),
-		"reverse": s.coerce(fn(str, "reverse"), "s"),
+		"reverse": gofn(s.luaReverse),
 		"sub":     gofn(luaSub),
-		"upper":   s.coerce(fn(str, "upper"), "s"),
+		"upper":   gofn(s.luaUpper),
 	}
 
 	tab := lib(glua.TabLibName)
@@ -178,10 +180,10 @@ func (s *state) build() {
 		"foreachi": gofn(luaForeachi),
 		"getn":     fn(tab, "getn"),
 		"insert":   gofn(s.luaInsert),
-		"maxn":     fn(tab, "maxn"),
-		"remove":   s.coerce(fn(tab, "remove"), "tn"),
+		"maxn":     gofn(s.luaMaxn),
+		"remove":   s.metered(s.coerce(fn(tab, "remove"), "tn"), removeCost),
 		"setn":     gofn(luaSetn),
-		"sort":     fn(tab, "sort"),
+		"sort":     s.metered(fn(tab, "sort"), sortCost),
 	}
 
 	mth := lib(glua.MathLibName)

@@ -1,6 +1,10 @@
 package raftstore
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/lockd/lockd/raftstore/fsm"
+)
 
 // The outcomes of a write that did not simply succeed. Their texts are RESP error
 // lines (prefix first) so that the front door can reply with them unchanged.
@@ -20,8 +24,9 @@ var (
 	ErrNotReadable = errors.New("TRYAGAIN read not served: leadership could not be confirmed with a quorum; safe to retry")
 	// ErrTooLarge: the write's log entry would be longer than
 	// Config.MaxWriteBytes allows, or than the log accepts; nothing was
-	// appended. Wrapped with the entry's size and the limit.
-	ErrTooLarge = errors.New("ERR write too large for the log")
+	// appended. Wrapped with the entry's size and the limit. A script's
+	// dry run refuses a write command it sends with the same text.
+	ErrTooLarge = errors.New(fsm.ErrTooLargeText)
 	// ErrClosed: the store is shut down.
 	ErrClosed = errors.New("TRYAGAIN server is shutting down")
 )

@@ -16,7 +16,8 @@ import (
 // Forwarding: a follower sends a connection's whole batch to the leader over the
 // peer port ('F' connections) and relays the replies, so that a standalone Redis
 // client can talk to any node. The leader runs the batch exactly as if it had
-// arrived on its own RESP port (doLocal), never forwarding it again.
+// arrived on its own RESP port (doLocal), never forwarding it again, each
+// request as the user who sent it to the follower (doForwarded, owners.go).
 
 // serveForwarded answers batches forwarded by followers. Runs until Close.
 func (s *Store) serveForwarded(ln net.Listener) {
@@ -33,7 +34,7 @@ func (s *Store) serveForwarded(ln net.Listener) {
 		if err != nil {
 			out = []resp.Value{resp.Error("ERR " + err.Error())}
 		} else {
-			out = s.doLocal(ctx, reqs)
+			out = s.doForwarded(ctx, reqs)
 		}
 		return resp.AppendValue(nil, resp.Array(out...))
 	}, s.log)
@@ -54,7 +55,9 @@ func (s *Store) leaderToForward() (string, bool) {
 // lost has an unknown outcome for its writes.
 func (s *Store) forwardBatch(ctx context.Context, addr string, reqs []command.Request) []resp.Value {
 	out := make([]resp.Value, len(reqs))
-	b, err := s.fwd.Call(ctx, addr, command.EncodeRequests(reqs))
+	// Every request with its user where the group's members all understand
+	// that (owners on), else what the previous version decodes (owners.go).
+	b, err := s.fwd.Call(ctx, addr, command.EncodeUserRequests(reqs, s.ownersOn(), s.restricted))
 	if err == nil {
 		v, _, derr := resp.ReadValue(b)
 		if derr == nil && v.Kind == resp.KindArray && len(v.Elems) == len(reqs) {
@@ -79,8 +82,8 @@ func (s *Store) forwardBatch(ctx context.Context, addr string, reqs []command.Re
 }
 
 // forwardDialer returns a dialer of forwarding connections (header hdr: the
-// group's) to a leader's peer port, over TLS when t is set.
-func forwardDialer(t *mux.TLS, hdr byte) func(ctx context.Context, addr string) (net.Conn, error) {
+// group's) to a leader's peer port, as peer dials its peers (TLS, secret).
+func forwardDialer(peer *mux.Mux, hdr byte) func(ctx context.Context, addr string) (net.Conn, error) {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		timeout := 10 * time.Second
 		if dl, ok := ctx.Deadline(); ok {
@@ -88,6 +91,6 @@ func forwardDialer(t *mux.TLS, hdr byte) func(ctx context.Context, addr string) 
 				timeout = d
 			}
 		}
-		return mux.DialTLS(addr, hdr, timeout, t)
+		return peer.Dial(addr, hdr, timeout)
 	}
 }

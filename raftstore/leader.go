@@ -127,6 +127,9 @@ func (s *Store) takeOffice() bool {
 	s.takeover.Store(takeoverIndex(barrier, s.raft.AppliedIndex()))
 	s.clock.reset(s.m.now())
 	s.sessions.reset(s.openSessions(), s.now())
+	// Before the first client write: a lone voter (or a group whose members
+	// all said they understand owners) records owners from its first session.
+	s.syncSettings()
 	s.ready.Store(true)
 	s.metrics.leaderChanges.Add(1)
 	s.log.Info("leading", "log_time_ms", s.m.now(), "applied_index", s.takeover.Load())

@@ -28,10 +28,11 @@ import (
 // sessions are opened there, and it replicates the shard map once a slot has
 // moved. Its methods are safe for concurrent use.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	peer   *mux.Mux
-	groups []*Store
+	cfg     Config
+	log     *slog.Logger
+	peer    *mux.Mux
+	members *memberCheck // the peer port's TLS check (used with Config.PeerTLSMembers)
+	groups  []*Store
 
 	mapMu sync.RWMutex
 	smap  shard.Map // the shard map this node routes by (group 0's, cached)
@@ -110,7 +111,8 @@ func OpenNode(cfg Config) (*Node, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	peer, err := mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(cfg.PeerTLS))
+	members := newMemberCheck(cfg)
+	peer, err := mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(peerTLS(cfg, members)), mux.WithSecret(cfg.PeerSecret))
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +127,7 @@ func OpenNode(cfg Config) (*Node, error) {
 		peer.Close()
 		return nil, err
 	}
-	nd := &Node{cfg: cfg, log: lg, peer: peer, closed: make(chan struct{})}
+	nd := &Node{cfg: cfg, log: lg, peer: peer, members: members, closed: make(chan struct{})}
 	nd.smap, _ = shard.NewMap(n)
 	metrics := newStoreMetrics()
 	if n > 1 {
@@ -162,6 +164,7 @@ func OpenNode(cfg Config) (*Node, error) {
 		}
 		nd.groups = append(nd.groups, st)
 	}
+	members.setGroups(nd.groups)
 	go peer.Serve()
 	nd.loadShardMap()
 	nd.wg.Add(1)
@@ -241,6 +244,10 @@ func (n *Node) IsLeader() bool { return n.groups[0].IsLeader() }
 
 // PeerAddr is the bound (advertised) peer address.
 func (n *Node) PeerAddr() string { return n.peer.Addr().String() }
+
+// PeerCounters are the peer port's refused and unauthenticated connections
+// (mux.Counters), for metrics.
+func (n *Node) PeerCounters() mux.Counters { return n.peer.Counters() }
 
 // Replicas is what WAIT answers (every group has the same voters).
 func (n *Node) Replicas() int { return n.groups[0].Replicas() }

@@ -17,7 +17,8 @@ import (
 // attach it there (a KindSessionAttach entry with the session's TTL). A
 // keepalive renews it in every group, a close ends it in every group, and when
 // group 0 reports it gone the node closes it everywhere else, so that its
-// locks in every group are released.
+// locks in every group are released. A session's owner travels with its
+// attach (owners.go): each group checks the sessions it knows.
 
 // isNoSession reports a NOSESSION reply.
 func isNoSession(v resp.Value) bool {
@@ -32,8 +33,21 @@ func isNoSession(v resp.Value) bool {
 // retries (its locks there stay safe by their own timers). When group 0 no
 // longer knows the session, it is closed in every other group and the reply
 // is NOSESSION. CLOSE answers the number of locks released in all groups.
+// Group 0, which knows every session and its owner, runs first: when it
+// refuses the user (NOPERM) no other group is asked, so that a group whose
+// copy of the session has no owner (attached before owners were on) changes
+// nothing either.
 func (n *Node) sessionAll(ctx context.Context, r command.Request) resp.Value {
-	res := n.eachGroup(func(g int) resp.Value { return n.runGroup(ctx, g, []command.Request{r})[0] })
+	first := n.runGroup(ctx, 0, []command.Request{r})[0]
+	if isSessionNoPerm(first) {
+		return first
+	}
+	res := n.eachGroup(func(g int) resp.Value {
+		if g == 0 {
+			return first
+		}
+		return n.runGroup(ctx, g, []command.Request{r})[0]
+	})
 	if _, ok := r.Op.(command.SessionClose); ok {
 		var sum int64
 		for _, v := range res {
@@ -91,7 +105,7 @@ func (n *Node) acquire(ctx context.Context, r command.Request, g int) resp.Value
 		v := n.doRetrying(ctx, g, []command.Request{r})[0]
 		switch {
 		case isNoSession(v) && g != 0 && op.Session != 0 && attempt < 3:
-			if a := n.attach(ctx, g, op.Session); a.IsError() {
+			if a := n.attach(ctx, g, op.Session, r.User); a.IsError() {
 				return a
 			}
 		case isMoveReply(v) && time.Since(start) < moveRetryFor:
@@ -133,10 +147,13 @@ func withWait(r command.Request, ms int64) command.Request {
 	return r
 }
 
-// attach makes session id exist in group g: group 0 must still know it (a
-// keepalive there, which also renews it), and g gets it with group 0's TTL.
-func (n *Node) attach(ctx context.Context, g int, id uint64) resp.Value {
-	keepalive, err := request("", [][]byte{[]byte("SESSION.KEEPALIVE"), strconv.AppendUint(nil, id, 10)})
+// attach makes session id exist in group g for user: group 0 must still know
+// it and let user use it (a keepalive there as user, which also renews it:
+// NOPERM for another user's session), and g gets it with group 0's TTL and
+// owner (read from this node's replica of group 0 once it has applied the
+// session's opening).
+func (n *Node) attach(ctx context.Context, g int, id uint64, user string) resp.Value {
+	keepalive, err := request(user, [][]byte{[]byte("SESSION.KEEPALIVE"), strconv.AppendUint(nil, id, 10)})
 	if err != nil {
 		return resp.Error("ERR internal: " + err.Error())
 	}
@@ -144,5 +161,19 @@ func (n *Node) attach(ctx context.Context, g int, id uint64) resp.Value {
 	if ttl.IsError() {
 		return ttl
 	}
+	owner, open, err := n.groups[0].appliedSessionOwner(ctx, id)
+	switch {
+	case err != nil:
+		return resp.Error(err.Error())
+	case !open:
+		return resp.Error(string(command.ErrNoSession))
+	case owner != "":
+		return n.proposeInternal(ctx, g, command.KindSessionAttach, command.SessionAttachOwnerArgs(id, ttl.Int, owner))
+	}
 	return n.proposeInternal(ctx, g, command.KindSessionAttach, command.SessionAttachArgs(id, ttl.Int))
+}
+
+// isSessionNoPerm reports the reply to a user on another user's session.
+func isSessionNoPerm(v resp.Value) bool {
+	return v.IsError() && v.String() == string(command.ErrSessionNoPerm)
 }

@@ -49,9 +49,16 @@ func newPipeTransport(cfg Config, peer *mux.Mux, inner *raft.NetworkTransport, a
 
 // pipeVersion is the version this lockd's appendpipe server greets leaders
 // with (appendpipe.Config.Version). 2: the node applies batch entries
-// (command.KindBatch). A node from before batch entries greets with 1, or
-// (from before appendpipe) not at all.
-const pipeVersion byte = 2
+// (command.KindBatch). 3: it understands session owners as well
+// (command.KindSettings and what FeatureOwners turns on). A node from before
+// batch entries greets with 1, or (from before appendpipe) not at all.
+const pipeVersion = pipeVersionOwners
+
+// The pipe versions that announce what a follower applies.
+const (
+	pipeVersionBatch  byte = 2 // batch entries
+	pipeVersionOwners byte = 3 // session owners (settings.go)
+)
 
 // batchEntries reports whether this leader may put a run of writes into one
 // batch entry: Config.NoBatchEntries is unset and every other member of the
@@ -66,8 +73,15 @@ func (s *Store) batchEntries() bool {
 	if s.cfg.NoBatchEntries {
 		return false
 	}
+	return s.membersAtLeast(pipeVersionBatch)
+}
+
+// membersAtLeast reports whether every other member of the group's latest
+// configuration (voter or not) greeted this node's pipelines with version v
+// or later (see batchEntries). Does not block.
+func (s *Store) membersAtLeast(v byte) bool {
 	for _, srv := range latestServers(s.raft) {
-		if srv.ID != raft.ServerID(s.cfg.NodeID) && s.trans.PeerVersion(srv.Address) < pipeVersion {
+		if srv.ID != raft.ServerID(s.cfg.NodeID) && s.trans.PeerVersion(srv.Address) < v {
 			return false
 		}
 	}

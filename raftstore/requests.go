@@ -99,9 +99,15 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			if err := s.waitReady(ctx); err != nil {
 				out[i] = resp.Error(err.Error())
 			} else {
-				out[i] = s.keepalive(op)
+				out[i] = s.keepalive(op, r.User)
 			}
 			continue
+		}
+		if r.User != "" {
+			if v, refused := s.checkSessions(r); refused { // owners.go
+				out[i] = v
+				continue
+			}
 		}
 		if !r.Spec.Write {
 			flush()
@@ -116,8 +122,12 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 				out[i] = v
 				continue
 			}
+			user := ""
+			if _, ok := r.Op.(command.Eval); ok {
+				user = s.scriptUser(r.User)
+			}
 			now, wall := s.clock.read()
-			out[i] = s.m.read(r.Op, r.User, now, wall)
+			out[i] = s.m.read(r.Op, user, now, wall)
 			continue
 		}
 		verified = false
@@ -137,17 +147,24 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 				out[i] = resp.Error("ERR internal: not an internal entry")
 				continue
 			}
-			kind, args = e.Kind, e.Args
+			kind, args = e.Kind, s.gateInternal(e.Kind, e.Args) // owners.go
 		case command.Tx:
 			kind, args = command.KindTx, command.TxArgs(op)
 		case command.ScriptLoad, command.ScriptFlush:
 			kind, args = command.KindScript, command.ScriptArgs(op)
 		case command.Eval:
-			if v, ok := s.admitScript(op, r.User); !ok {
+			user := s.scriptUser(r.User)
+			if v, ok := s.admitScript(op, user); !ok {
 				out[i] = v
 				continue
 			}
-			if r.User != "" {
+			if user != "" {
+				kind, args = command.KindScriptAs, command.ScriptAsArgs(user, r.Args)
+			}
+		case command.SessionOpen:
+			// The session belongs to the user who opens it, once every
+			// member records owners (owners.go).
+			if r.User != "" && s.ownersOn() {
 				kind, args = command.KindScriptAs, command.ScriptAsArgs(r.User, r.Args)
 			}
 		}
@@ -304,10 +321,13 @@ func mapApplyErr(err error) error {
 // cache does not hold, a script that does not load (compile error, bad
 // shebang), and a script that does not finish its dry run: a run against a
 // copy of the current state with fsm.DryRunBudget and fsm.DryRunMaxAlloc (out
-// of budget, out of memory, or killed by SCRIPT KILL). A statically bounded script (lua.Engine.Bounded) is
-// admitted without the clone and the dry run: it runs at most a few thousand
-// instructions and cannot build large values from small arguments, so it is
-// not the runaway the dry run is there to stop. Every other outcome of a run
+// of budget, out of memory, or killed by SCRIPT KILL), or that sends a write
+// command larger than Config.MaxWriteBytes (ErrTooLarge, as that command sent
+// by a client would be). A statically bounded script (lua.Engine.Bounded) is
+// admitted without the clone and the dry run when no command it can build
+// from its arguments is that large (lua.Engine.MaxCommandBytes): it runs at
+// most a few thousand instructions and cannot build large values from small
+// arguments, so it is not the runaway the dry run is there to stop. Every other outcome of a run
 // (an error the script raises included) is left to the apply, which answers
 // the same on every replica.
 func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
@@ -330,7 +350,10 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 			return resp.Error(err.Error()), false
 		}
 	}
-	if s.dry.Bounded(sha) {
+	// A bounded script is admitted without a dry run only when no command it
+	// can build from these arguments exceeds -max-write-bytes (the dry run
+	// checks each write it makes).
+	if n, bounded := s.dry.MaxCommandBytes(sha, op.Keys, op.Args); bounded && n <= int64(s.cfg.MaxWriteBytes) {
 		s.metrics.scriptsBounded.Add(1)
 		return resp.Value{}, true
 	}
@@ -342,10 +365,14 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 	s.killMu.Lock()
 	s.dryRuns[kill] = struct{}{}
 	s.killMu.Unlock()
-	v := scratch.DryRun(op, user, src, s.dry, now, wall, kill)
+	v, tooLarge := scratch.DryRun(op, user, src, s.dry, now, wall, kill, s.cfg.MaxWriteBytes)
 	s.killMu.Lock()
 	delete(s.dryRuns, kill)
 	s.killMu.Unlock()
+	if tooLarge {
+		s.metrics.tooLarge.Add(1)
+		return v, false
+	}
 	switch {
 	case lua.IsMemoryError(v):
 		s.metrics.scriptsMemory.Add(1)

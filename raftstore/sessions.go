@@ -73,14 +73,19 @@ func (s *Store) openSessions() []sessionTTL {
 	return out
 }
 
-// keepalive renews a session on the leader: no log write. It answers the TTL
-// the session now has, or NOSESSION.
-func (s *Store) keepalive(op command.SessionKeepalive) resp.Value {
+// keepalive renews a session on the leader for user: no log write. It
+// answers the TTL the session now has, NOSESSION, or NOPERM when the session
+// belongs to another user (command.MayUseSession; user "" is the store).
+func (s *Store) keepalive(op command.SessionKeepalive, user string) resp.Value {
 	s.m.mu.RLock()
 	ttl, ok := s.m.ks.SessionTTL(op.ID)
+	refusal, refused := s.m.ks.CheckSessions(op, user)
 	s.m.mu.RUnlock()
 	if !ok {
 		return resp.Error(string(command.ErrNoSession))
+	}
+	if refused {
+		return refusal
 	}
 	s.sessions.renew(op.ID, ttl, s.now())
 	return resp.Int(ttl)
@@ -116,6 +121,7 @@ func (s *Store) sessionLoop() {
 		if !s.ready.Load() {
 			continue
 		}
+		s.syncSettings() // owners.go
 		for _, id := range s.sessions.lapsed(s.now()) {
 			now, wall := s.clock.read()
 			e := command.Entry{Kind: command.KindSessionExpire, Time: now, Wall: wall, Args: command.SessionExpireArgs(id)}

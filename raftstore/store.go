@@ -89,6 +89,12 @@ type Config struct {
 	// (logstore.Store.MaxData, 64 MiB) caps it, and bounds the entries a
 	// node builds itself (a slot move's import).
 	MaxWriteBytes int
+	// MaxSessionsPerUser caps the sessions one user may have open (0:
+	// DefaultMaxSessionsPerUser; negative: no cap). A user allowed every key
+	// and every admin command is not capped. The group's leader replicates
+	// its value (owners.go), so every replica enforces the same cap: give
+	// every node the same.
+	MaxSessionsPerUser int64
 	// NoBatchEntries makes the leader propose every write as an entry of its
 	// own. By default a run of plain writes in one request batch goes into
 	// one batch entry (command.KindBatch) once every other member of the
@@ -103,6 +109,18 @@ type Config struct {
 	// outbound) over TLS; with mutual TLS a node whose certificate the CA did
 	// not sign can neither dial in nor be dialed.
 	PeerTLS *mux.TLS
+	// PeerTLSMembers: PeerTLS's CA also signs certificates that are not
+	// nodes' (lockd: -tls-ca without -peer-tls-ca), so an inbound peer
+	// certificate must also name the host of a member's peer address
+	// (peerauth.go); others are refused during the handshake.
+	PeerTLSMembers bool
+	// JoinMembers are the peer addresses of the cluster this node is
+	// joining, as a member reported them: with PeerTLSMembers, the members
+	// this node lets in until it has a configuration of its own.
+	JoinMembers []string
+	// PeerSecret, when set, authenticates every peer connection, inbound
+	// and outbound, with the cluster secret (mux.Secret).
+	PeerSecret *mux.Secret
 
 	// Fault-injection hooks, for the test/ fault suite only (lockd's hidden
 	// fault flags); production leaves them zero.
@@ -329,9 +347,11 @@ func Open(cfg Config) (*Store, error) {
 	}
 	raftHdr, fwdHdr := groupHeaders(cfg.Group)
 	peer, ownPeer := cfg.peer, cfg.peer == nil
+	var members *memberCheck // the own peer port's (PeerTLSMembers)
 	if ownPeer {
 		var err error
-		peer, err = mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(cfg.PeerTLS))
+		members = newMemberCheck(cfg)
+		peer, err = mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(peerTLS(cfg, members)), mux.WithSecret(cfg.PeerSecret))
 		if err != nil {
 			return nil, err
 		}
@@ -341,7 +361,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.faults != nil {
 		stream = faultLayer{raftLayer, cfg.faults}
 	}
-	dial := forwardDialer(cfg.PeerTLS, fwdHdr)
+	dial := forwardDialer(peer, fwdHdr)
 	stream, dial = withDialVia(cfg.DialVia, stream, dial) // fault tests only
 	netTrans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second,
@@ -563,6 +583,9 @@ func Open(cfg Config) (*Store, error) {
 	go s.sessionLoop()
 	go s.serveForwarded(fwdLayer)
 	go s.replyLoop() // not in wg: it may wait forever on a future Raft never answers (see awaitReplies)
+	if members != nil {
+		members.setGroups([]*Store{s})
+	}
 	return s, nil
 }
 

@@ -73,7 +73,7 @@ func cmdACLSetUser(c *conn, a [][]byte) resp.Value {
 	}
 	args = command.HashACLPasswords(args)
 	v := c.srv.store.Do(c.srv.ctx, []command.Request{{Args: args,
-		Op: command.ACLSetUser{Name: args[2], Rules: args[3:]}, Spec: command.ACLSetUserSpec}})[0]
+		Op: command.ACLSetUser{Name: args[2], Rules: args[3:]}, Spec: command.ACLSetUserSpec, User: c.userName()}})[0]
 	c.refreshACL()
 	return v
 }
@@ -87,7 +87,7 @@ func cmdACLDelUser(c *conn, a [][]byte) resp.Value {
 		}
 	}
 	v := c.srv.store.Do(c.srv.ctx, []command.Request{{Args: a,
-		Op: command.ACLDelUser{Names: a[2:]}, Spec: command.ACLDelUserSpec}})[0]
+		Op: command.ACLDelUser{Names: a[2:]}, Spec: command.ACLDelUserSpec, User: c.userName()}})[0]
 	c.refreshACL()
 	if v.Kind != resp.KindInt || v.Int == 0 {
 		return v

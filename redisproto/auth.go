@@ -1,6 +1,7 @@
 package redisproto
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/lockd/lockd/raftstore/command"
@@ -113,6 +114,19 @@ func (c *conn) initAuth() {
 // requests against it.
 func (c *conn) refreshACL() { c.auth.acl, c.auth.stale = c.srv.aclTable(), false }
 
+// mustAuthenticate reports whether c must still authenticate before its
+// commands run (Redis's authRequired): the reader's unauthed, asked only for
+// a request past the pre-authentication limits. It runs on c's owner.
+func (c *conn) mustAuthenticate() bool {
+	if c.auth.authed {
+		return false
+	}
+	if c.auth.stale || c.auth.acl == nil {
+		c.refreshACL()
+	}
+	return !c.mayPass()
+}
+
 // mayPass reports whether the connection needs no (further) authentication.
 func (c *conn) mayPass() bool {
 	if c.auth.authed {
@@ -195,18 +209,23 @@ func (c *conn) authorize(args [][]byte) (resp.Value, bool) {
 	return resp.Error(err.Error()), true
 }
 
-// login makes the connection user name's, if pass opens it.
-func (c *conn) login(name, pass []byte) bool {
+// login makes the connection user name's, if pass opens it; otherwise the
+// error reply: WRONGPASS, or ErrAuthThrottled for an attempt its address may
+// not make yet (authlimit.go).
+func (c *conn) login(name, pass []byte) (resp.Value, bool) {
 	t := c.srv.aclTable()
-	u, ok := c.srv.lookupUser(t, string(name))
-	if !ok || !u.CheckPassword(pass) {
-		c.srv.stats.authFailures.Add(1)
-		return false
+	u, err := c.srv.authenticate(c.srv.ctx, c.addr, t, string(name), pass)
+	if err != nil {
+		var th AuthThrottledError
+		if errors.As(err, &th) {
+			return resp.Error(string(ErrAuthThrottled)), false
+		}
+		return resp.Error(string(command.ErrWrongPass)), false
 	}
 	c.mu.Lock() // CLIENT LIST reads the user name
-	c.auth.user, c.auth.authed, c.auth.acl = u.Name, true, t
+	c.auth.user, c.auth.authed, c.auth.acl = u.Name, true, c.srv.aclTable()
 	c.mu.Unlock()
-	return true
+	return resp.OK, true
 }
 
 // AUTH [username] password
@@ -223,17 +242,17 @@ func cmdAuth(c *conn, a [][]byte) resp.Value {
 	default:
 		return resp.Error(string(command.ErrSyntax))
 	}
-	if !c.login(name, pass) {
-		return resp.Error(string(command.ErrWrongPass))
-	}
-	return resp.OK
+	v, _ := c.login(name, pass)
+	return v
 }
 
 // helloAuth runs HELLO's AUTH option (name is nil without one) and then
 // requires the connection to be authenticated; failed reports the error reply.
 func (c *conn) helloAuth(name, pass []byte) (v resp.Value, failed bool) {
-	if name != nil && !c.login(name, pass) {
-		return resp.Error(string(command.ErrWrongPass)), true
+	if name != nil {
+		if v, ok := c.login(name, pass); !ok {
+			return v, true
+		}
 	}
 	c.refreshACL()
 	if !c.mayPass() {
@@ -242,9 +261,10 @@ func (c *conn) helloAuth(name, pass []byte) (v resp.Value, failed bool) {
 	return resp.Value{}, false
 }
 
-// scriptUser is the user an EVAL/EVALSHA of this connection runs for, so that
-// the commands the script calls are checked against that user's ACL where the
-// script runs; "" for other ops and for users without restrictions.
+// scriptUser is the user whose ACL the commands of an EVAL/EVALSHA of this
+// connection would be checked against where the script runs (the store
+// decides that again from the request's user); "" for other ops and for
+// users without restrictions.
 func (c *conn) scriptUser(spec *command.Spec) string {
 	if !spec.RunsScript() {
 		return ""

@@ -79,7 +79,7 @@ func BenchmarkAuthorize(b *testing.B) {
 	defer s.Close()
 	c := &conn{srv: s}
 	c.initAuth()
-	if !c.login([]byte(command.DefaultUserName), []byte("secret")) {
+	if _, ok := c.login([]byte(command.DefaultUserName), []byte("secret")); !ok {
 		b.Fatal("AUTH secret refused")
 	}
 	args := [][]byte{[]byte("LOCK.ACQUIRE"), []byte("lock:1"), []byte("owner-1"), []byte("PX"), []byte("30000")}

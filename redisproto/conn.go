@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,15 +36,19 @@ type conn struct {
 	// Output: replies (from this connection's goroutine) and pushed pub/sub
 	// messages (from the apply goroutine) share one ordered queue; one writer at a
 	// time drains it to the socket.
-	wmu     sync.Mutex
-	pending []byte
-	spare   []byte
-	writing bool
-	broken  bool
-	id      int64
-	created time.Time
-	addr    string
-	laddr   string
+	wmu      sync.Mutex
+	pending  []byte
+	spare    []byte
+	inflight int // bytes taken from pending and being written (output.go)
+	writing  bool
+	broken   bool
+	// unitBytes is the most bytes a value of c's replies has taken (0: none
+	// seen yet), for cutting its pipelines into batches (output.go).
+	unitBytes int64
+	id        int64
+	created   time.Time
+	addr      string
+	laddr     string
 
 	mu      sync.Mutex // guards the fields CLIENT LIST reads
 	name    string
@@ -68,13 +73,25 @@ type conn struct {
 	// answered that the event loop could have (handBack), since it last
 	// left the loop.
 	plainBatches int
+
+	// Client timeouts (timeout.go), the owner's: the read deadline armRead
+	// set (zero: none) and whether it is the login deadline; when the event
+	// loop last read from the connection.
+	readDL   time.Time
+	loginDL  bool
+	lastRead time.Time
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	now := time.Now()
-	return &conn{srv: s, nc: nc, fd: -1, rd: newReader(nc, s.cfg.Limits),
+	c := &conn{srv: s, nc: nc, fd: -1, rd: newReader(nc, s.cfg.Limits),
 		id: s.nextID.Add(1), created: now, lastAt: now, proto: 2, clusterAware: s.cfg.Redirect,
 		addr: nc.RemoteAddr().String(), laddr: nc.LocalAddr().String()}
+	c.rd.unauthed = c.mustAuthenticate
+	if s.timeoutsOn() {
+		c.rd.arm = c.armRead
+	}
+	return c
 }
 
 // stopReading makes c's goroutine stop reading (Shutdown's drain); the loop
@@ -130,6 +147,9 @@ func (c *conn) serve() (toLoop bool) {
 		batch, batchAt = batch[:0], batchAt[:0]
 		var perr error
 		plain := true // every command of the batch is one the loop serves
+		// The values the batch's replies may copy: past maxUnits the batch
+		// is answered before more is read (output.go).
+		units, maxUnits := 0, c.batchUnits()
 		for n := 0; ; n++ {
 			args, err := c.rd.next(n == 0)
 			if err != nil {
@@ -175,10 +195,13 @@ func (c *conn) serve() (toLoop bool) {
 					c.observe(spec.Name, args, replies[len(replies)-1], 0)
 					continue
 				}
-				batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.scriptUser(spec)})
+				batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.userName()})
 				plain = plain && !batch[len(batch)-1].Blocks()
 				batchAt = append(batchAt, len(replies))
 				replies = append(replies, resp.Value{})
+				if units += replyUnits(op); units >= maxUnits {
+					break
+				}
 				continue
 			}
 			// A local command: keyspace commands before it are answered first.
@@ -187,7 +210,7 @@ func (c *conn) serve() (toLoop bool) {
 			batch, batchAt = batch[:0], batchAt[:0]
 			if pubsubCommand(args[0]) {
 				// Its confirmations are queued directly: send what precedes them.
-				if !c.sendReplies(replies, protos) {
+				if !c.sendReplies(replies, protos, 0) {
 					return false
 				}
 				replies, protos = replies[:0], protos[:0]
@@ -205,7 +228,7 @@ func (c *conn) serve() (toLoop bool) {
 		}
 		replies = c.flushBatch(batch, batchAt, replies)
 		replies, protos = c.readFailed(perr, replies, protos)
-		if !c.sendReplies(replies, protos) {
+		if !c.sendReplies(replies, protos, units) {
 			return false
 		}
 		if perr != nil || c.quit {
@@ -246,11 +269,9 @@ func (c *conn) send(b []byte, wait bool) bool {
 		c.wmu.Unlock()
 		return false
 	}
-	if int64(len(c.pending)+len(b)) > c.srv.maxOutput() {
-		c.broken = true
+	if int64(len(c.pending)+c.inflight+len(b)) > c.srv.maxOutput() {
 		c.wmu.Unlock()
-		c.srv.stats.outputDisconnects.Add(1)
-		c.nc.Close()
+		c.overLimit()
 		return false
 	}
 	c.pending = append(c.pending, b...)
@@ -278,9 +299,11 @@ func (c *conn) drain() bool {
 		}
 		data := c.pending
 		c.pending, c.spare = c.spare[:0], nil
+		c.inflight = len(data)
 		c.wmu.Unlock()
-		_, err := c.nc.Write(data)
+		err := c.write(data)
 		c.wmu.Lock()
+		c.inflight = 0
 		if cap(data) <= 1<<20 {
 			c.spare = data[:0]
 		}
@@ -292,6 +315,28 @@ func (c *conn) drain() bool {
 			c.nc.Close()
 		}
 	}
+}
+
+// write writes data to c's socket in chunks of writeChunk, each with a
+// deadline outputStall away: a client that takes none of a chunk for that
+// long is disconnected (output.go).
+func (c *conn) write(data []byte) error {
+	stall := c.srv.outputStall()
+	for len(data) > 0 {
+		chunk := data[:min(len(data), writeChunk)]
+		c.nc.SetWriteDeadline(time.Now().Add(stall))
+		n, err := c.nc.Write(chunk)
+		data = data[n:]
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				c.srv.stats.outputDisconnects.Add(1)
+				c.srv.log.Debug("disconnecting a client that does not read its replies", "addr", c.addr, "id", c.id,
+					"stalled_for", stall, "unwritten_bytes", len(data))
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // readFailed adds what ends a batch whose reading failed with err (nil:
@@ -310,23 +355,24 @@ func (c *conn) readFailed(err error, replies []resp.Value, protos []int) ([]resp
 		c.srv.stats.protocolErrors.Add(1)
 		c.srv.log.Warn("closing a client whose request reached the query buffer limit",
 			"addr", c.addr, "id", c.id, "limit", c.rd.lim.MaxQueryBuffer)
+	} else {
+		c.timedOut(err) // closed without a reply, as Redis closes an idle client
 	}
 	return replies, protos
 }
 
-// appendReplies renders replies, each in its protocol, onto out.
-func appendReplies(out []byte, replies []resp.Value, protos []int) []byte {
-	for i, r := range replies {
-		if r.Kind != noReply {
-			out = resp.Append(out, r, protos[i])
-		}
+// sendReplies renders replies, each in its protocol, and sends them; a
+// client whose output they would take past the limit is disconnected instead
+// (output.go), before the reply that would cross it is rendered.
+// The replies copied units values (replyUnits): what they took is learned
+// for cutting the next batches.
+func (c *conn) sendReplies(replies []resp.Value, protos []int, units int) bool {
+	out, ok := renderLimited(nil, replies, protos, c.srv.maxOutput()-c.queued())
+	if !ok {
+		c.overLimit()
+		return false
 	}
-	return out
-}
-
-// sendReplies renders replies, each in its protocol, and sends them.
-func (c *conn) sendReplies(replies []resp.Value, protos []int) bool {
-	out := appendReplies(nil, replies, protos)
+	c.learn(units, int64(len(out)))
 	return len(out) == 0 || c.send(out, true)
 }
 
@@ -345,10 +391,26 @@ func (c *conn) flushBatch(batch []command.Request, at []int, replies []resp.Valu
 			break
 		}
 	}
+	// MGET and HMGET name each key once in the store (output.go).
+	var expands [][]int
+	run := batch
+	for i := range batch {
+		r := batch[i]
+		if x := dedupe(&r); x != nil {
+			if expands == nil {
+				expands = make([][]int, len(batch))
+				run = append([]command.Request(nil), batch...)
+			}
+			expands[i], run[i] = x, r
+		}
+	}
 	started := time.Now()
-	res := c.srv.store.Do(ctx, batch)
+	res := c.srv.store.Do(ctx, run)
 	took := time.Since(started) // the batch's commands share one round through the log
 	for i, v := range res {
+		if expands != nil {
+			v = expand(v, expands[i])
+		}
 		replies[at[i]] = v
 		c.observe(batch[i].Spec.Name, batch[i].Args, v, took)
 	}
@@ -364,6 +426,7 @@ const maxReadAhead = 64 << 10
 // the client closed the connection, or Shutdown stopped reading. stop ends the
 // read-ahead; the connection's goroutine calls it before it reads again.
 func (c *conn) watchClose(parent context.Context) (context.Context, func()) {
+	c.disarmRead() // a blocked client is not idle
 	ctx, cancel := context.WithCancel(parent)
 	var stopping atomic.Bool
 	var ahead []byte

@@ -45,13 +45,19 @@ type SecurityCounters struct {
 	NoPerm            int64 // commands answered NOPERM
 	AuthFailures      int64 // failed AUTH / HELLO AUTH / HTTP credentials
 	MaxClients        int64 // connections refused at the client limit
-	OutputDisconnects int64 // clients disconnected past the output buffer limit
+	OutputDisconnects int64 // clients disconnected past the output buffer limit or stalled (output.go)
 	ProtocolErrors    int64 // requests refused as malformed or over a request limit
+	AcceptErrors      int64 // failed accepts, retried (Server.Serve)
+	IdleTimeouts      int64 // clients closed idle past Config.IdleTimeout
+	AuthTimeouts      int64 // clients closed unauthenticated past Config.AuthTimeout
+	AuthThrottled     int64 // authentication attempts slowed down or refused (authlimit.go)
 }
 
 // SecurityCounters reads the refusal counters.
 func (s *Server) SecurityCounters() SecurityCounters {
 	return SecurityCounters{NoAuth: s.stats.noAuth.Load(), NoPerm: s.stats.noPerm.Load(),
 		AuthFailures: s.stats.authFailures.Load(), MaxClients: s.stats.maxClients.Load(),
-		OutputDisconnects: s.stats.outputDisconnects.Load(), ProtocolErrors: s.stats.protocolErrors.Load()}
+		OutputDisconnects: s.stats.outputDisconnects.Load(), ProtocolErrors: s.stats.protocolErrors.Load(),
+		AcceptErrors: s.stats.acceptErrors.Load(), IdleTimeouts: s.stats.idleTimeouts.Load(),
+		AuthTimeouts: s.stats.authTimeouts.Load(), AuthThrottled: s.stats.authThrottled.Load()}
 }

@@ -362,6 +362,14 @@ func cmdConfigGet(c *conn, a [][]byte) resp.Value {
 	var out []resp.Value
 	seen := map[string]bool{}
 	values := append(configValues[:len(configValues):len(configValues)], [2]string{"notify-keyspace-events", c.srv.notifyConfig()})
+	for i, kv := range values { // the configured limits (timeout.go, limits.go)
+		switch kv[0] {
+		case "timeout":
+			values[i][1] = strconv.FormatInt(int64(c.srv.cfg.IdleTimeout/time.Second), 10)
+		case "maxclients":
+			values[i][1] = strconv.Itoa(c.srv.maxClients())
+		}
+	}
 	values = append(values, c.srv.slowlogConfig()...)
 	for _, pat := range a[2:] {
 		lp := []byte(strings.ToLower(string(pat)))

@@ -49,12 +49,14 @@ var errWouldBlock = errors.New("would block")
 
 // loopTurn is the loop's scratch for one connection during one turn.
 type loopTurn struct {
-	replies []resp.Value
-	protos  []int
-	out     []byte
-	rerr    error // what ended reading (nil: nothing; errWouldBlock is not kept)
-	perr    error // what ended parsing: a protocol error or the query buffer limit
-	handoff bool  // a command was left unread for the connection's goroutine
+	replies  []resp.Value
+	protos   []int
+	out      []byte
+	rerr     error // what ended reading (nil: nothing; errWouldBlock is not kept)
+	perr     error // what ended parsing: a protocol error or the query buffer limit
+	handoff  bool  // a command was left unread for the connection's goroutine
+	units    int   // the values the turn's replies may copy (replyUnits)
+	overflow bool  // the replies would pass the output buffer limit: the connection ends
 }
 
 // multiplexingAPI is INFO's multiplexing_api: "epoll" with the event loop,
@@ -70,6 +72,9 @@ func (s *Server) multiplexingAPI() string {
 type loopSlot struct {
 	c  *conn
 	at int
+	// dedup, for a request dedupe rewrote, maps the original's names to the
+	// rewritten reply (expand); nil otherwise.
+	dedup []int
 }
 
 // parseTurn parses every complete request c has buffered into the turn's batch
@@ -115,9 +120,17 @@ func (c *conn) parseTurn(batch []command.Request, slots []loopSlot) ([]command.R
 			c.observe(spec.Name, args, v, 0)
 			continue
 		}
-		batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.scriptUser(spec)})
-		slots = append(slots, loopSlot{c, len(t.replies)})
+		r := command.Request{Args: args, Op: op, Spec: spec, User: c.userName()}
+		dedup := dedupe(&r)
+		batch = append(batch, r)
+		slots = append(slots, loopSlot{c, len(t.replies), dedup})
 		t.replies, t.protos = append(t.replies, resp.Value{}), append(t.protos, proto)
+		if t.units += replyUnits(op); t.units >= c.batchUnits() && c.rd.start != c.rd.end {
+			// More is buffered than one batch's replies should copy: the
+			// connection's goroutine answers it batch by batch (output.go).
+			t.handoff = true
+			return batch, slots
+		}
 	}
 }
 
@@ -126,16 +139,24 @@ func (c *conn) parseTurn(batch []command.Request, slots []loopSlot) ([]command.R
 // left unread.
 func (c *conn) ending() bool {
 	t := &c.lt
-	return t.perr != nil || c.quit || t.rerr != nil && !t.handoff
+	return t.perr != nil || c.quit || t.overflow || t.rerr != nil && !t.handoff
 }
 
 // renderTurn renders c's replies of this turn, with what serve adds at the end
-// of a batch whose reading failed.
+// of a batch whose reading failed. Replies that would pass the output buffer
+// limit are not rendered: nil, and the connection ends (lt.overflow).
 func (c *conn) renderTurn() []byte {
 	t := &c.lt
 	t.replies, t.protos = c.readFailed(t.perr, t.replies, t.protos)
-	t.out = appendReplies(t.out[:0], t.replies, t.protos)
-	return t.out
+	out, ok := renderLimited(t.out[:0], t.replies, t.protos, c.srv.maxOutput())
+	t.out = out
+	if !ok {
+		t.overflow = true
+		c.overLimit()
+		return nil
+	}
+	c.learn(t.units, int64(len(out)))
+	return out
 }
 
 // reset clears c's scratch for a new turn, keeping its memory.
@@ -143,6 +164,7 @@ func (t *loopTurn) reset() {
 	clear(t.replies) // drop references to the previous replies
 	t.replies, t.protos = t.replies[:0], t.protos[:0]
 	t.rerr, t.perr, t.handoff = nil, nil, false
+	t.units, t.overflow = 0, false
 	if cap(t.out) > 64<<10 {
 		t.out = nil
 	}

@@ -55,6 +55,8 @@ type turnScratch struct {
 	slots  []loopSlot
 	parts  turnParts                         // where the turn's replies go
 	part   func(idx []int, res []resp.Value) // parts.part, bound once
+	swept  time.Time                         // the last sweep for expired clients (sweep)
+	expire []*conn
 }
 
 func newTurnScratch() *turnScratch {
@@ -141,6 +143,7 @@ func (l *loop) take(c *conn) bool {
 		return false
 	}
 	c.plainBatches = 0 // counted afresh when it next leaves the loop
+	c.lastRead = time.Now()
 	l.conns[c.id] = c
 	return true
 }
@@ -190,6 +193,7 @@ func (c *conn) attach() bool {
 	if err == nil {
 		c.nc = nc
 		c.rd.rd = nc
+		c.readDL = time.Time{} // a new descriptor has no deadline
 	}
 	c.sockMu.Unlock()
 	if err != nil {
@@ -217,10 +221,17 @@ func (l *loop) release(c *conn) {
 // it has finished that turn; another has taken over the loop (runBatch).
 func (l *loop) run(t *turnScratch) {
 	defer l.srv.wg.Done()
+	wait := -1 // ms
+	if l.srv.timeoutsOn() {
+		wait = int(sweepEvery / time.Millisecond)
+	}
 	for {
-		n, err := syscall.EpollWait(l.epfd, t.events, -1)
+		n, err := syscall.EpollWait(l.epfd, t.events, wait)
 		if err == syscall.EINTR {
 			continue
+		}
+		if wait >= 0 && err == nil {
+			l.sweep(t)
 		}
 		stop := err != nil || l.srv.shuttingDown()
 		if err != nil {
@@ -261,12 +272,42 @@ func (l *loop) run(t *turnScratch) {
 	}
 }
 
+// sweep ends the connections past a client timeout (timeout.go), at most
+// once per sweepEvery.
+func (l *loop) sweep(t *turnScratch) {
+	now := time.Now()
+	if now.Sub(t.swept) < sweepEvery {
+		return
+	}
+	t.swept = now
+	authRequired := l.srv.cfg.AuthTimeout > 0 && l.srv.AuthRequired()
+	t.expire = t.expire[:0]
+	l.mu.Lock()
+	for _, c := range l.conns {
+		if expired, login := c.expired(now, authRequired); expired {
+			c.loginDL = login
+			t.expire = append(t.expire, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range t.expire {
+		c.expire(c.loginDL)
+		l.end(c)
+	}
+	clear(t.expire)
+}
+
 // turn reads and parses every ready connection, runs their keyspace commands
 // as one batch, and answers each. false: the batch stalled, and this
 // goroutine is no longer the loop (runBatch).
 func (l *loop) turn(t *turnScratch) bool {
 	batch, slots := t.batch[:0], t.slots[:0]
+	var now time.Time
+	if l.srv.cfg.IdleTimeout > 0 {
+		now = time.Now()
+	}
 	for _, c := range t.ready {
+		c.lastRead = now
 		c.lt.reset()
 		switch err := c.rd.fill(c.rd.want); err {
 		case nil, errWouldBlock:
@@ -348,6 +389,10 @@ func (l *loop) runBatch(t *turnScratch, batch []command.Request, slots []loopSlo
 func (l *loop) answer(c *conn) {
 	out := c.renderTurn()
 	t := &c.lt
+	if t.overflow {
+		l.end(c)
+		return
+	}
 	var n int
 	var err error
 	if len(out) > 0 {

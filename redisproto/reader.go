@@ -59,7 +59,26 @@ type reader struct {
 	// need), so that the event loop, which fills without parsing, grows the
 	// buffer as next would.
 	want int
+
+	// unauthed, when set, reports whether the connection must still
+	// authenticate (Redis's authRequired). It is asked only when a request
+	// announces more than maxUnauthArgs arguments or a bulk longer than
+	// maxUnauthBulk: such a request is refused before AUTH succeeds, as Redis
+	// ≥ 6.2.6 refuses it (CVE-2021-32675), so that a client without
+	// credentials cannot make the server buffer large requests.
+	unauthed func() bool
+
+	// arm, when set, is called before each read from rd (the client
+	// timeouts' read deadline: conn.armRead).
+	arm func()
 }
+
+// Redis's limits on the requests of a client that must still authenticate
+// (networking.c, processMultibulkBuffer).
+const (
+	maxUnauthArgs = 10
+	maxUnauthBulk = 16384
+)
 
 // pushback keeps b and err, read ahead from the connection, for the parser.
 func (r *reader) pushback(b []byte, err error) {
@@ -161,6 +180,9 @@ func (r *reader) fill(need int) error {
 	if r.aheadErr != nil {
 		return r.aheadErr
 	}
+	if r.arm != nil {
+		r.arm()
+	}
 	n, err := r.rd.Read(r.buf[r.end:])
 	r.end += n
 	if n > 0 {
@@ -199,6 +221,9 @@ func (r *reader) parseMultibulk(b []byte) ([][]byte, int, error) {
 		if !ok || count > r.lim.MaxMultibulkLen {
 			return nil, 0, protocolError("invalid multibulk length")
 		}
+		if count > maxUnauthArgs && r.unauthed != nil && r.unauthed() {
+			return nil, 0, protocolError("unauthenticated multibulk length")
+		}
 		if count <= 0 {
 			return nil, nl + 2, nil
 		}
@@ -227,6 +252,10 @@ func (r *reader) parseMultibulk(b []byte) ([][]byte, int, error) {
 		if !ok || size < 0 || size > r.lim.MaxBulkLen {
 			r.mbLeft = 0
 			return nil, 0, protocolError("invalid bulk length")
+		}
+		if size > maxUnauthBulk && r.unauthed != nil && r.unauthed() {
+			r.mbLeft = 0
+			return nil, 0, protocolError("unauthenticated bulk length")
 		}
 		end := pos + nl + 2 + int(size)
 		if end+2 > len(b) {

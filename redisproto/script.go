@@ -40,7 +40,8 @@ func init() {
 	})
 }
 
-// storeOp sends one operation that the front door built to the store.
+// storeOp sends one operation that the front door built to the store, as
+// the connection's user.
 func (c *conn) storeOp(op command.Op, spec *command.Spec) resp.Value {
-	return c.srv.store.Do(c.srv.ctx, []command.Request{{Op: op, Spec: spec}})[0]
+	return c.srv.store.Do(c.srv.ctx, []command.Request{{Op: op, Spec: spec, User: c.userName()}})[0]
 }

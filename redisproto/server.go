@@ -49,11 +49,33 @@ type Config struct {
 	// MaxClients bounds the connected clients (0: 10000, Redis's default); one
 	// more is answered "-ERR max number of clients reached" and closed.
 	MaxClients int
-	// MaxOutputBuffer bounds the replies and messages queued for one client
-	// that does not read (0: 64 MiB); past it the client is disconnected.
+	// MaxOutputBuffer bounds the bytes of replies and messages produced for
+	// one client and not yet written to its socket (0: 64 MiB). It is
+	// enforced while replies are produced (output.go): a client past it is
+	// disconnected before a reply that would cross it is rendered, and a
+	// pipeline is answered in batches whose replies fit it.
 	MaxOutputBuffer int64
-	Logger          *slog.Logger
-	Version         string // lockd's version, shown in INFO
+	// OutputStall disconnects a client that takes none of the replies
+	// waiting for it for this long (0: 60 s; output.go).
+	OutputStall time.Duration
+	// MaxValueBytes is the largest value a reply may carry, as far as the
+	// store allows one to be written (its -max-write-bytes; 0: 4 MiB). It
+	// sizes the batches a pipeline of reads is cut into (output.go).
+	MaxValueBytes int64
+	// IdleTimeout closes a client that has sent nothing for this long
+	// (Redis's timeout; 0: never). Subscribers, MONITOR clients and clients
+	// blocked in a command are not idle, as in Redis.
+	IdleTimeout time.Duration
+	// AuthTimeout closes a client that has not authenticated this long after
+	// it connected, while authentication is required (0: never).
+	AuthTimeout time.Duration
+	// AuthFailDelay slows down password guessing (authlimit.go): once one
+	// address has failed authentication authFailFree times within
+	// authFailWindow, its further AUTH attempts are answered at most one per
+	// AuthFailDelay (0: no slow-down; failures are still counted and logged).
+	AuthFailDelay time.Duration
+	Logger        *slog.Logger
+	Version       string // lockd's version, shown in INFO
 	// ObserveCommand, if set, is told about every command answered (metrics).
 	ObserveCommand CommandObserver
 	// EnableMonitor allows MONITOR (every command of every client, to whoever
@@ -91,8 +113,10 @@ type Server struct {
 	notify    atomic.Pointer[string] // notify-keyspace-events (CONFIG SET)
 	slowlog   slowlog
 	monitors  monitors
-	views     viewCache // the cluster View for -MOVED (moved.go)
-	loop      *loop     // the event loop (loop.go), or nil: a goroutine per connection
+	views     viewCache     // the cluster View for -MOVED (moved.go)
+	authLimit *authLimiter  // failed authentications by address (authlimit.go)
+	loop      *loop         // the event loop (loop.go), or nil: a goroutine per connection
+	closing   chan struct{} // closed when Shutdown begins
 	ctx       context.Context
 	cancelCtx context.CancelFunc
 }
@@ -108,6 +132,10 @@ type stats struct {
 	maxClients        atomic.Int64 // connections refused at MaxClients
 	outputDisconnects atomic.Int64 // clients disconnected past MaxOutputBuffer
 	protocolErrors    atomic.Int64 // malformed requests and requests over Limits
+	acceptErrors      atomic.Int64 // failed accepts, retried (Serve)
+	idleTimeouts      atomic.Int64 // clients closed idle past IdleTimeout
+	authTimeouts      atomic.Int64 // clients closed unauthenticated past AuthTimeout
+	authThrottled     atomic.Int64 // AUTH attempts slowed down or refused (authlimit.go)
 }
 
 // Listen binds cfg.Addr. Serve must be called to accept connections.
@@ -123,15 +151,24 @@ func Listen(cfg Config, store Store) (*Server, error) {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, defaultUser: command.DefaultUser(cfg.RequirePass), store: store, log: cfg.Logger, ln: ln, start: time.Now(),
-		conns: map[*conn]struct{}{}, ctx: ctx, cancelCtx: cancel, pubsub: newBroker()}, nil
+	return &Server{cfg: cfg, authLimit: newAuthLimiter(cfg.AuthFailDelay, cfg.Logger), defaultUser: command.DefaultUser(cfg.RequirePass), store: store, log: cfg.Logger, ln: ln, start: time.Now(),
+		conns: map[*conn]struct{}{}, closing: make(chan struct{}), ctx: ctx, cancelCtx: cancel, pubsub: newBroker()}, nil
 }
 
 // Addr is the bound address.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Serve accepts connections until Close. It returns nil after Close.
+// Serve accepts connections until Close. It returns nil after Close, and an
+// error only when the listener was closed by something else. Every other
+// accept error — out of descriptors (EMFILE, ENFILE), out of memory, a
+// connection reset before it was accepted — is counted, logged at most once
+// per acceptLogEvery, and retried after a pause that starts at
+// acceptBackoffMin and doubles to acceptBackoffMax while the errors go on, as
+// net/http's server does: a node out of descriptors goes on serving the
+// connections it has and accepts again once some close.
 func (s *Server) Serve() error {
+	var backoff time.Duration
+	var lastLog time.Time
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -141,12 +178,20 @@ func (s *Server) Serve() error {
 			if closed {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			s.stats.acceptErrors.Add(1)
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			if now := time.Now(); now.Sub(lastLog) >= acceptLogEvery {
+				lastLog = now
+				s.log.Warn("RESP accept failed; retrying", "err", err, "retry_in", backoff,
+					"accept_errors_total", s.stats.acceptErrors.Load())
+			}
+			s.sleep(backoff)
+			continue
 		}
+		backoff = 0
 		c := newConn(s, nc)
 		s.mu.Lock()
 		if s.closed {
@@ -168,6 +213,23 @@ func (s *Server) Serve() error {
 			continue
 		}
 		go s.serveConn(c)
+	}
+}
+
+// The accept loop's pause after an error (Serve).
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+	acceptLogEvery   = 10 * time.Second
+)
+
+// sleep waits d, or less if Shutdown begins.
+func (s *Server) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.closing:
 	}
 }
 
@@ -208,6 +270,7 @@ func (s *Server) Shutdown(drain time.Duration) error {
 		return nil
 	}
 	s.closed = true
+	close(s.closing)
 	err := s.ln.Close()
 	for c := range s.conns {
 		if drain > 0 {

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -77,5 +79,119 @@ func TestRequirePassEndToEnd(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// Issue 44, item 1, end to end: a session belongs to the user who opened it.
+// Two teams created with ACL SETUSER (payouts ~payouts/*, billing
+// ~billing/*): billing opens a session and holds a lock with it; payouts'
+// SESSION.CLOSE, SESSION.KEEPALIVE and LOCK.ACQUIRE … SESSION on billing's
+// id are refused NOPERM over RESP, and the same over HTTP (403), while
+// billing's lock stays held; an admin (~* +@all) may still close it.
+func TestSessionOwnersEndToEnd(t *testing.T) {
+	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		DataDir: t.TempDir(), RequirePass: "root-pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	root := redis.NewClient(&redis.Options{Addr: s.RESPAddr(), Password: "root-pw", MaxRetries: -1, Protocol: 2})
+	defer root.Close()
+	for _, rules := range [][]any{
+		{"payouts", "on", ">p-pw", "~payouts/*", "+@all", "-@admin", "-@dangerous"},
+		{"billing", "on", ">b-pw", "~billing/*", "+@all", "-@admin", "-@dangerous"},
+		{"ops", "on", ">o-pw", "~*", "+@all"},
+	} {
+		if err := root.Do(ctx, append([]any{"ACL", "SETUSER"}, rules...)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := func(user, pass string) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: s.RESPAddr(), Username: user, Password: pass, MaxRetries: -1, Protocol: 2})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	billing, payouts, ops := client("billing", "b-pw"), client("payouts", "p-pw"), client("ops", "o-pw")
+	// billing's session holding name, and a check that it still holds it.
+	session := func(name string) (id string, held func(when string)) {
+		open, err := billing.Do(ctx, "SESSION.OPEN").Slice()
+		if err != nil || len(open) < 2 {
+			t.Fatalf("billing's SESSION.OPEN: %v %v", open, err)
+		}
+		id = fmt.Sprint(open[1])
+		tok, err := billing.Do(ctx, "LOCK.ACQUIRE", name, "w1", "SESSION", id).Int64()
+		if err != nil {
+			t.Fatalf("billing's acquire: %v", err)
+		}
+		return id, func(when string) {
+			t.Helper()
+			if v, err := billing.Do(ctx, "LOCK.VALIDATE", name, tok).Int64(); err != nil || v != 1 {
+				t.Errorf("%s: billing's lock on %s is no longer held (%v, %v)", when, name, v, err)
+			}
+		}
+	}
+	id, held := session("billing/ledger")
+	for _, cmd := range [][]any{
+		{"SESSION.CLOSE", id},
+		{"SESSION.KEEPALIVE", id},
+		{"LOCK.ACQUIRE", "payouts/x", "p1", "SESSION", id},
+	} {
+		err := payouts.Do(ctx, cmd...).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+			t.Errorf("RESP: payouts' %v on billing's session: %v, want NOPERM", cmd, err)
+		}
+	}
+	held("after payouts' RESP attempts")
+
+	hid, hheld := session("billing/payroll")
+	call := func(method, path, user, pass, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+s.HTTPAddr()+path, strings.NewReader(body))
+		req.SetBasicAuth(user, pass)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/sessions/" + hid + ":keepalive", ""},
+		{"POST", "/v1/locks/payouts%2Fy:acquire", `{"owner":"p1","session_id":"` + hid + `"}`},
+		{"DELETE", "/v1/sessions/" + hid, ""},
+	} {
+		if code, body := call(c.method, c.path, "payouts", "p-pw", c.body); code != http.StatusForbidden || !strings.Contains(body, `"NOPERM"`) {
+			t.Errorf("HTTP: payouts' %s %s: %d %s, want 403 NOPERM", c.method, c.path, code, body)
+		}
+	}
+	hheld("after payouts' HTTP attempts")
+	if code, body := call("POST", "/v1/sessions/"+hid+":keepalive", "billing", "b-pw", ""); code != http.StatusOK {
+		t.Errorf("HTTP: billing's keepalive: %d %s", code, body)
+	}
+	// A session opened over HTTP is its user's too.
+	code, body := call("POST", "/v1/sessions", "billing", "b-pw", `{"client":"w2"}`)
+	if code != http.StatusOK {
+		t.Fatalf("HTTP: billing's open: %d %s", code, body)
+	}
+	var opened struct {
+		ID string `json:"session_id"`
+	}
+	if err := json.Unmarshal([]byte(body), &opened); err != nil || opened.ID == "" {
+		t.Fatalf("HTTP open reply %s: %v", body, err)
+	}
+	if code, body := call("DELETE", "/v1/sessions/"+opened.ID, "payouts", "p-pw", ""); code != http.StatusForbidden {
+		t.Errorf("HTTP: payouts' close of billing's HTTP session: %d %s", code, body)
+	}
+	if err := billing.Do(ctx, "SESSION.KEEPALIVE", opened.ID).Err(); err != nil {
+		t.Errorf("RESP: billing's keepalive of its HTTP session: %v", err)
+	}
+	// The admin may close billing's session: its lock is released.
+	if n, err := ops.Do(ctx, "SESSION.CLOSE", id).Int64(); err != nil || n != 1 {
+		t.Fatalf("the admin's SESSION.CLOSE: %v %v, want 1 lock released", n, err)
+	}
+	if n, _ := billing.Exists(ctx, "billing/ledger").Result(); n != 0 {
+		t.Error("billing's lock survived the admin's close")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/raftstore"
+	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/redisproto"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -66,8 +67,25 @@ func (s *Server) newMetrics() *prometheus.Registry {
 	counter("lockd_resp_noperm_total", "Commands refused NOPERM by the user's ACL (command, key or channel).", sec(func(c redisproto.SecurityCounters) int64 { return c.NoPerm }))
 	counter("lockd_auth_failures_total", "Failed AUTH, HELLO AUTH and HTTP credentials.", sec(func(c redisproto.SecurityCounters) int64 { return c.AuthFailures }))
 	counter("lockd_resp_rejected_connections_total", "Connections refused at -maxclients.", sec(func(c redisproto.SecurityCounters) int64 { return c.MaxClients }))
-	counter("lockd_resp_output_buffer_disconnects_total", "Clients disconnected because their queued output passed -client-output-buffer-limit.", sec(func(c redisproto.SecurityCounters) int64 { return c.OutputDisconnects }))
+	counter("lockd_resp_output_buffer_disconnects_total", "Clients disconnected because their replies would pass -client-output-buffer-limit, or because they took none of them for a minute.", sec(func(c redisproto.SecurityCounters) int64 { return c.OutputDisconnects }))
+	counter("lockd_resp_accept_errors_total", "Failed accepts on the RESP port (out of descriptors, ...), each retried after a pause.", sec(func(c redisproto.SecurityCounters) int64 { return c.AcceptErrors }))
+	counter("lockd_resp_idle_timeouts_total", "RESP clients closed after -timeout seconds idle.", sec(func(c redisproto.SecurityCounters) int64 { return c.IdleTimeouts }))
+	counter("lockd_resp_auth_timeouts_total", "RESP clients closed because they had not authenticated within -auth-timeout.", sec(func(c redisproto.SecurityCounters) int64 { return c.AuthTimeouts }))
+	counter("lockd_auth_throttled_total", "Authentication attempts (AUTH, HELLO AUTH, HTTP credentials) slowed down or refused because their address failed too often (-auth-fail-delay).", sec(func(c redisproto.SecurityCounters) int64 { return c.AuthThrottled }))
 	counter("lockd_resp_protocol_errors_total", "Requests refused as malformed or over a request limit (-proto-max-bulk-len, -max-args).", sec(func(c redisproto.SecurityCounters) int64 { return c.ProtocolErrors }))
+	// The peer port's refusals (raftstore/mux Counters), one series per reason.
+	for reason, f := range map[string]func(mux.Counters) uint64{
+		"tls":        func(c mux.Counters) uint64 { return c.TLS },
+		"not_member": func(c mux.Counters) uint64 { return c.NotMember },
+		"no_secret":  func(c mux.Counters) uint64 { return c.NoSecret },
+		"bad_secret": func(c mux.Counters) uint64 { return c.BadSecret },
+	} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockd_peer_connections_refused_total",
+			Help:        "Peer-port connections refused as not a peer's: tls (failed TLS handshake), not_member (a certificate naming no member), no_secret (no cluster-secret handshake), bad_secret (a failed one).",
+			ConstLabels: prometheus.Labels{"reason": reason}}, func() float64 { return float64(f(s.store.PeerCounters())) }))
+	}
+	counter("lockd_peer_connections_unauthenticated_total", "Peer-port connections accepted without the cluster secret (-cluster-secret-mode accept); 0 on every node before requiring it.",
+		func() float64 { return float64(s.store.PeerCounters().Unauthenticated) })
 	reg.MustRegister(s.cfg.Collectors...)
 	return reg
 }

@@ -13,13 +13,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/raftstore"
+	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/redisproto"
 	"github.com/lockd/lockd/tlsconf"
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,21 @@ type Config struct {
 	RESPAddr string // default "127.0.0.1:6379"
 	PeerAddr string // default "127.0.0.1:7379"
 	HTTPAddr string // "" = no HTTP door
+	// HTTPMaxConns bounds the HTTP door's open connections (0:
+	// httpapi.DefaultMaxConns), and never more than half the process's
+	// descriptor limit (descriptorBudget); HTTPIdleTimeout closes its idle
+	// keep-alive connections (0: httpapi.DefaultIdleTimeout).
+	HTTPMaxConns    int
+	HTTPIdleTimeout time.Duration
+	// IdleTimeout closes a RESP client idle this long (Redis's timeout; 0:
+	// never). AuthTimeout closes a RESP client that has not authenticated
+	// this long after it connected, while authentication is required (0:
+	// DefaultAuthTimeout; negative: never). AuthFailDelay slows password
+	// guessing down (redisproto.Config.AuthFailDelay; 0:
+	// DefaultAuthFailDelay; negative: no slow-down).
+	IdleTimeout   time.Duration
+	AuthTimeout   time.Duration
+	AuthFailDelay time.Duration
 	// Pprof serves Go's runtime profiles (net/http/pprof) under /debug/pprof/
 	// on the HTTP door, without authentication: for profiling benchmarks.
 	Pprof bool
@@ -86,6 +102,9 @@ type Config struct {
 	MaxOutputBuffer int64
 	// MaxWriteBytes is raftstore.Config's (0: its default, 4 MiB).
 	MaxWriteBytes int
+	// MaxSessionsPerUser is raftstore.Config's (0: its default, 10000;
+	// negative: no cap).
+	MaxSessionsPerUser int64
 	// NoBatchEntries is raftstore.Config's: every write in an entry of its
 	// own (for a rolling upgrade from a lockd from before batch entries).
 	NoBatchEntries bool
@@ -114,6 +133,30 @@ type Config struct {
 	// every TLSWatchInterval, default DefaultTLSWatchInterval).
 	TLS              tlsconf.Options
 	TLSWatchInterval time.Duration
+	// ClusterSecret, when set (at least 16 bytes), authenticates every peer
+	// connection, inbound and outbound, with an HMAC challenge-response
+	// (mux.Secret): nodes without it cannot reach the peer port. With
+	// ClusterSecretOptional peers that do not authenticate are still
+	// accepted: the first step of turning it on (docs/operations.md).
+	ClusterSecret         string
+	ClusterSecretOptional bool
+}
+
+// Defaults of Config's client bounds.
+const (
+	DefaultAuthTimeout   = 10 * time.Second
+	DefaultAuthFailDelay = 100 * time.Millisecond
+)
+
+// orDefault is d, def when d is 0, and 0 (off) when d is negative.
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // DefaultClusterGroups is the group count of a new multi-node cluster when
@@ -178,11 +221,16 @@ func New(cfg Config) (*Server, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: lg, done: make(chan error, 2), cmds: newCommandMetrics()}
+	secret, err := peerSecret(cfg)
+	if err != nil {
+		return nil, err
+	}
 	ts, err := s.loadTLS()
 	if err != nil {
 		return nil, err
 	}
 	s.tls = ts
+	s.warnOpenPeerPort(secret)
 	var respTLS *tls.Config
 	if ts != nil {
 		respTLS = ts.client
@@ -190,8 +238,11 @@ func New(cfg Config) (*Server, error) {
 
 	// Bind the client-facing ports first: a port in use is reported before any
 	// data is touched.
+	httpConns, maxClients := s.descriptorBudget()
 	rs, err := redisproto.Listen(redisproto.Config{Addr: cfg.RESPAddr, Limits: cfg.Limits, Logger: lg, Version: Version,
-		RequirePass: cfg.RequirePass, MaxClients: cfg.MaxClients, MaxOutputBuffer: cfg.MaxOutputBuffer, ObserveCommand: s.cmds.observe, EnableMonitor: cfg.EnableMonitor, TLS: respTLS, Redirect: cfg.Redirect}, nil)
+		RequirePass: cfg.RequirePass, MaxClients: maxClients, MaxOutputBuffer: cfg.MaxOutputBuffer, ObserveCommand: s.cmds.observe, EnableMonitor: cfg.EnableMonitor, TLS: respTLS, Redirect: cfg.Redirect,
+		MaxValueBytes: int64(cfg.MaxWriteBytes), IdleTimeout: cfg.IdleTimeout, AuthTimeout: orDefault(cfg.AuthTimeout, DefaultAuthTimeout),
+		AuthFailDelay: orDefault(cfg.AuthFailDelay, DefaultAuthFailDelay)}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +252,7 @@ func New(cfg Config) (*Server, error) {
 			rs.Close()
 			return nil, fmt.Errorf("HTTP port %s: %w", cfg.HTTPAddr, err)
 		}
+		s.hln = httpapi.LimitListener(s.hln, httpConns)
 		if respTLS != nil {
 			s.hln = tls.NewListener(s.hln, respTLS)
 		}
@@ -217,9 +269,25 @@ func New(cfg Config) (*Server, error) {
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
-		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries}
+		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
+		MaxSessionsPerUser: cfg.MaxSessionsPerUser}
+	scfg.PeerSecret = secret
 	if ts != nil {
-		scfg.PeerTLS = ts.peer
+		scfg.PeerTLS, scfg.PeerTLSMembers = ts.peer, ts.membersOnly
+		if ts.membersOnly && cfg.Join != "" && !raftstore.HasData(cfg.DataDir) {
+			// A joining node lets in the members the member names until
+			// it has a configuration of its own (raftstore/peerauth.go).
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
+			scfg.JoinMembers, err = memberPeerAddrs(ctx, cfg.Join, cfg.RequirePass, ts.join)
+			cancel()
+			if err != nil {
+				rs.Close()
+				if s.hln != nil {
+					s.hln.Close()
+				}
+				return nil, fmt.Errorf("asking %s for its members: %w", cfg.Join, err)
+			}
+		}
 	}
 	if cfg.StoreHook != nil { // fault tests only
 		cfg.StoreHook(&scfg)
@@ -252,12 +320,15 @@ func New(cfg Config) (*Server, error) {
 		// The HTTP door accepts the RESP door's users.
 		h := httpapi.HandlerWithAuth(st, metrics, rs)
 		if cfg.HTTPHook != nil { // fault tests only
-			h = cfg.HTTPHook(h)
+			// What the hook mounts (the fault endpoint) needs an admin's
+			// credentials when authentication is on.
+			h = httpapi.RequireAdmin("/debug/faults", cfg.HTTPHook(h), rs)
 		}
 		if cfg.Pprof {
-			h = withPprof(h)
+			h = withPprof(h, os.Args)
 		}
-		s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		s.http = httpapi.NewServer(h, cfg.HTTPIdleTimeout)
+		s.http.ErrorLog = slog.NewLogLogger(lg.Handler(), slog.LevelWarn) // accept retries, TLS handshakes
 		go func() {
 			if err := s.http.Serve(s.hln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.done <- err
@@ -270,6 +341,17 @@ func New(cfg Config) (*Server, error) {
 		var joinTLS *tls.Config
 		if ts != nil {
 			joinTLS = ts.join
+		}
+		// The TLS member check cannot be probed: this node is no member yet.
+		if secret != nil && (ts == nil || !ts.membersOnly) {
+			var peerTLS *mux.TLS
+			if ts != nil {
+				peerTLS = ts.peer
+			}
+			if err := checkClusterSecret(ctx, cfg.Join, cfg.RequirePass, joinTLS, peerTLS, secret); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("joining through %s: %w", cfg.Join, err)
+			}
 		}
 		if err := join(ctx, cfg.Join, cfg.RequirePass, cfg.NodeID, st.PeerAddr(), joinTLS); err != nil {
 			s.Close()
@@ -427,16 +509,4 @@ func (s *Server) Close() error {
 		errs = append(errs, s.store.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// withPprof routes /debug/pprof/ to net/http/pprof and everything else to h.
-func withPprof(h http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.Handle("/", h)
-	return mux
 }

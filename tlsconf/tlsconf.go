@@ -1,10 +1,10 @@
-// Package tlsconf loads lockd's TLS material (-tls-cert, -tls-key, -tls-ca)
-// and builds the tls.Configs of its three doors: the client ports (RESP and
-// HTTP), the peer port's listener and its dialer (mutual TLS). The
-// certificate pair is re-read on Reload (SIGHUP) and by Watch when the files
-// change; every Config built here asks the Loader for the current pair on
-// each handshake, so new connections see a new certificate without a
-// restart. The CA bundle is read once, at Load.
+// Package tlsconf loads lockd's TLS material (-tls-cert, -tls-key, -tls-ca,
+// -peer-tls-ca) and builds the tls.Configs of its three doors: the client
+// ports (RESP and HTTP), the peer port's listener and its dialer (mutual
+// TLS). The certificate pair is re-read on Reload (SIGHUP) and by Watch when
+// the files change; every Config built here asks the Loader for the current
+// pair on each handshake, so new connections see a new certificate without a
+// restart. The CA bundles are read once, at Load.
 package tlsconf
 
 import (
@@ -32,23 +32,33 @@ var (
 )
 
 // Options names the files. CertFile and KeyFile are this node's certificate
-// (served on the client ports and, with CAFile, presented to and by peers);
+// (served on the client ports and, with a CA, presented to and by peers);
 // CAFile, when set, turns on mutual TLS on the peer port; ClientAuth makes
 // the client ports require a client certificate signed by CAFile too.
+// PeerCAFile, when set, is the peer port's CA of its own: the peer port (and
+// this node dialing peers or -join's member) trusts it alone, and CAFile
+// only verifies clients. Without it the peer port trusts CAFile, which may
+// also sign client certificates: a peer's certificate must then also name a
+// member of the cluster (MembersOnly).
 type Options struct {
 	CertFile, KeyFile, CAFile string
 	ClientAuth                bool
+	PeerCAFile                string
 }
 
 // Enabled reports whether any TLS was asked for.
-func (o Options) Enabled() bool { return o.CertFile != "" || o.KeyFile != "" || o.CAFile != "" }
+func (o Options) Enabled() bool {
+	return o.CertFile != "" || o.KeyFile != "" || o.CAFile != "" || o.PeerCAFile != ""
+}
 
-// Loader holds the current certificate pair and the CA pool.
+// Loader holds the current certificate pair and the CA pools.
 type Loader struct {
-	opts Options
-	log  *slog.Logger
-	cas  *x509.CertPool // nil without CAFile
-	cert atomic.Pointer[tls.Certificate]
+	opts    Options
+	log     *slog.Logger
+	cas     *x509.CertPool // nil without CAFile
+	peerCAs *x509.CertPool // PeerCAFile's, else cas
+	clients *x509.CertPool // the client ports' client CAs: cas, and PeerCAFile's (-join presents a node's certificate)
+	cert    atomic.Pointer[tls.Certificate]
 
 	mu    sync.Mutex // serialises Reload
 	stamp fileStamp  // of the pair last loaded
@@ -74,7 +84,7 @@ func stampOf(cert, key string) (fileStamp, error) {
 
 // Load reads the pair and the CA bundle. A nil log discards output.
 func Load(opts Options, log *slog.Logger) (*Loader, error) {
-	if (opts.CertFile == "") != (opts.KeyFile == "") || opts.CertFile == "" && opts.CAFile != "" {
+	if (opts.CertFile == "") != (opts.KeyFile == "") || opts.CertFile == "" && (opts.CAFile != "" || opts.PeerCAFile != "") {
 		return nil, ErrIncomplete
 	}
 	if opts.ClientAuth && opts.CAFile == "" {
@@ -84,20 +94,47 @@ func Load(opts Options, log *slog.Logger) (*Loader, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	l := &Loader{opts: opts, log: log.With("component", "tls")}
-	if opts.CAFile != "" {
-		pem, err := os.ReadFile(opts.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls: CA bundle: %w", err)
-		}
-		l.cas = x509.NewCertPool()
-		if !l.cas.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: %s", ErrBadCA, opts.CAFile)
+	var err error
+	if l.cas, err = readPool(opts.CAFile); err != nil {
+		return nil, err
+	}
+	if l.peerCAs, err = readPool(opts.PeerCAFile); err != nil {
+		return nil, err
+	}
+	if l.peerCAs == nil {
+		l.peerCAs = l.cas
+	}
+	l.clients = l.cas
+	if opts.CAFile != "" && opts.PeerCAFile != "" {
+		if l.clients, err = readPool(opts.CAFile, opts.PeerCAFile); err != nil {
+			return nil, err
 		}
 	}
 	if err := l.Reload(); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// readPool reads CA bundles into one pool (nil, nil for no file).
+func readPool(files ...string) (*x509.CertPool, error) {
+	var p *x509.CertPool
+	for _, file := range files {
+		if file == "" {
+			continue
+		}
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("tls: CA bundle: %w", err)
+		}
+		if p == nil {
+			p = x509.NewCertPool()
+		}
+		if !p.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: %s", ErrBadCA, file)
+		}
+	}
+	return p, nil
 }
 
 // Reload re-reads the certificate pair. On failure the previous pair stays
@@ -156,34 +193,44 @@ func (l *Loader) getClientCertificate(*tls.CertificateRequestInfo) (*tls.Certifi
 }
 
 // ServerConfig is the client ports' configuration: the current pair, and
-// with ClientAuth a client certificate signed by the CA is required.
+// with ClientAuth a client certificate signed by the CA is required (or by
+// the peer CA: a node that joins presents its own).
 func (l *Loader) ServerConfig() *tls.Config {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: l.getCertificate}
 	if l.opts.ClientAuth {
 		c.ClientAuth = tls.RequireAndVerifyClientCert
-		c.ClientCAs = l.cas
+		c.ClientCAs = l.clients
 	}
 	return c
 }
 
 // PeerConfigs returns the peer port's listener and dialer configurations
 // (mutual TLS: each side presents the current pair and accepts only
-// certificates signed by the CA), or nil, nil without a CA bundle. A node
-// certificate must therefore allow both server and client authentication
-// and name the host that peers dial (its advertise address).
+// certificates signed by the peer CA: PeerCAFile, else CAFile), or nil, nil
+// without either bundle. A node certificate must therefore allow both
+// server and client authentication and name the host that peers dial (its
+// advertise address). Without PeerCAFile the caller must also check that an
+// inbound certificate names a member (MembersOnly).
 func (l *Loader) PeerConfigs() (listen, dial *tls.Config) {
-	if l.cas == nil {
+	if l.peerCAs == nil {
 		return nil, nil
 	}
 	listen = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: l.getCertificate,
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: l.cas}
-	dial = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: l.cas, GetClientCertificate: l.getClientCertificate}
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: l.peerCAs}
+	dial = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: l.peerCAs, GetClientCertificate: l.getClientCertificate}
 	return listen, dial
 }
 
+// MembersOnly reports whether the peer port trusts the client ports' CA
+// (-tls-ca without -peer-tls-ca): that CA may sign RESP client
+// certificates, so a certificate is a peer's only if it also names a member
+// of the cluster.
+func (l *Loader) MembersOnly() bool { return l.opts.PeerCAFile == "" && l.cas != nil }
+
 // ClientConfig is for this node dialing another node's client port (-join):
-// the CA bundle (or the system roots without one) verifies the member, and
-// the node's pair is presented if asked for.
+// the peer CA (PeerCAFile, else CAFile; the system roots without either)
+// verifies the member, whose certificate is a node's, and the node's pair
+// is presented if asked for.
 func (l *Loader) ClientConfig() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: l.cas, GetClientCertificate: l.getClientCertificate}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: l.peerCAs, GetClientCertificate: l.getClientCertificate}
 }

@@ -23,6 +23,8 @@ func TestLoadRefusesIncompleteOptions(t *testing.T) {
 		{"CA without a pair", Options{CAFile: ca}, ErrIncomplete},
 		{"client auth without CA", Options{CertFile: "c.pem", KeyFile: "k.pem", ClientAuth: true}, ErrNoCA},
 		{"CA that is not PEM", Options{CertFile: "c.pem", KeyFile: "k.pem", CAFile: ca}, ErrBadCA},
+		{"peer CA without a pair", Options{PeerCAFile: ca}, ErrIncomplete},
+		{"peer CA that is not PEM", Options{CertFile: "c.pem", KeyFile: "k.pem", PeerCAFile: ca}, ErrBadCA},
 	} {
 		if _, err := Load(c.opts, nil); !errors.Is(err, c.want) {
 			t.Errorf("%s: Load = %v, want %v", c.name, err, c.want)
@@ -30,6 +32,9 @@ func TestLoadRefusesIncompleteOptions(t *testing.T) {
 	}
 	if (Options{}).Enabled() {
 		t.Error("empty Options report TLS enabled")
+	}
+	if !(Options{PeerCAFile: ca}).Enabled() {
+		t.Error("a peer CA alone does not report TLS enabled")
 	}
 }
 

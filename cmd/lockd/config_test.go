@@ -69,3 +69,29 @@ func TestBadTimerSlack(t *testing.T) {
 		t.Fatalf("LOCKD_TIMER_SLACK=-2ms: exit %d, %q", rc, out.String())
 	}
 }
+
+// A cluster secret too short to resist guessing, accept mode without a
+// secret and an unknown mode are start-up errors, before anything opens.
+func TestBadClusterSecret(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-cluster-secret", "short"}, "bad -cluster-secret: 5 bytes"},
+		{[]string{"-cluster-secret-mode", "accept"}, "bad -cluster-secret: 0 bytes"},
+		{[]string{"-cluster-secret", "0123456789abcdef0123", "-cluster-secret-mode", "maybe"}, `bad -cluster-secret-mode "maybe"`},
+	} {
+		var out strings.Builder
+		if rc := run(append(tc.args, "-data-dir", t.TempDir()), &out); rc != 2 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%q: exit %d, %q; want 2 and %q", tc.args, rc, out.String(), tc.want)
+		}
+	}
+}
+
+// A negative session cap is a start-up error (0 means no cap).
+func TestBadMaxSessionsPerUser(t *testing.T) {
+	var out strings.Builder
+	if rc := run([]string{"-max-sessions-per-user", "-1", "-data-dir", t.TempDir()}, &out); rc != 2 || !strings.Contains(out.String(), "bad -max-sessions-per-user -1") {
+		t.Fatalf("-max-sessions-per-user -1: exit %d, %q", rc, out.String())
+	}
+}

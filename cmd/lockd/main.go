@@ -21,6 +21,7 @@ import (
 	"github.com/lockd/lockd/internal/timerslack"
 	"github.com/lockd/lockd/memtrim"
 	"github.com/lockd/lockd/raftstore"
+	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/server"
 	"github.com/lockd/lockd/tlsconf"
 )
@@ -67,9 +68,14 @@ type options struct {
 	maxQuery *int64
 	logBytes *uint64
 	maxWrite *int
+	maxSess  *int64
 	batchOn  *bool
 	reqPass  *string
 	maxConns *int
+	idleSecs *int
+	authTO   *time.Duration
+	authFail *time.Duration
+	httpConn *int
 	maxOut   *int64
 	logLevel *string
 	raftLogs *bool
@@ -79,6 +85,9 @@ type options struct {
 	tlsKey   *string
 	tlsCA    *string
 	tlsCAuth *bool
+	peerCA   *string
+	clSecret *string
+	clMode   *string
 	raftMet  *bool
 	slack    *time.Duration
 	pprofOn  *bool
@@ -119,18 +128,26 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *options) {
 		maxQuery: fs.Int64("client-query-buffer-limit", 1<<30, "bytes of one request buffered while it is read; a client past it is disconnected, as by Redis"),
 		logBytes: fs.Uint64("log-bytes", raftstore.DefaultLogBytes, "bytes of Raft log a node keeps, about, over all its groups: each group snapshots once the entries since its last snapshot pass its share's half (or the last snapshot's size, if larger) and keeps only its share's half after one (at most -trailing-logs entries); with small entries -snapshot-threshold and -trailing-logs decide first"),
 		maxWrite: fs.Int("max-write-bytes", raftstore.DefaultMaxWriteBytes, "largest write, in bytes of its Raft log entry (about the request's size): a larger one is answered -ERR write too large for the log; above 64 MiB, the log's limit, counts as 64 MiB (writes of 16 MiB and more cost elections in a test cluster)"),
+		maxSess:  fs.Int64("max-sessions-per-user", raftstore.DefaultMaxSessionsPerUser, "most sessions one user may have open; SESSION.OPEN past it is answered -ERR max sessions per user reached (a user allowed every key and every admin command is not capped); 0: no cap. The groups' leaders replicate their value: give every node the same"),
 		batchOn:  fs.Bool("batch-entries", true, "as leader, put a run of writes that arrive together into one Raft entry (each keeps a token of its own), once every other member of the group has said it applies them (a lockd from before batch entries cannot, and says nothing: a rolling upgrade needs no setting); false writes one entry per write, which rolling back to such a version needs (docs/operations.md)"),
 		reqPass:  fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)"),
 		maxConns: fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached"),
-		maxOut:   fs.Int64("client-output-buffer-limit", 64<<20, "bytes of replies and messages queued for a client that does not read before it is disconnected"),
+		maxOut:   fs.Int64("client-output-buffer-limit", 64<<20, "bytes of replies and messages produced for a client and not yet written to it: a client whose replies would pass it is disconnected before they are built, and a pipeline of large reads is answered in batches that fit it"),
+		idleSecs: fs.Int("timeout", 0, "close a RESP client idle for this many seconds, as Redis's timeout (subscribers, MONITOR and blocked clients are not idle); 0: never"),
+		authTO:   fs.Duration("auth-timeout", 10*time.Second, "with authentication on, close a RESP client that has not authenticated this long after it connected; 0: never"),
+		authFail: fs.Duration("auth-fail-delay", 100*time.Millisecond, "after 10 failed AUTH / HTTP credentials from one address within a minute, answer that address's further attempts at most one per this interval (the password is checked only in its turn); 0: no slow-down (failures are still counted and logged)"),
+		httpConn: fs.Int("http-max-conns", 1024, "most connections the HTTP port holds open at once (more wait to be accepted); never more than half the open-file limit"),
 		logLevel: fs.String("log-level", "info", "log level: debug, info, warn, error"),
 		raftLogs: fs.Bool("raft-logs", false, "also log hashicorp/raft's informational lines (its warnings and errors are always logged)"),
 		logFmt:   fs.String("log-format", "text", "log format: text or json (log/slog)"),
 		monitor:  fs.Bool("enable-monitor", false, "allow MONITOR (shows every command, keys and values, to any client that asks)"),
 		tlsCert:  fs.String("tls-cert", "", "PEM certificate of this node: the RESP and HTTP ports then speak TLS only; with -tls-ca it is the peer certificate too (re-read on SIGHUP and when the file changes)"),
 		tlsKey:   fs.String("tls-key", "", "PEM private key of -tls-cert"),
-		tlsCA:    fs.String("tls-ca", "", "PEM CA bundle: the peer port uses mutual TLS, accepting only nodes whose certificate it signed"),
+		tlsCA:    fs.String("tls-ca", "", "PEM CA bundle: the peer port uses mutual TLS, accepting only certificates it signed that name a member's peer host (-peer-tls-ca: a CA of the peer port's own); -tls-client-auth verifies clients with it"),
 		tlsCAuth: fs.Bool("tls-client-auth", false, "require RESP and HTTP clients to present a certificate signed by -tls-ca"),
+		peerCA:   fs.String("peer-tls-ca", "", "PEM CA bundle of the peer port alone: it signs the nodes' certificates (-tls-cert), the peer port and -join trust only it, and -tls-ca then only verifies clients. Without it the peer port trusts -tls-ca and accepts a certificate only if it names a member's peer host"),
+		clSecret: fs.String("cluster-secret", "", "shared secret of the cluster's nodes (at least 16 bytes; openssl rand -hex 32): every peer connection opens with an HMAC challenge-response on it, and one without is refused. Give it as LOCKD_CLUSTER_SECRET or in -config, not on the command line (ps shows that)"),
+		clMode:   fs.String("cluster-secret-mode", "require", "require: every peer connection must prove -cluster-secret; accept: peers that do not are accepted too (counted), for turning the secret on in a running cluster (docs/operations.md)"),
 		raftMet:  fs.Bool("raft-metrics", false, "also serve hashicorp/raft's own timers and counters on /metrics (raft_commitTime, raft_replication_appendEntries_rpc, raft_rpc_appendEntries_storeLogs, raft_fsm_applyBatch, ...: where a write's time goes; in ms, all groups together; costs some CPU per write)"),
 		slack:    fs.Duration("timer-slack", time.Millisecond, "how late the kernel may wake lockd's sleeping threads (Linux timer slack; the kernel's default is 50µs): fewer wake-ups of Go's scheduler monitor, much less CPU on VMs (docs/configuration.md). Timers, lock and session expiry included, fire up to this late, never early. 0: keep the slack lockd was started with. Applied by executing lockd again at start"),
 		pprofOn:  fs.Bool("pprof", false, "serve Go's runtime profiles under /debug/pprof/ on -http-addr, without authentication (for profiling; keep the HTTP address private)"),
@@ -176,6 +193,18 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockd: bad -max-write-bytes %d (at least 1)\n", *o.maxWrite)
 		return 2
 	}
+	if *o.maxSess < 0 {
+		fmt.Fprintf(stderr, "lockd: bad -max-sessions-per-user %d (0: no cap, or at least 1)\n", *o.maxSess)
+		return 2
+	}
+	if *o.clMode != "require" && *o.clMode != "accept" {
+		fmt.Fprintf(stderr, "lockd: bad -cluster-secret-mode %q (require or accept)\n", *o.clMode)
+		return 2
+	}
+	if n := len(*o.clSecret); n > 0 && n < mux.MinSecretLen || n == 0 && *o.clMode == "accept" {
+		fmt.Fprintf(stderr, "lockd: bad -cluster-secret: %d bytes, at least %d wanted (openssl rand -hex 32); -cluster-secret-mode accept needs one too\n", n, mux.MinSecretLen)
+		return 2
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*o.logLevel)); err != nil {
 		fmt.Fprintf(stderr, "lockd: bad -log-level %q\n", *o.logLevel)
@@ -206,9 +235,26 @@ func run(args []string, stderr io.Writer) int {
 	cfg.Limits.MaxMultibulkLen = *o.maxArgs
 	cfg.Limits.MaxQueryBuffer = *o.maxQuery
 	cfg.MaxWriteBytes = *o.maxWrite
+	cfg.MaxSessionsPerUser = *o.maxSess
+	if *o.maxSess == 0 {
+		cfg.MaxSessionsPerUser = -1 // no cap (the config's 0 is the default)
+	}
 	cfg.NoBatchEntries = !*o.batchOn
 	cfg.LogBytes = *o.logBytes
 	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *o.reqPass, *o.maxConns, *o.maxOut
+	if *o.idleSecs < 0 || *o.authTO < 0 || *o.authFail < 0 || *o.httpConn < 1 {
+		fmt.Fprintln(stderr, "lockd: -timeout, -auth-timeout and -auth-fail-delay must be 0 or more, -http-max-conns at least 1")
+		return 2
+	}
+	cfg.IdleTimeout = time.Duration(*o.idleSecs) * time.Second
+	cfg.AuthTimeout, cfg.AuthFailDelay = *o.authTO, *o.authFail
+	if cfg.AuthTimeout == 0 {
+		cfg.AuthTimeout = -1 // never (the config's 0 is the default)
+	}
+	if cfg.AuthFailDelay == 0 {
+		cfg.AuthFailDelay = -1
+	}
+	cfg.HTTPMaxConns = *o.httpConn
 	if cfg.RequirePass == "" {
 		cfg.RequirePass = os.Getenv("LOCKD_REQUIREPASS") // keeps the password out of ps
 	}
@@ -229,7 +275,8 @@ func run(args []string, stderr io.Writer) int {
 		}
 		cfg.Collectors = append(cfg.Collectors, c)
 	}
-	cfg.TLS = tlsconf.Options{CertFile: *o.tlsCert, KeyFile: *o.tlsKey, CAFile: *o.tlsCA, ClientAuth: *o.tlsCAuth}
+	cfg.TLS = tlsconf.Options{CertFile: *o.tlsCert, KeyFile: *o.tlsKey, CAFile: *o.tlsCA, ClientAuth: *o.tlsCAuth, PeerCAFile: *o.peerCA}
+	cfg.ClusterSecret, cfg.ClusterSecretOptional = *o.clSecret, *o.clMode == "accept"
 	if *o.peers != "" {
 		ps, err := parsePeers(*o.peers)
 		if err != nil {

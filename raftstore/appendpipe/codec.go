@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/internal/readn"
 	"github.com/lockd/lockd/raftstore/logcodec"
 )
 
@@ -237,8 +238,9 @@ func readFrame(r *bufio.Reader) ([]byte, error) {
 	if n > MaxFrame {
 		return nil, fmt.Errorf("%w: a frame of %d bytes (limit %d)", ErrMalformed, n, MaxFrame)
 	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
+	// Memory follows the bytes received, not the length announced.
+	p, err := readn.Read(r, int(n))
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}

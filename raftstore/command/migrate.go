@@ -14,7 +14,8 @@ import (
 const (
 	// KindSessionAttach opens, in this group, a session that another group
 	// opened (so that a lock of this group can be held by it). Args are
-	// SessionAttachArgs(id, ttl).
+	// SessionAttachArgs(id, ttl), or SessionAttachOwnerArgs(id, ttl, owner)
+	// once the group's settings turn owners on (FeatureOwners).
 	KindSessionAttach Kind = 8
 	// KindMigrate freezes, drops or thaws a slot range of this group. Args are
 	// MigrateArgs(action, from, to).
@@ -28,7 +29,7 @@ const (
 )
 
 // maxKind is the highest entry kind Decode accepts.
-const maxKind = KindBatch
+const maxKind = KindSettings
 
 // The actions of a KindMigrate entry.
 const (
@@ -102,6 +103,27 @@ func ParseSessionAttachArgs(a [][]byte) (id uint64, ttl int64, err error) {
 		return 0, 0, ErrCorrupt
 	}
 	return id, ttl, nil
+}
+
+// SessionAttachOwnerArgs is the argument vector of a KindSessionAttach entry
+// for a session that belongs to owner (not empty). Only a group whose
+// settings turn owners on may carry it: a replica from before owners refuses
+// three arguments.
+func SessionAttachOwnerArgs(id uint64, ttl int64, owner string) [][]byte {
+	return append(SessionAttachArgs(id, ttl), []byte(owner))
+}
+
+// ParseSessionAttach parses SessionAttachArgs and SessionAttachOwnerArgs
+// (owner "" for the first).
+func ParseSessionAttach(a [][]byte) (id uint64, ttl int64, owner string, err error) {
+	if len(a) == 3 {
+		if len(a[2]) == 0 {
+			return 0, 0, "", ErrCorrupt
+		}
+		owner, a = string(a[2]), a[:2]
+	}
+	id, ttl, err = ParseSessionAttachArgs(a)
+	return id, ttl, owner, err
 }
 
 // MigrateArgs is the argument vector of a KindMigrate entry: action (one of

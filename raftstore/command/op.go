@@ -265,8 +265,13 @@ type Request struct {
 	Args [][]byte
 	Op   Op
 	Spec *Spec
-	// User is set on an EVAL/EVALSHA of a user with key or command
-	// restrictions: the commands the script calls are checked against that
-	// user's ACL where the script runs (KindScriptAs).
+	// User is the user the request runs as: the front doors set it on every
+	// client request, and it travels with a forwarded request. The leader
+	// checks a forwarded request against the user's ACL, a session belongs to
+	// the user who opened it (owners.go), and the commands that a restricted
+	// user's script calls are checked against that user's ACL where the
+	// script runs (KindScriptAs). "" is the store itself, or a request that a
+	// node forwarded without its user (a node from before users travelled):
+	// none of these checks apply to it.
 	User string
 }

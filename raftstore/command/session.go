@@ -39,9 +39,12 @@ func (SessionClose) isOp()     {}
 // leader); its Args are SessionExpireArgs(id).
 const KindSessionExpire Kind = 6
 
-// KindScriptAs is an EVAL/EVALSHA run on behalf of a user with ACL
-// restrictions: Args are ScriptAsArgs(user, the command's args), and every
-// command the script calls is checked against that user's replicated ACL.
+// KindScriptAs is a command run on behalf of a user: Args are
+// ScriptAsArgs(user, the command's args). For an EVAL/EVALSHA of a user with
+// ACL restrictions every command the script calls is checked against that
+// user's replicated ACL. Once the group's settings turn owners on
+// (FeatureOwners), a user's SESSION.OPEN is such an entry too: the user owns
+// the session, and the per-user cap applies.
 const KindScriptAs Kind = 7
 
 // ScriptAsArgs is the argument vector of a KindScriptAs entry.

@@ -18,21 +18,52 @@ const (
 	tagVersions     = 'V'
 	tagAdmin        = 'A'
 	tagCommandAs    = 'U' // a command with Request.User: args are ScriptAsArgs
+	// tagWithUser is any request with its Request.User: args are the user,
+	// the request's own tag (one byte) and its own args. Sent only to a
+	// leader that understands it (EncodeUserRequests).
+	tagWithUser = 'W'
 )
 
 // EncodeRequests is the form in which a follower forwards one connection's batch
 // to the leader: per request a tag and an argument vector. The leader decodes
-// and parses the requests again (parsing is pure).
+// and parses the requests again (parsing is pure). Only an EVAL/EVALSHA
+// carries its Request.User (the user of a restricted script): requests the
+// store builds itself, which have none. Client requests go through
+// EncodeUserRequests.
 func EncodeRequests(reqs []Request) []byte {
+	return encodeRequests(reqs, func(r Request) bool {
+		_, eval := r.Op.(Eval)
+		return eval
+	}, false)
+}
+
+// EncodeUserRequests is EncodeRequests for requests that carry their users
+// (Request.User), so that the leader runs each as its user. Without all (some
+// member of the group may be of the version before owners, FeatureOwners),
+// only what that version decodes is sent: a plain command with a user
+// travels as a tagCommandAs (that version ignores the user but for a
+// script's), except an EVAL/EVALSHA whose user is not restricted, which that
+// version would run as a restricted user's script; other requests travel
+// without their user. With all, every request with a user carries it
+// (tagWithUser). restricted reports whether a user has ACL restrictions.
+func EncodeUserRequests(reqs []Request, all bool, restricted func(user string) bool) []byte {
+	return encodeRequests(reqs, func(r Request) bool {
+		if _, eval := r.Op.(Eval); eval {
+			return restricted(r.User)
+		}
+		return true
+	}, all)
+}
+
+// encodeRequests encodes reqs, a plain command with a user as a
+// tagCommandAs where asUser says so, and every request with a user as a
+// tagWithUser when all is set.
+func encodeRequests(reqs []Request, asUser func(Request) bool, all bool) []byte {
 	var b []byte
 	b = binary.AppendUvarint(b, uint64(len(reqs)))
 	for _, r := range reqs {
 		tag, args := byte(tagCommand), r.Args
 		switch op := r.Op.(type) {
-		case Eval:
-			if r.User != "" {
-				tag, args = tagCommandAs, ScriptAsArgs(r.User, r.Args)
-			}
 		case Tx:
 			tag, args = tagTx, TxArgs(op)
 		case ScriptLoad, ScriptFlush:
@@ -43,6 +74,14 @@ func EncodeRequests(reqs []Request) []byte {
 			tag, args = tagVersions, op.Keys
 		case Admin:
 			tag, args = tagAdmin, [][]byte{[]byte(op.Action), []byte(op.ID), []byte(op.Addr)}
+		}
+		switch {
+		case r.User == "":
+		case all:
+			args = append([][]byte{[]byte(r.User), {tag}}, args...)
+			tag = tagWithUser
+		case tag == tagCommand && asUser(r):
+			tag, args = tagCommandAs, ScriptAsArgs(r.User, r.Args)
 		}
 		b = append(b, tag)
 		b = binary.AppendUvarint(b, uint64(len(args)))
@@ -97,6 +136,14 @@ func DecodeRequests(b []byte) ([]Request, error) {
 }
 
 func decodeRequest(tag byte, args [][]byte) (Request, error) {
+	if tag == tagWithUser {
+		if len(args) < 2 || len(args[0]) == 0 || len(args[1]) != 1 || args[1][0] == tagWithUser || args[1][0] == tagCommandAs {
+			return Request{}, ErrBadRequests
+		}
+		r, err := decodeRequest(args[1][0], args[2:])
+		r.User = string(args[0])
+		return r, err
+	}
 	if tag == tagCommandAs {
 		user, rest, err := ParseScriptAsArgs(args)
 		if err != nil {

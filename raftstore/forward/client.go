@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockd/lockd/internal/readn"
 )
 
 // Dialer opens a connection to addr. It must honour ctx (Client.Close
@@ -483,8 +485,9 @@ func (cn *conn) readLoop(nc net.Conn) {
 			}
 			continue
 		}
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(br, payload); err != nil {
+		// Memory follows the bytes received, not the length announced.
+		payload, err := readn.Read(br, int(n))
+		if err != nil {
 			cn.fail(fmt.Errorf("connection lost: %w", err))
 			return
 		}

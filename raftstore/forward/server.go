@@ -10,6 +10,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/lockd/lockd/internal/readn"
 )
 
 // Handler answers one request payload with one response payload. It is
@@ -161,8 +163,9 @@ func (s *server) serveConn(ctx context.Context, nc net.Conn) {
 			log.Warn("forward: request frame too large; closing connection", "bytes", n, "max", s.maxFrame)
 			return
 		}
-		req := make([]byte, n)
-		if _, err := io.ReadFull(br, req); err != nil {
+		// Memory follows the bytes received, not the length announced.
+		req, err := readn.Read(br, int(n))
+		if err != nil {
 			log.Debug("forward: connection lost in a request", "err", err)
 			return
 		}

@@ -92,6 +92,9 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 			return k.eval(op, c) // EVALSHA_RO: a read (the cache is not touched)
 		}
 	case command.SessionKeepalive:
+		if v, refused := k.userSessionCheck(op, c); refused {
+			return v
+		}
 		ttl, ok := k.SessionTTL(op.ID)
 		if !ok {
 			return resp.Error(string(command.ErrNoSession))
@@ -181,8 +184,16 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if _, ok := k.sessions[op.ID]; !ok {
 			return resp.Error(string(command.ErrNoSession))
 		}
+		if v, refused := k.userSessionCheck(op, c); refused {
+			return v
+		}
 		return resp.Int(int64(k.endSession(op.ID, false, c)))
 	case command.LockAcquire:
+		if op.Session != 0 && c.User != "" {
+			if v, refused := k.userSessionCheck(op, c); refused {
+				return v
+			}
+		}
 		return k.lockAcquire(op, c)
 	case command.LockRelease:
 		return k.lockRelease(op, c)

@@ -156,9 +156,13 @@ type Keyspace struct {
 	inScript      bool                 // a script is running (its PUBLISHes are not Direct)
 	cancel        <-chan struct{}      // dry runs only: closed by SCRIPT KILL
 	maxAlloc      int64                // dry runs only: lua.Limits.MaxAllocBytes
+	maxWrite      int                  // dry runs only: the largest write command a script may send (0: no limit)
+	tooLarge      resp.Value           // dry runs only: the refusal of the first write over maxWrite
 	sessions      map[uint64]*session  // open sessions by id (lookups only: never iterated unsorted)
 	namespaces    []Namespace          // by prefix
 	acl           *command.ACLTable    // ACL users (acl.go); nil = none defined
+	settings      command.Settings     // KindSettings: owners on, the per-user session cap (session.go)
+	owned         map[string]int       // open sessions per owner; derived from sessions (never in a snapshot)
 	wakes         []Wake               // what became of waiters, since the last TakeWakes
 	wants         func(string) bool    // SetEventFilter; nil: every event channel
 	stats         LockStats            // metrics only (see LockStats)
@@ -317,6 +321,8 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		return resp.OK
 	case command.KindNoop:
 		return resp.OK
+	case command.KindSettings:
+		return k.applySettings(e.Args)
 	case command.KindSessionAttach:
 		return k.applySessionAttach(e.Args)
 	case command.KindMigrate:

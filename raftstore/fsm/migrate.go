@@ -202,20 +202,18 @@ func (k *Keyspace) applyShardMap(args [][]byte) resp.Value {
 }
 
 // applySessionAttach is a KindSessionAttach entry: session id, opened in
-// another group, is opened here with ttl unless it is open already. The reply
-// is the session's TTL here (the existing one when it was open).
+// another group, is opened here with ttl (and its owner, when the entry names
+// one) unless it is open already. The reply is the session's TTL here (the
+// existing one when it was open).
 func (k *Keyspace) applySessionAttach(args [][]byte) resp.Value {
-	id, ttl, err := command.ParseSessionAttachArgs(args)
+	id, ttl, owner, err := command.ParseSessionAttach(args)
 	if err != nil {
 		return resp.Error("ERR bad session attach entry")
 	}
 	if s, ok := k.sessions[id]; ok {
 		return resp.Int(s.ttl)
 	}
-	if k.sessions == nil {
-		k.sessions = map[uint64]*session{}
-	}
-	k.sessions[id] = &session{ttl: ttl}
+	k.addSession(id, &session{ttl: ttl, owner: owner})
 	return resp.Int(ttl)
 }
 
@@ -313,7 +311,8 @@ func (k *Keyspace) export(from, to uint16, c Ctx) *Export {
 		if i > 0 && sids[i-1] == id {
 			continue
 		}
-		ex.Sessions = append(ex.Sessions, SessionInfo{ID: id, TTL: k.sessions[id].ttl})
+		s := k.sessions[id]
+		ex.Sessions = append(ex.Sessions, SessionInfo{ID: id, TTL: s.ttl, Owner: s.owner})
 	}
 	return ex
 }
@@ -400,12 +399,9 @@ func (k *Keyspace) applyImport(args [][]byte, wall int64) resp.Value {
 		k.base = ex.MaxToken + 1 - k.index
 	}
 	c := Ctx{Index: k.Logical(), Now: k.now, Wall: wall, Write: true}
-	if k.sessions == nil && len(ex.Sessions) > 0 {
-		k.sessions = map[uint64]*session{}
-	}
 	for _, s := range ex.Sessions {
 		if _, ok := k.sessions[s.ID]; !ok {
-			k.sessions[s.ID] = &session{ttl: s.TTL}
+			k.addSession(s.ID, &session{ttl: s.TTL, owner: s.Owner})
 		}
 	}
 	k.gone = k.gone.remove(ex.From, ex.To)
@@ -513,8 +509,10 @@ type ExportHolder struct {
 	TTL     int64 // ms of lease left; 0 for a session's hold
 }
 
-// exportVersion is the version of Export's binary form.
-const exportVersion = 1
+// exportVersion is the version of Export's binary form: 2 adds each
+// session's owner. Encode writes 1 when no session has an owner, which a
+// group of the version before owners decodes.
+const exportVersion = 2
 
 // ErrBadExport is returned by DecodeExport for bytes that are not an export.
 var ErrBadExport = errors.New("fsm: bad slot export")
@@ -527,18 +525,27 @@ const maxLogical = 1 << 62
 // range, MaxToken, the sessions and the items, integers as varints and byte
 // strings length-prefixed.
 func (ex *Export) Encode() []byte {
-	b := []byte{'L', 'K', 'X', exportVersion}
+	version := byte(1)
+	for _, s := range ex.Sessions {
+		if s.Owner != "" {
+			version = exportVersion
+		}
+	}
+	b := []byte{'L', 'K', 'X', version}
 	b = binary.AppendUvarint(b, uint64(ex.From))
 	b = binary.AppendUvarint(b, uint64(ex.To))
 	b = binary.AppendUvarint(b, ex.MaxToken)
+	str := func(v []byte) {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
 	b = binary.AppendUvarint(b, uint64(len(ex.Sessions)))
 	for _, s := range ex.Sessions {
 		b = binary.AppendUvarint(b, s.ID)
 		b = binary.AppendVarint(b, s.TTL)
-	}
-	str := func(v []byte) {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
+		if version >= 2 {
+			str([]byte(s.Owner))
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(ex.Items)))
 	for _, x := range ex.Items {
@@ -658,9 +665,10 @@ func (r *exportReader) count(what string, min int) int {
 // kinds and lock modes, non-empty hashes, positive TTLs and counts, lock
 // records that hold something, and every session holder's session listed.
 func DecodeExport(b []byte) (*Export, error) {
-	if len(b) < 4 || string(b[:3]) != "LKX" || b[3] != exportVersion {
+	if len(b) < 4 || string(b[:3]) != "LKX" || b[3] < 1 || b[3] > exportVersion {
 		return nil, fmt.Errorf("%w: header", ErrBadExport)
 	}
+	version := b[3]
 	r := &exportReader{b: b[4:]}
 	ex := &Export{}
 	from, to := r.uvarint("range"), r.uvarint("range")
@@ -675,6 +683,9 @@ func DecodeExport(b []byte) (*Export, error) {
 	sessions := map[uint64]bool{}
 	for n := r.count("sessions", 2); n > 0 && r.err == nil; n-- {
 		s := SessionInfo{ID: r.uvarint("session"), TTL: r.varint("session")}
+		if version >= 2 {
+			s.Owner = string(r.bytes("session owner"))
+		}
 		if r.err == nil && (s.ID == 0 || s.TTL <= 0 || sessions[s.ID]) {
 			r.fail("session")
 		}

@@ -569,7 +569,7 @@ func TestRestoreVersion3(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	ks.Snapshot().WriteTo(&buf)
-	if buf.Bytes()[3] != snapVersion {
+	if buf.Bytes()[3] != 4 { // no settings or session owners: version 4 (snapshot.go)
 		t.Fatalf("rewritten as version %d", buf.Bytes()[3])
 	}
 	if err := New().Restore(&buf); err != nil {

@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -106,6 +108,15 @@ func (h *scriptHost) Call(args [][]byte) resp.Value {
 	if spec.Write && (h.ro || !h.c.Write) {
 		return resp.Error(lua.ErrWriteFromRO)
 	}
+	if spec.Write && h.k.maxWrite > 0 {
+		if n := command.Size(args); n > h.k.maxWrite {
+			v := resp.Error(fmt.Sprintf("%s: %d bytes, at most %d", ErrTooLargeText, n, h.k.maxWrite))
+			if h.k.tooLarge.Kind != resp.KindError {
+				h.k.tooLarge = v
+			}
+			return v
+		}
+	}
 	op, err := spec.Parse(args)
 	if err != nil {
 		return errReply(err)
@@ -137,6 +148,11 @@ func (k *Keyspace) eval(op command.Eval, c Ctx) resp.Value {
 	return k.scripts.Run(op.SHA, op.Keys, op.Args, &scriptHost{k: k, c: c, ro: op.RO}, lua.Limits{MaxInstructions: budget, Cancel: k.cancel, MaxAllocBytes: k.maxAlloc})
 }
 
+// ErrTooLargeText starts the refusal of a write larger than the leader's
+// -max-write-bytes: a client's command (raftstore.ErrTooLarge) or a command a
+// script sends in its dry run.
+const ErrTooLargeText = "ERR write too large for the log"
+
 // Script returns the source of a script in the replicated cache (sha in any case).
 func (k *Keyspace) Script(sha string) ([]byte, bool) { return k.scripts.Source(sha) }
 
@@ -146,16 +162,27 @@ func (k *Keyspace) Script(sha string) ([]byte, bool) { return k.scripts.Source(s
 // The copy is discarded. Call it on a Clone, never on the live keyspace.
 // Closing cancel stops it (SCRIPT KILL).
 // With user set, what the script calls is checked against that user's ACL.
-func (k *Keyspace) DryRun(op command.Eval, user string, src []byte, engine *lua.Engine, now, wall int64, cancel <-chan struct{}) resp.Value {
+//
+// Every write command the script sends must encode (command.Size) to at most
+// maxWrite bytes (0: no limit), as a client's own command must: a larger one
+// is refused to the script, and DryRun reports tooLarge with that refusal
+// ("ERR write too large for the log: N bytes, at most M") as its reply,
+// whatever the script did next, so that the script never enters the log.
+// The check is the leader's alone (its -max-write-bytes), never the apply's.
+func (k *Keyspace) DryRun(op command.Eval, user string, src []byte, engine *lua.Engine, now, wall int64, cancel <-chan struct{}, maxWrite int) (v resp.Value, tooLarge bool) {
 	if _, err := engine.Load(src); err != nil {
-		return resp.Error(err.Error())
+		return resp.Error(err.Error()), false
 	}
-	k.scripts, k.budget, k.cancel, k.maxAlloc = engine, DryRunBudget, cancel, DryRunMaxAlloc
+	k.scripts, k.budget, k.cancel, k.maxAlloc, k.maxWrite = engine, DryRunBudget, cancel, DryRunMaxAlloc, maxWrite
 	if now > k.now {
 		k.now = now
 	}
 	op.Source = nil
-	return k.eval(op, Ctx{Index: k.Logical() + 1, Now: k.now, Wall: wall, Write: true, User: user})
+	v = k.eval(op, Ctx{Index: k.Logical() + 1, Now: k.now, Wall: wall, Write: true, User: user})
+	if k.tooLarge.Kind == resp.KindError {
+		return k.tooLarge, true
+	}
+	return v, false
 }
 
 // Clone returns a copy of the keyspace that shares nothing mutable with it
@@ -170,7 +197,8 @@ func (k *Keyspace) Clone() *Keyspace {
 	}
 	return &Keyspace{items: k.items.Copy(), deadlines: k.deadlines.Copy(), lockTimers: k.lockTimers.Copy(),
 		now: k.now, index: k.index, scripts: k.scripts, sessions: sessions, namespaces: k.namespaces,
-		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap, shardVer: k.shardVer}
+		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap, shardVer: k.shardVer,
+		acl: k.acl, settings: k.settings, owned: maps.Clone(k.owned)}
 }
 
 // recipe runs a lock recipe (lua.Engine.Recipe) without the interpreter:

@@ -12,8 +12,12 @@ import (
 // still alive is the leader's business (keepalives are not log entries); the
 // leader ends a lapsed session with a KindSessionExpire entry.
 type session struct {
-	ttl   int64
-	name  []byte
+	ttl  int64
+	name []byte
+	// owner is the user who opened it (command.MayUseSession); "" none: a
+	// session opened before the group's settings turned owners on, or by a
+	// request that carried no user.
+	owner string
 	locks []string // names of locks it may hold or wait for (replicated: snapshots carry it)
 	// index is locks as a set, derived from it (nil until first needed; never
 	// in a snapshot or shared with a Clone).
@@ -34,18 +38,114 @@ func (s *session) has(name string) bool {
 
 // SessionInfo is what the leader needs to time a session.
 type SessionInfo struct {
-	ID  uint64
-	TTL int64
+	ID    uint64
+	TTL   int64
+	Owner string // the user who owns it; "" none
 }
 
 // Sessions lists the open sessions by id.
 func (k *Keyspace) Sessions() []SessionInfo {
 	out := make([]SessionInfo, 0, len(k.sessions))
 	for id, s := range k.sessions {
-		out = append(out, SessionInfo{id, s.ttl})
+		out = append(out, SessionInfo{id, s.ttl, s.owner})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// addSession stores s as session id (not open yet), counting it for its owner.
+func (k *Keyspace) addSession(id uint64, s *session) {
+	if k.sessions == nil {
+		k.sessions = map[uint64]*session{}
+	}
+	k.sessions[id] = s
+	if s.owner != "" {
+		if k.owned == nil {
+			k.owned = map[string]int{}
+		}
+		k.owned[s.owner]++
+	}
+}
+
+// dropSession forgets session id, if it is open, and uncounts it.
+func (k *Keyspace) dropSession(id uint64) {
+	s, ok := k.sessions[id]
+	if !ok {
+		return
+	}
+	delete(k.sessions, id)
+	if s.owner != "" {
+		if k.owned[s.owner]--; k.owned[s.owner] <= 0 {
+			delete(k.owned, s.owner)
+		}
+	}
+}
+
+// SessionOwner returns the user who owns session id ("" none) and whether the
+// session is open.
+func (k *Keyspace) SessionOwner(id uint64) (string, bool) {
+	s, ok := k.sessions[id]
+	if !ok {
+		return "", false
+	}
+	return s.owner, true
+}
+
+// SessionsOf returns how many open sessions user owns.
+func (k *Keyspace) SessionsOf(user string) int { return k.owned[user] }
+
+// Settings returns the replicated settings (KindSettings).
+func (k *Keyspace) Settings() command.Settings { return k.settings }
+
+// CheckSessions reports, as the reply to refuse op with, whether user may not
+// use the sessions op names (command.SessionIDs): NOPERM for a session that
+// belongs to another user (command.MayUseSession), NOSESSION for one that is
+// not open. User "" (the store itself) may use any. It changes nothing.
+func (k *Keyspace) CheckSessions(op command.Op, user string) (resp.Value, bool) {
+	if user == "" {
+		return resp.Value{}, false
+	}
+	for _, id := range command.SessionIDs(op) {
+		owner, ok := k.SessionOwner(id)
+		if !ok {
+			return resp.Error(string(command.ErrNoSession)), true
+		}
+		if !command.MayUseSession(k.acl, user, owner) {
+			return resp.Error(string(command.ErrSessionNoPerm)), true
+		}
+	}
+	return resp.Value{}, false
+}
+
+// userSessionCheck refuses, once the settings turn owners on, a session
+// command that runs for a user (c.User: in a script of a restricted user) on
+// an open session of another user (command.MayUseSession). A session that is
+// not open is left to the command, which answers NOSESSION. Top-level session
+// commands carry no user: the leader checks them before they are proposed
+// (raftstore), against the same owners, which never change.
+func (k *Keyspace) userSessionCheck(op command.Op, c Ctx) (resp.Value, bool) {
+	if c.User == "" || !k.settings.Owners() {
+		return resp.Value{}, false
+	}
+	for _, id := range command.SessionIDs(op) {
+		if owner, ok := k.SessionOwner(id); ok && !command.MayUseSession(k.acl, c.User, owner) {
+			return resp.Error(string(command.ErrSessionNoPerm)), true
+		}
+	}
+	return resp.Value{}, false
+}
+
+// applySettings is a KindSettings entry: the settings replace the group's,
+// except that a feature once on stays on. A malformed entry is an error reply
+// and changes nothing.
+func (k *Keyspace) applySettings(args [][]byte) resp.Value {
+	s, err := command.ParseSettingsArgs(args)
+	if err != nil {
+		return resp.Error("ERR bad settings entry")
+	}
+	s.Features |= k.settings.Features
+	k.settings = s
+	return resp.OK
 }
 
 // SessionTTL returns a session's TTL, if it is open.
@@ -60,10 +160,19 @@ func (k *Keyspace) SessionTTL(id uint64) (int64, bool) {
 // SESSION.OPEN [TTL ms] [NAME client] [NAMESPACE prefix]: the id (this
 // entry's index), the TTL the server honours and the keepalive interval (a
 // third of it). A namespace's DEFAULTTTL and MAXTTL bound the TTL, never below
-// command.MinSessionTTL.
+// command.MinSessionTTL. Once the settings turn owners on, a session opened
+// for a user (c.User: a KindScriptAs entry, or a script of a restricted user)
+// belongs to that user, and a user who does not manage every session is
+// refused past the settings' per-user cap.
 func (k *Keyspace) sessionOpen(op command.SessionOpen, c Ctx) resp.Value {
-	if k.sessions == nil {
-		k.sessions = map[uint64]*session{}
+	owner := ""
+	if k.settings.Owners() {
+		owner = c.User
+	}
+	if limit := k.settings.MaxSessionsPerUser; owner != "" && limit > 0 && int64(k.owned[owner]) >= limit {
+		if u, ok := command.LookupUser(k.acl, owner); !ok || !u.ManagesSessions() {
+			return resp.Error(string(command.ErrMaxSessions(limit)))
+		}
 	}
 	ttl := op.TTL
 	if op.Namespace != nil {
@@ -76,7 +185,7 @@ func (k *Keyspace) sessionOpen(op command.SessionOpen, c Ctx) resp.Value {
 		}
 		ttl = min(max(ttl, command.MinSessionTTL), command.MaxSessionTTL)
 	}
-	k.sessions[c.Index] = &session{ttl: ttl, name: clone(op.Name)}
+	k.addSession(c.Index, &session{ttl: ttl, name: clone(op.Name), owner: owner})
 	return resp.Map(
 		resp.BulkString("session_id"), resp.Int(int64(c.Index)),
 		resp.BulkString("ttl_ms"), resp.Int(ttl),
@@ -94,7 +203,7 @@ func (k *Keyspace) endSession(id uint64, expired bool, c Ctx) int {
 	if !ok {
 		return 0
 	}
-	delete(k.sessions, id) // from here on view() drops the session's waiters
+	k.dropSession(id) // from here on view() drops the session's waiters
 	n := 0
 	for _, name := range s.locks {
 		if k.frozenKey(name) {

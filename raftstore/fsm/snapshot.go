@@ -28,6 +28,7 @@ type Snapshot struct {
 	frozen   slotRanges // never changed in place: shared with the keyspace
 	gone     slotRanges
 	shardMap []byte
+	settings command.Settings
 }
 
 // Snapshot captures the current state. Call it from the apply goroutine.
@@ -37,17 +38,21 @@ func (k *Keyspace) Snapshot() *Snapshot {
 	var sessions []sessionCopy
 	for _, si := range k.Sessions() {
 		s := k.sessions[si.ID]
-		sessions = append(sessions, sessionCopy{id: si.ID, ttl: s.ttl, name: s.name, locks: append([]string(nil), s.locks...)})
+		sessions = append(sessions, sessionCopy{id: si.ID, ttl: s.ttl, name: s.name, owner: s.owner, locks: append([]string(nil), s.locks...)})
 	}
 	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions, nss: k.namespaces, acl: k.acl,
-		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap}
+		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap, settings: k.settings}
 }
 
 // snapVersion 2 added waiters, lock-delay and grant index to lock records, the
 // wake time to items and the namespaces; 3 appended the ACL users after the
 // namespaces; 4 appended the token base, the frozen and the gone slot ranges
-// and the shard map (migrate.go). Restore still reads versions 1 to 3.
-const snapVersion = 4
+// and the shard map (migrate.go); 5 appended the settings (KindSettings) and
+// the sessions' owners. Restore still reads versions 1 to 4. WriteTo writes
+// version 4 while the settings are unset and no session has an owner, so that
+// a node of the version before owners can install the snapshots of a group
+// that it is still a member of.
+const snapVersion = 5
 
 // ErrBadSnapshot is returned by Restore for a stream that is not a snapshot.
 var ErrBadSnapshot = errors.New("fsm: bad snapshot")
@@ -55,8 +60,18 @@ var ErrBadSnapshot = errors.New("fsm: bad snapshot")
 // WriteTo writes the snapshot in a versioned binary form.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(w, 1<<16)
+	version := byte(4)
+	owned := 0
+	for _, ss := range s.sessions {
+		if ss.owner != "" {
+			owned++
+		}
+	}
+	if owned > 0 || s.settings != (command.Settings{}) {
+		version = snapVersion
+	}
 	var hdr []byte
-	hdr = append(hdr, 'L', 'K', 'S', snapVersion)
+	hdr = append(hdr, 'L', 'K', 'S', version)
 	hdr = binary.AppendVarint(hdr, s.now)
 	hdr = binary.AppendUvarint(hdr, s.index)
 	hdr = binary.AppendUvarint(hdr, uint64(s.items.Len()))
@@ -185,6 +200,19 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(s.shardMap)))
 	buf = append(buf, s.shardMap...)
+	if version >= 5 {
+		// Settings, then the owned sessions' owners by id (session.go).
+		buf = binary.AppendUvarint(buf, s.settings.Features)
+		buf = binary.AppendVarint(buf, s.settings.MaxSessionsPerUser)
+		buf = binary.AppendUvarint(buf, uint64(owned))
+		for _, ss := range s.sessions {
+			if ss.owner != "" {
+				buf = binary.AppendUvarint(buf, ss.id)
+				buf = binary.AppendUvarint(buf, uint64(len(ss.owner)))
+				buf = append(buf, ss.owner...)
+			}
+		}
+	}
 	n, err = bw.Write(buf)
 	total += int64(n)
 	if err != nil {
@@ -262,7 +290,45 @@ type sessionCopy struct {
 	id    uint64
 	ttl   int64
 	name  []byte
+	owner string
 	locks []string
+}
+
+// readOwners reads what version 5 appended: the settings and the owners of
+// the sessions that have one (each must be a session the snapshot holds, at
+// most once).
+func readOwners(br *bufio.Reader, k *Keyspace) error {
+	var err error
+	if k.settings.Features, err = binary.ReadUvarint(br); err != nil {
+		return err
+	}
+	if k.settings.MaxSessionsPerUser, err = binary.ReadVarint(br); err != nil || k.settings.MaxSessionsPerUser < 0 {
+		return errors.New("bad session cap")
+	}
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n > uint64(len(k.sessions)) {
+		return errors.New("bad owner count")
+	}
+	for ; n > 0; n-- {
+		id, err := binary.ReadUvarint(br)
+		if err != nil {
+			return err
+		}
+		owner, err := readString(br)
+		if err != nil {
+			return err
+		}
+		s, ok := k.sessions[id]
+		if !ok || s.owner != "" || owner == "" {
+			return errors.New("bad session owner")
+		}
+		s.owner = owner
+		if k.owned == nil {
+			k.owned = map[string]int{}
+		}
+		k.owned[owner]++
+	}
+	return nil
 }
 
 func readSessions(br *bufio.Reader, k *Keyspace) error {
@@ -295,10 +361,7 @@ func readSessions(br *bufio.Reader, k *Keyspace) error {
 			}
 			s.locks = append(s.locks, string(l))
 		}
-		if k.sessions == nil {
-			k.sessions = map[uint64]*session{}
-		}
-		k.sessions[id] = s
+		k.addSession(id, s)
 	}
 	return nil
 }
@@ -361,6 +424,11 @@ func (k *Keyspace) Restore(r io.Reader) error {
 	if version >= 4 {
 		if err := readSharding(br, fresh); err != nil {
 			return fmt.Errorf("%w: sharding: %v", ErrBadSnapshot, err)
+		}
+	}
+	if version >= 5 {
+		if err := readOwners(br, fresh); err != nil {
+			return fmt.Errorf("%w: owners: %v", ErrBadSnapshot, err)
 		}
 	}
 	fresh.now, fresh.index = now, index

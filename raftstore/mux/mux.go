@@ -48,6 +48,7 @@ type options struct {
 	headerTimeout time.Duration
 	queueLen      int
 	tls           *TLS
+	secret        *Secret
 }
 
 // WithHeaderTimeout sets how long an inbound connection may take to send its
@@ -83,6 +84,9 @@ type Mux struct {
 	log  *slog.Logger
 	opts options
 
+	counters counters   // refused and unauthenticated connections
+	refusals refusalLog // rate-limits their Warn lines
+
 	mu      sync.Mutex
 	layers  map[byte]*Layer
 	pending map[net.Conn]struct{} // accepted, header not yet read
@@ -102,12 +106,17 @@ func Listen(addr string, log *slog.Logger, opts ...Option) (*Mux, error) {
 // ListenAdvertise binds the peer port at bind and reports advertise (a
 // host:port that other nodes can dial; a host name is allowed) as its
 // address. An empty advertise means the bound address. A nil log discards
-// output. Connections are not accepted until Serve is called.
+// output. Connections are not accepted until Serve is called. A Secret
+// whose key is too short fails with ErrShortSecret.
 func ListenAdvertise(bind, advertise string, log *slog.Logger, opts ...Option) (*Mux, error) {
 	o := options{headerTimeout: DefaultHeaderTimeout, queueLen: DefaultQueueLen}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if err := o.secret.check(); err != nil {
+		return nil, err
+	}
+	o.tls = withCheck(o.tls)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -245,14 +254,21 @@ func (m *Mux) isClosed() bool {
 	return m.closed
 }
 
-// handshake reads the header byte of conn under the header deadline and
-// queues conn on the matching Layer, closing it on any failure.
+// handshake authenticates conn (TLS, then the cluster secret, each as
+// configured), reads its header byte under the header deadline and queues
+// conn on the matching Layer, closing it on any failure. A connection that
+// fails authentication is counted and logged (refuse) and never reaches a
+// Layer: none of its bytes past the handshake is read.
 func (m *Mux) handshake(conn net.Conn) {
 	defer m.wg.Done()
-	err := handshakeServer(conn, m.opts.headerTimeout)
+	remote := conn.RemoteAddr().String()
 	var header byte
-	if err == nil {
-		header, err = readHeader(conn, m.opts.headerTimeout)
+	refused := ""
+	err := handshakeServer(conn, m.opts.headerTimeout)
+	if err != nil {
+		refused = tlsRefusal(err)
+	} else {
+		header, refused, err = m.authenticate(conn)
 	}
 
 	m.mu.Lock()
@@ -260,8 +276,10 @@ func (m *Mux) handshake(conn net.Conn) {
 	l := m.layers[header]
 	m.mu.Unlock()
 
-	remote := conn.RemoteAddr().String()
 	switch {
+	case refused != "":
+		conn.Close()
+		m.refuse(remote, refused, err)
 	case err != nil:
 		conn.Close()
 		m.log.Debug("peer connection dropped before its header", "remote", remote, "err", err)
@@ -281,25 +299,45 @@ func (m *Mux) handshake(conn net.Conn) {
 	}
 }
 
-// readHeader reads the first byte of conn within timeout and then clears the
-// read deadline, which from then on belongs to the Layer's owner.
-func readHeader(conn net.Conn, timeout time.Duration) (byte, error) {
-	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		return 0, err
+// authenticate reads conn's header byte and, with a Secret, runs the
+// listener's side of the cluster-secret handshake first, all within the
+// header timeout; it then clears the deadline, which from then on belongs
+// to the Layer's owner. A connection that fails the secret is refused with
+// a reason ("no_secret", "bad_secret"); one that sends nothing in time, or
+// closes first, is not (err alone).
+func (m *Mux) authenticate(conn net.Conn) (header byte, refused string, err error) {
+	if err := conn.SetDeadline(time.Now().Add(m.opts.headerTimeout)); err != nil {
+		return 0, "", err
 	}
 	var b [1]byte
 	if _, err := io.ReadFull(conn, b[:]); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return b[0], conn.SetReadDeadline(time.Time{})
+	header = b[0]
+	switch s := m.opts.secret; {
+	case s == nil:
+	case header == AuthHeader:
+		if header, err = listenerAuth(conn, s.Key); err != nil {
+			return 0, "bad_secret", err
+		}
+	case s.Optional:
+		m.counters.unauthenticated.Add(1)
+		m.log.Debug("peer connection accepted without the cluster secret (optional)", "remote", conn.RemoteAddr().String(), "header", header)
+	default:
+		return 0, "no_secret", fmt.Errorf("header %d sent without the cluster-secret handshake", header)
+	}
+	return header, "", conn.SetDeadline(time.Time{})
 }
 
 // Handle registers and returns the Layer for header. Register every header
 // before Serve, or at least before any peer may dial it: a connection whose
 // header has no Layer is closed. Handle panics if header already has an open
-// Layer; once that Layer is closed the header may be registered again. On a
-// closed Mux it returns a closed Layer.
+// Layer, or is AuthHeader; once a Layer is closed its header may be
+// registered again. On a closed Mux it returns a closed Layer.
 func (m *Mux) Handle(header byte) *Layer {
+	if header == AuthHeader {
+		panic(fmt.Sprintf("mux: header %d is reserved for the cluster-secret handshake", header))
+	}
 	l := &Layer{
 		mux:    m,
 		header: header,
@@ -440,22 +478,59 @@ func (l *Layer) Close() error {
 func (l *Layer) Addr() net.Addr { return l.mux.addr }
 
 // Dial connects to the peer port at address and sends this Layer's header,
-// so the connection reaches the Layer with the same header there. It
-// blocks for at most about timeout (no limit if timeout is 0). It works
-// whether or not the Layer is closed.
+// so the connection reaches the Layer with the same header there, with the
+// Mux's TLS and Secret (Mux.Dial). It blocks for at most about timeout (no
+// limit if timeout is 0). It works whether or not the Layer is closed.
 func (l *Layer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return DialTLS(string(address), l.header, timeout, l.mux.opts.tls)
+	return l.mux.Dial(string(address), l.header, timeout)
+}
+
+// Dial connects to the peer port at address as this Mux's peers expect: over
+// its TLS, authenticated with its Secret, then header, for callers that dial
+// a header without serving it. It blocks for at most about timeout (no limit
+// if timeout is 0).
+func (m *Mux) Dial(address string, header byte, timeout time.Duration) (net.Conn, error) {
+	return DialAuth(address, header, timeout, m.opts.tls, m.opts.secret)
 }
 
 // Dial connects to the peer port at address and sends header as the first
-// byte, for callers that dial a header without serving it. It blocks for at
+// byte, over plain TCP without a secret (tests, tools). It blocks for at
 // most about timeout (no limit if timeout is 0).
 func Dial(address string, header byte, timeout time.Duration) (net.Conn, error) {
-	return dial(address, header, timeout, nil)
+	return dial(address, header, timeout, nil, nil)
 }
 
-// dial is Dial, over TLS when cfg is not nil.
-func dial(address string, header byte, timeout time.Duration, cfg *tls.Config) (net.Conn, error) {
+// DialAuth is Dial over TLS with t.Dial (plain TCP when t or t.Dial is nil),
+// with the cluster-secret handshake when s is set (see Secret.Optional for a
+// peer without one): all within about timeout. A peer that fails the
+// handshake gives an error wrapping ErrPeerAuth, one without a secret
+// (unless s is Optional) ErrPeerHasNoSecret.
+func DialAuth(address string, header byte, timeout time.Duration, t *TLS, s *Secret) (net.Conn, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	cfg := t.dialConfig(address)
+	conn, err := dial(address, header, timeout, cfg, s)
+	if errors.Is(err, ErrPeerHasNoSecret) && s.Optional {
+		return dial(address, header, timeout, cfg, nil)
+	}
+	return conn, err
+}
+
+// Probe authenticates to the peer port at address as DialAuth does (TLS,
+// the secret s) and closes the connection before it reaches a Layer (its
+// header is AuthHeader, which none serves): whether that node would take
+// this one's connections. A node about to join checks its secret so.
+func Probe(address string, timeout time.Duration, t *TLS, s *Secret) error {
+	c, err := DialAuth(address, AuthHeader, timeout, t, s)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
+
+// dial is Dial, over TLS when cfg is not nil, authenticated when s is not.
+func dial(address string, header byte, timeout time.Duration, cfg *tls.Config, s *Secret) (net.Conn, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -478,7 +553,12 @@ func dial(address string, header byte, timeout time.Duration, cfg *tls.Config) (
 		}
 		conn = tc
 	}
-	if _, err := conn.Write([]byte{header}); err != nil {
+	if s != nil {
+		if err := dialerAuth(conn, header, s.Key); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("mux: cluster-secret handshake with %s: %w", address, err)
+		}
+	} else if _, err := conn.Write([]byte{header}); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("mux: send header to %s: %w", address, err)
 	}

@@ -2,6 +2,7 @@ package mux
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"time"
@@ -13,12 +14,26 @@ import (
 // handshake never reaches a Layer.
 type TLS struct {
 	Listen, Dial *tls.Config
+	// Check, when set, is asked about the verified certificate of every
+	// inbound connection at the end of its handshake; an error fails the
+	// handshake (counted as Counters.NotMember). lockd: whether the
+	// certificate names a member of the cluster, when the CA also signs
+	// certificates that are not nodes'. It may be called concurrently.
+	Check func(leaf *x509.Certificate) error
 }
 
 // WithTLS runs the peer port over TLS (nil: plain TCP). The handshake of an
 // inbound connection must finish within the header timeout.
 func WithTLS(t *TLS) Option {
 	return func(o *options) { o.tls = t }
+}
+
+// WithSecret makes every connection of the peer port, inbound and outbound
+// (Layer.Dial, Mux.Dial), open with the cluster-secret handshake (nil: none).
+// Inbound, it runs after TLS and before the header reaches a Layer, within
+// the header timeout.
+func WithSecret(s *Secret) Option {
+	return func(o *options) { o.secret = s }
 }
 
 // dialConfig returns t's dial configuration for address, with ServerName
@@ -57,5 +72,5 @@ func handshakeServer(conn net.Conn, timeout time.Duration) error {
 // handshake, then the header, all within about timeout. The ServerName
 // defaults to address's host.
 func DialTLS(address string, header byte, timeout time.Duration, t *TLS) (net.Conn, error) {
-	return dial(address, header, timeout, t.dialConfig(address))
+	return DialAuth(address, header, timeout, t, nil)
 }
