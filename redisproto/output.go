@@ -38,9 +38,11 @@ import (
 //     disconnected, so that a client that pipelines and never reads does not
 //     hold its goroutine and its batch for ever.
 //
-// What this does not bound: the replies a transaction (EXEC) or a script
-// builds inside the store, which are built whole before they come back — the
-// door still refuses to render past the limit, but the store has built them.
+// The store does not copy the values it reads into replies (resp.BulkRef:
+// replies alias the keyspace's immutable strings), so a reply of many large
+// values, a transaction's included, costs its headers until it is rendered
+// here. What a script builds from what it reads is bounded by the script
+// engine's allocation budget (its dry run), not here.
 
 // maxBatchUnits bounds the values one batch's replies may copy, whatever the
 // connection's values have looked like so far.

@@ -6,6 +6,7 @@ package resp
 import (
 	"math"
 	"strconv"
+	"unsafe"
 )
 
 // Kind says which RESP type a Value stands for.
@@ -60,8 +61,18 @@ func Int(n int64) Value { return Value{Kind: KindInt, Int: n} }
 // Bulk returns a bulk-string reply holding b (not copied).
 func Bulk(b []byte) Value { return Value{Kind: KindBulk, Str: b} }
 
-// BulkString returns a bulk-string reply holding s.
+// BulkString returns a bulk-string reply holding a copy of s.
 func BulkString(s string) Value { return Value{Kind: KindBulk, Str: []byte(s)} }
+
+// BulkRef returns a bulk-string reply holding s's bytes without copying them,
+// as Bulk does for a []byte: the reply's Str aliases s, so no one may modify
+// it (nothing that renders, forwards or converts a reply does). For values
+// read out of the keyspace, whose strings never change: a reply of many large
+// values then costs its headers until it is rendered, and rendering is what
+// the client output buffer limit bounds.
+func BulkRef(s string) Value {
+	return Value{Kind: KindBulk, Str: unsafe.Slice(unsafe.StringData(s), len(s))}
+}
 
 // Array returns an array reply.
 func Array(elems ...Value) Value { return Value{Kind: KindArray, Elems: elems} }

@@ -32,7 +32,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		if it.kind() != KindString {
 			return wrongType
 		}
-		return resp.BulkString(it.val())
+		return resp.BulkRef(it.val())
 	case command.Exists:
 		n := 0
 		for _, key := range op.Keys {
@@ -62,7 +62,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		out := make([]resp.Value, len(op.Keys))
 		for i, key := range op.Keys {
 			if it := k.lookup(key, c.Now); it != nil && it.kind() == KindString {
-				out[i] = resp.BulkString(it.val())
+				out[i] = resp.BulkRef(it.val())
 			} else {
 				out[i] = resp.Nil
 			}
@@ -136,7 +136,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 			return wrongType
 		}
 		k.remove(it)
-		return resp.BulkString(it.val())
+		return resp.BulkRef(it.val())
 	case command.GetEx:
 		return k.getEx(op, c)
 	case command.Del:
@@ -287,7 +287,7 @@ func (k *Keyspace) set(op command.Set, c Ctx) resp.Value {
 	}
 	var oldVal resp.Value = resp.Nil
 	if old != nil && op.Reply == command.ReplyOld {
-		oldVal = resp.BulkString(old.val())
+		oldVal = resp.BulkRef(old.val())
 	}
 	write := true
 	switch {
@@ -353,7 +353,7 @@ func (k *Keyspace) getEx(op command.GetEx, c Ctx) resp.Value {
 	if !ok {
 		return invalidExpire(op.Cmd)
 	}
-	reply := resp.BulkString(it.val())
+	reply := resp.BulkRef(it.val())
 	switch op.Expire.Kind {
 	case command.ExpireRel, command.ExpireAbs:
 		if deadline <= c.Now {
@@ -492,7 +492,7 @@ func (k *Keyspace) getRange(op command.GetRange, c Ctx) resp.Value {
 	if start > end || n == 0 {
 		return emptyBulk
 	}
-	return resp.BulkString(it.val()[start : end+1])
+	return resp.BulkRef(it.val()[start : end+1])
 }
 
 // KEYS pattern
