@@ -298,25 +298,18 @@ func luaSub(L *glua.LState) int {
 // luaUpper, luaLower and luaReverse are string.upper, lower and reverse:
 // byte-wise in the C locale, as Lua's (gopher-lua's upper and lower map
 // UTF-8), and charged by the bytes they produce.
-func (s *state) luaUpper(L *glua.LState) int {
-	str, b := s.mapBytes(L)
-	for i := 0; i < len(str); i++ {
-		c := str[i]
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		b[i] = c
-	}
-	L.Push(glua.LString(b.String()))
-	return 1
-}
+func (s *state) luaUpper(L *glua.LState) int { return s.mapCase(L, 'a', 'z', -('a' - 'A')) }
 
-func (s *state) luaLower(L *glua.LState) int {
+func (s *state) luaLower(L *glua.LState) int { return s.mapCase(L, 'A', 'Z', 'a'-'A') }
+
+// mapCase pushes the argument with every byte from lo to hi shifted by delta
+// (C's toupper/tolower in the "C" locale, as Redis's Lua: bytes, not UTF-8).
+func (s *state) mapCase(L *glua.LState, lo, hi byte, delta int) int {
 	str, b := s.mapBytes(L)
 	for i := 0; i < len(str); i++ {
 		c := str[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
+		if c >= lo && c <= hi {
+			c = byte(int(c) + delta)
 		}
 		b[i] = c
 	}

@@ -56,26 +56,8 @@ func TestDryRunStopsLibraryRunaway(t *testing.T) {
 func TestKillScriptInLibraryCall(t *testing.T) {
 	s := open(t, t.TempDir(), 0)
 	defer s.Close()
-	before := s.raft.LastIndex()
-	done := make(chan resp.Value, 1)
-	go func() { done <- do(s, "EVAL", backtracking, "0") }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.KillScripts() {
-		if time.Now().After(deadline) {
-			t.Fatal("the script never showed up as running")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	select {
-	case v := <-done:
-		if !lua.IsKilledError(v) {
-			t.Fatalf("killed script answered %q", v.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("killed script did not return within 10s")
-	}
-	if s.raft.LastIndex() != before {
-		t.Fatalf("a killed script reached the log (%d -> %d)", before, s.raft.LastIndex())
+	if v := killDryRun(t, s, backtracking); !lua.IsKilledError(v) {
+		t.Fatalf("killed script answered %q", v.String())
 	}
 }
 

@@ -16,12 +16,7 @@ import (
 // with it works; a team user is held to its key pattern on RESP and HTTP;
 // the refusals show on /metrics.
 func TestRequirePassEndToEnd(t *testing.T) {
-	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		DataDir: t.TempDir(), RequirePass: "root-pw"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := startWithPassword(t, "root-pw")
 	ctx := context.Background()
 	anon := redis.NewClient(&redis.Options{Addr: s.RESPAddr(), MaxRetries: -1, Protocol: 2})
 	defer anon.Close()
@@ -89,12 +84,7 @@ func TestRequirePassEndToEnd(t *testing.T) {
 // id are refused NOPERM over RESP, and the same over HTTP (403), while
 // billing's lock stays held; an admin (~* +@all) may still close it.
 func TestSessionOwnersEndToEnd(t *testing.T) {
-	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		DataDir: t.TempDir(), RequirePass: "root-pw"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := startWithPassword(t, "root-pw")
 	ctx := context.Background()
 	root := redis.NewClient(&redis.Options{Addr: s.RESPAddr(), Password: "root-pw", MaxRetries: -1, Protocol: 2})
 	defer root.Close()
@@ -194,4 +184,17 @@ func TestSessionOwnersEndToEnd(t *testing.T) {
 	if n, _ := billing.Exists(ctx, "billing/ledger").Result(); n != 0 {
 		t.Error("billing's lock survived the admin's close")
 	}
+}
+
+// startWithPassword starts a single node on free ports whose default user's
+// password is pass; the test's cleanup closes it.
+func startWithPassword(t *testing.T, pass string) *Server {
+	t.Helper()
+	s, err := New(Config{RESPAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		DataDir: t.TempDir(), RequirePass: pass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
