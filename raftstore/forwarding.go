@@ -50,18 +50,69 @@ func (s *Store) leaderToForward() (string, bool) {
 	return string(addr), addr != ""
 }
 
-// forwardBatch sends reqs to the leader at addr and returns its replies. A batch
-// that never left this node is rejected (safe to retry); one whose answer was
-// lost has an unknown outcome for its writes.
-func (s *Store) forwardBatch(ctx context.Context, addr string, reqs []command.Request) []resp.Value {
-	out := make([]resp.Value, len(reqs))
+// forwardTimeout bounds every forwarded batch, as a backstop: a call is
+// normally ended sooner by a change of leader (leaderwatch.go). It leaves room
+// for what a leader may spend on a batch (an election wait, a script's dry
+// run, a commit under load); the end of it answers like a lost answer.
+const forwardTimeout = 10 * time.Second
+
+// adminForwardTimeout is forwardTimeout for a batch with an operator's
+// command (RAFT TRANSFER, ADD, REMOVE, MOVESLOTS, MEMBERS): such a batch is
+// not cancelled when the leader changes, since a transfer changes it on
+// purpose and answers only then, and a slot move may run long.
+const adminForwardTimeout = 5 * time.Minute
+
+// isAdminBatch reports whether reqs hold an operator's command (an Admin
+// other than the internal "propose" a Node builds for its own entries).
+func isAdminBatch(reqs []command.Request) bool {
+	for _, r := range reqs {
+		if op, ok := r.Op.(command.Admin); ok && op.Action != "propose" {
+			return true
+		}
+	}
+	return false
+}
+
+// errForwardTimeout is the cause of a forwarded call that ran out of
+// forwardTimeout.
+var errForwardTimeout = errors.New("forwarded call ran out of its time")
+
+// maxForwardTries bounds how many times Store.route sends one batch to a
+// leader: the first leader and, each time a send provably did not reach it,
+// the next one.
+const maxForwardTries = 3
+
+// forwardBatch sends reqs to the leader at addr and returns its replies. The
+// call ends with the leader's answer, with ctx, forwardGrace after this node
+// stops seeing addr as the leader (trackCall; not for an operator's batch),
+// or after forwardTimeout (adminForwardTimeout). When it fails, notSent
+// reports that the batch provably never reached addr (the caller may send it
+// to another leader), and out holds each request's outcome: TRYAGAIN
+// (ErrNotApplied) for writes not sent, UNKNOWNOUTCOME for writes that may
+// have reached it, and TRYAGAIN read not served (ErrNotReadable) for reads,
+// which change nothing either way.
+func (s *Store) forwardBatch(ctx context.Context, addr string, reqs []command.Request) (out []resp.Value, notSent bool) {
+	admin := isAdminBatch(reqs)
+	timeout := forwardTimeout
+	if admin {
+		timeout = adminForwardTimeout
+	}
+	ctx, stop := context.WithTimeoutCause(ctx, timeout, errForwardTimeout)
+	defer stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	untrack := func() {}
+	if !admin {
+		untrack = s.trackCall(addr, cancel)
+	}
 	// Every request with its user where the group's members all understand
 	// that (owners on), else what the previous version decodes (owners.go).
 	b, err := s.fwd.Call(ctx, addr, command.EncodeUserRequests(reqs, s.ownersOn(), s.restricted))
+	untrack()
 	if err == nil {
 		v, _, derr := resp.ReadValue(b)
 		if derr == nil && v.Kind == resp.KindArray && len(v.Elems) == len(reqs) {
-			return v.Elems
+			return v.Elems, false
 		}
 		if derr == nil && v.IsError() {
 			err = errors.New(v.String())
@@ -69,15 +120,25 @@ func (s *Store) forwardBatch(ctx context.Context, addr string, reqs []command.Re
 			err = forward.ErrUnknown
 		}
 	}
+	notSent = errors.Is(err, forward.ErrNotSent)
+	s.log.Debug("forwarding to the leader failed", "leader", addr, "err", err, "cause", context.Cause(ctx), "not_sent", notSent)
+	return failedForward(reqs, notSent), notSent
+}
+
+// failedForward is the outcome of each of reqs when their forwarded batch got
+// no answer: notSent says whether it provably never reached the leader.
+func failedForward(reqs []command.Request, notSent bool) []resp.Value {
+	out := make([]resp.Value, len(reqs))
 	for i, r := range reqs {
 		switch {
-		case errors.Is(err, forward.ErrNotSent) || !r.Spec.Write:
+		case !r.Spec.Write:
+			out[i] = resp.Error(ErrNotReadable.Error())
+		case notSent:
 			out[i] = resp.Error(ErrNotApplied.Error())
 		default:
 			out[i] = resp.Error(ErrUnknownOutcome.Error())
 		}
 	}
-	s.log.Debug("forwarding to the leader failed", "leader", addr, "err", err)
 	return out
 }
 

@@ -246,6 +246,11 @@ func (s *Store) propose(ctx context.Context, kind command.Kind, args [][]byte) (
 	return s.raft.Apply(e.Encode(), 0), nil
 }
 
+// electionWaitSpent is the key of a context value that marks a request
+// which already waited for an election as long as it may (Store.route):
+// waitReady refuses it at once instead of waiting again.
+type electionWaitSpent struct{}
+
 // waitReady waits (bounded by electionWait) while this node is electing
 // itself or catching up as a new leader; a node that knows another leader
 // rejects at once (ErrNotApplied: the caller forwards, or the client retries
@@ -256,6 +261,9 @@ func (s *Store) waitReady(ctx context.Context) error {
 		return nil
 	}
 	if _, ok := s.leaderToForward(); ok {
+		return ErrNotApplied
+	}
+	if ctx.Value(electionWaitSpent{}) != nil {
 		return ErrNotApplied
 	}
 	c, cancel := context.WithTimeout(ctx, min(electionWait, s.cfg.ApplyTimeout))

@@ -285,7 +285,8 @@ type Store struct {
 	linger   lingering     // leader only: queued acquires waiting to share a commit (linger.go)
 	// leaderAsks counts this node's waiters asking the leader (askLeader).
 	leaderAsks atomic.Int64
-	rates      rateLimits // leader only: the namespaces' RATE
+	leaders    leaderWatch // this node's view of the leader, and the forwarded calls it bounds (leaderwatch.go)
+	rates      rateLimits  // leader only: the namespaces' RATE
 	metrics    *storeMetrics
 
 	killMu  sync.Mutex
@@ -575,6 +576,7 @@ func Open(cfg Config) (*Store, error) {
 		}
 	}
 	s.fwd = forward.NewClient(dial, forward.Options{Logger: lg})
+	s.observeLeader()
 	s.wg.Add(6)
 	go s.snapshotLoop()
 	go s.watchLeadership()

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/resp"
@@ -125,19 +126,39 @@ func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 	return s.route(ctx, reqs)
 }
 
-// route runs a batch here (leader) or forwards it to the leader.
+// route runs a batch here (leader) or forwards it to the leader. It is bounded
+// by electionWait, plus what the batch itself takes at a leader: while there is
+// no leader (an election) it waits until this node serves or another node is
+// known to lead, and answers TRYAGAIN when neither happens in time. A batch
+// whose forwarding provably did not reach the leader (forwardBatch's notSent:
+// the leader changed while it waited for a connection, or the connection
+// failed before it was written) is sent again, to the next leader this node
+// sees, at most maxForwardTries times in all; one that may have reached the
+// leader is never sent again (UNKNOWNOUTCOME for its writes).
 func (s *Store) route(ctx context.Context, reqs []command.Request) []resp.Value {
 	if len(reqs) == 0 {
 		return nil
 	}
-	// While there is no leader (an election), wait — bounded — until this node
-	// serves or another node is known to lead, then run or forward (its error
-	// says no more than what follows finds out).
-	_ = s.waitReady(ctx)
-	if addr, ok := s.leaderToForward(); ok {
-		return s.forwardBatch(ctx, addr, reqs)
+	end := time.Now().Add(electionWait)
+	for try := 1; ; try++ {
+		changed := s.leaders.next()
+		wctx, cancel := context.WithDeadline(ctx, end)
+		werr := s.waitReady(wctx) // its error says no more than what follows finds out
+		cancel()
+		addr, ok := s.leaderToForward()
+		if !ok {
+			if werr != nil {
+				// Not serving after the election wait: doLocal answers what
+				// needs no leader and refuses the rest at once.
+				ctx = context.WithValue(ctx, electionWaitSpent{}, true)
+			}
+			return s.doLocal(ctx, reqs)
+		}
+		out, notSent := s.forwardBatch(ctx, addr, reqs)
+		if !notSent || try >= maxForwardTries || ctx.Err() != nil || !s.awaitOtherLeader(ctx, changed, addr, end) {
+			return out
+		}
 	}
-	return s.doLocal(ctx, reqs)
 }
 
 // awaitGrant waits for the outcome of a queued acquire: the wake of the entry
@@ -225,40 +246,70 @@ const maxLeaderAsks = 256
 // follower hears that it committed only from the leader's next
 // AppendEntries: the answer spares a follower's waiter that wait. The grant is
 // committed when the leader answers, so telling the client is safe. Returns
-// at once; the call ends with ctx, whose deadline is the end of the wait, or
-// with its answer.
+// at once; the asking ends with ctx, whose deadline is the end of the wait,
+// or with an answer. The waiter is in the replicated lock record, so a new
+// leader holds it too: when this node sees the leader change (or lose
+// contact), the call to the old one ends (trackCall) and the new one is
+// asked. This node's own apply wakes the waiter in any case.
 func (s *Store) askLeader(ctx context.Context, id uint64, ch chan uint64) {
-	addr, ok := s.leaderToForward()
-	if !ok {
+	if _, ok := s.leaderToForward(); !ok {
 		return
 	}
 	if s.leaderAsks.Add(1) > maxLeaderAsks {
 		s.leaderAsks.Add(-1)
 		return
 	}
+	go func() {
+		defer s.leaderAsks.Add(-1)
+		for ctx.Err() == nil {
+			changed := s.leaders.next()
+			addr, ok := s.leaderToForward()
+			if !ok && s.raft.State() == raft.Leader {
+				return // this node's own apply wakes it first
+			}
+			if ok {
+				if tok, ok := s.askOnce(ctx, addr, id); ok {
+					select {
+					case ch <- tok:
+					default: // this node's apply was first
+					}
+					return
+				}
+			}
+			// No answer: the wait ended, or that leader no longer leads.
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			case <-s.closed:
+				return
+			}
+		}
+	}()
+}
+
+// askOnce asks the leader at addr for waiter id's outcome (awaitOutcome) and
+// reports it, or false when the leader's wait ended first, the call failed, or
+// this node stopped seeing addr as the leader.
+func (s *Store) askOnce(ctx context.Context, addr string, id uint64) (uint64, bool) {
 	dl, _ := ctx.Deadline()
 	ms := max(time.Until(dl).Milliseconds(), 1) // the leader waits no longer than this node
 	req := command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "await", ID: strconv.FormatUint(id, 10),
 		Addr: strconv.FormatInt(ms, 10)}, Spec: command.AdminSpec}})
-	go func() {
-		defer s.leaderAsks.Add(-1)
-		b, err := s.fwd.Call(ctx, addr, req)
-		if err != nil {
-			return
-		}
-		v, _, err := resp.ReadValue(b)
-		if err != nil || v.Kind != resp.KindArray || len(v.Elems) != 1 || v.Elems[0].Kind != resp.KindBulk {
-			return // no outcome yet (the leader's own wait ended) or an old leader
-		}
-		tok, err := strconv.ParseUint(v.Elems[0].String(), 10, 64)
-		if err != nil {
-			return
-		}
-		select {
-		case ch <- tok:
-		default: // this node's apply was first
-		}
-	}()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	untrack := s.trackCall(addr, cancel)
+	defer untrack()
+	b, err := s.fwd.Call(ctx, addr, req)
+	if err != nil {
+		return 0, false
+	}
+	v, _, err := resp.ReadValue(b)
+	if err != nil || v.Kind != resp.KindArray || len(v.Elems) != 1 || v.Elems[0].Kind != resp.KindBulk {
+		return 0, false // no outcome yet (the leader's own wait ended) or an old leader
+	}
+	tok, err := strconv.ParseUint(v.Elems[0].String(), 10, 64)
+	return tok, err == nil
 }
 
 // awaitOutcome answers a follower's askLeader: waiter id's outcome once this

@@ -55,8 +55,12 @@ func chaosLinClient(cl *lockdCluster, rec *linRecorder, seed uint64, start time.
 			args = []string{"SET", in.key, in.val, "NX"}
 		}
 		call := now()
-		r, _, err := nc.do(args...)
+		r, node, err := nc.do(args...)
 		op := porcupine.Operation{ClientId: rec.client, Input: in, Call: call, Return: now()}
+		if in.op != linGet {
+			rec.writes = append(rec.writes, writeAttempt{node: node, call: start.Add(time.Duration(op.Call)),
+				ret: start.Add(time.Duration(op.Return)), ok: err == nil && !r.isErr()})
+		}
 		out := linOutput{unknown: true}
 		switch {
 		case err != nil:

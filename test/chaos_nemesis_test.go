@@ -59,6 +59,7 @@ type nemesis struct {
 	deadOver   time.Duration // the most a dead holder's lock stayed taken beyond its bound (negative: within)
 	deadWorst  string        // that case, "freed after of bound"
 	deadSeq    int
+	windows    []faultWindow // each fault injected, for the availability report (chaos_avail_test.go)
 	// clockStall is when log time may move again after a backward clock
 	// jump: a leader's log time never goes back, so it stands still until
 	// the jumped clock has caught up (raftstore's logClock), and every lease
@@ -137,6 +138,20 @@ func (n *nemesis) restartAll() {
 // inject applies one fault, holds it and heals it. It reports whether the
 // fault was injected.
 func (n *nemesis) inject(kind string, leader *clusterNode) bool {
+	w := faultWindow{kind: kind, start: time.Now()}
+	if !n.apply(kind, leader, &w) {
+		return false
+	}
+	w.end = time.Now()
+	n.mu.Lock()
+	n.windows = append(n.windows, w)
+	n.mu.Unlock()
+	return true
+}
+
+// apply is inject's fault: it sets win.minority to the nodes it cuts off from
+// the majority (or stops), if any.
+func (n *nemesis) apply(kind string, leader *clusterNode, win *faultWindow) bool {
 	cc := n.cc
 	switch kind {
 	case fKillLeader, fKillFollower:
@@ -145,6 +160,7 @@ func (n *nemesis) inject(kind string, leader *clusterNode) bool {
 			target = n.pick(n.followers(leader))
 		}
 		n.logf("kill -9 %s", target.id)
+		win.minority = []int{target.idx}
 		cc.kill(target)
 		n.hold(300*time.Millisecond, 1500*time.Millisecond)
 		n.restartAll()
@@ -157,6 +173,7 @@ func (n *nemesis) inject(kind string, leader *clusterNode) bool {
 		n.restartAll()
 	case fPauseLeader:
 		n.logf("SIGSTOP leader %s", leader.id)
+		win.minority = []int{leader.idx}
 		cc.pause(leader, true)
 		n.hold(time.Second, 3*time.Second)
 		cc.pause(leader, false)
@@ -187,12 +204,16 @@ func (n *nemesis) inject(kind string, leader *clusterNode) bool {
 		k := 1 + n.rng.IntN((len(nodes)-1)/2)
 		m := n.mode()
 		n.logf("partition %v | %v (%s)", ids(nodes[:k]), ids(nodes[k:]), m)
+		for _, nd := range nodes[:k] {
+			win.minority = append(win.minority, nd.idx)
+		}
 		cc.cut(m, nodes[:k], nodes[k:])
 		n.hold(500*time.Millisecond, 3*time.Second)
 		cc.net.Heal()
 	case fIsolateLead:
 		m := n.mode()
 		n.logf("isolate leader %s (%s)", leader.id, m)
+		win.minority = []int{leader.idx}
 		cc.cut(m, []*clusterNode{leader}, n.followers(leader))
 		n.hold(500*time.Millisecond, 3*time.Second)
 		cc.net.Heal()

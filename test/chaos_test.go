@@ -60,6 +60,9 @@ type chaosRun struct {
 	workers  int
 	lin      int      // linearizability clients
 	extra    []string // lockd flags (planted bugs)
+	// availBound: a bounded fault (boundedFaults) whose majority side went
+	// longer than majorityBound without a successful write is a violation.
+	availBound bool
 }
 
 // chaosResult is what one run found.
@@ -82,9 +85,10 @@ type chaosResult struct {
 	linTook      time.Duration
 	linOps       int
 	linUnknown   int
-	groups       int           // Raft groups per node
-	perGroup     []groupReplay // what the replay found per group (sharded runs)
-	crossTokens  int           // token values acknowledged in more than one group (allowed)
+	groups       int                 // Raft groups per node
+	perGroup     []groupReplay       // what the replay found per group (sharded runs)
+	crossTokens  int                 // token values acknowledged in more than one group (allowed)
+	sides        map[string]sideGaps // per fault kind: the longest write unavailability on each side
 }
 
 func (r *chaosResult) violate(format string, args ...any) {
@@ -219,6 +223,17 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	}
 	res.linResult = checkLinHistory(recs, start, end, res)
 	res.unavailable = longestGap(acqs, recs, start, end)
+	var over []faultWindowGap
+	res.sides, over = faultGaps(nem.windows, recs)
+	for _, o := range over {
+		msg := fmt.Sprintf("%s at %.2fs (minority %v): no successful write on the majority side for %v, more than election timeout + 1 s",
+			o.w.kind, o.w.start.Sub(start).Seconds(), o.w.minority, o.gap.Round(time.Millisecond))
+		if run.availBound {
+			res.violate("%s", msg)
+		} else {
+			t.Logf("unavailability: %s (not a violation in this run)", msg)
+		}
+	}
 	t.Logf("run %s: %d ops, %d resource writes accepted (%d rejected), %d lost; %d grants (%d handed to queued waiters) in %d log entries; porcupine %s in %v (%d ops, %d of unknown outcome); longest unavailability %v; faults %v; %d violations",
 		run.name, res.ops, accepted, rejected, res.lost, res.grants, res.handovers, res.entries, res.linResult, res.linTook.Round(time.Millisecond), res.linOps, res.linUnknown, res.unavailable.Round(time.Millisecond), res.faults, len(res.violations))
 	for g, pg := range res.perGroup {
@@ -503,6 +518,7 @@ type chaosTable struct {
 	deadChecked                    bool
 	byGroups                       map[int]int // runs by Raft groups per node
 	crossTokens                    int
+	sides                          map[string]sideGaps // per fault kind, the worst of every run
 }
 
 func (tb *chaosTable) add(r *chaosResult) {
@@ -520,6 +536,16 @@ func (tb *chaosTable) add(r *chaosResult) {
 		tb.faults[k] += n
 	}
 	tb.unavailable = max(tb.unavailable, r.unavailable)
+	if tb.sides == nil {
+		tb.sides = map[string]sideGaps{}
+	}
+	for k, g := range r.sides {
+		t := tb.sides[k]
+		t.majority, t.minority = max(t.majority, g.majority), max(t.minority, g.minority)
+		t.majorityMeasured = t.majorityMeasured || g.majorityMeasured
+		t.minorityMeasured = t.minorityMeasured || g.minorityMeasured
+		tb.sides[k] = t
+	}
 	tb.porcupine[r.linResult]++
 	if !r.realTimeLint {
 		tb.earlyUnderClockFaults += r.earlyLeases
@@ -550,7 +576,7 @@ func (tb *chaosTable) String() string {
 	fmt.Fprintf(&b, "%-34s %d (%d handed over to queued waiters, FIFO checked)\n", "grants checked against the log", tb.grants, tb.handovers)
 	fmt.Fprintf(&b, "%-34s %d\n", "faults injected", total)
 	for _, k := range allFaults {
-		fmt.Fprintf(&b, "  %-32s %d\n", k, tb.faults[k])
+		fmt.Fprintf(&b, "  %-32s %d%s\n", k, tb.faults[k], tb.sides[k])
 	}
 	fmt.Fprintf(&b, "%-34s %d\n", "violations", tb.violations)
 	fmt.Fprintf(&b, "%-34s %d\n", "lost acknowledged updates", tb.lost)
@@ -631,7 +657,7 @@ func TestChaosCampaign(t *testing.T) {
 			break
 		}
 		run := chaosRun{name: fmt.Sprintf("campaign-%d", i+1), nodes: 3 + 2*(i%2), groups: campaignGroups(i), faultFor: runFor, seed: seed + uint64(i),
-			kinds: campaignKinds(i), fenced: true, workers: 4, lin: 3}
+			kinds: campaignKinds(i), fenced: true, workers: 4, lin: 3, availBound: long}
 		var r *chaosResult
 		t.Run(run.name, func(t *testing.T) {
 			r = runChaos(t, run)

@@ -158,6 +158,7 @@ type linRecorder struct {
 	unknown                     []int // indices into ops whose Return is set after the run
 	tryagain, notSent, otherErr int
 	otherErrs                   []string
+	writes                      []writeAttempt // every write attempted (chaosLinClient only)
 }
 
 // linClient runs one client until stop is closed or it has recorded linMaxOps
