@@ -121,6 +121,35 @@ func isOutcome(v resp.Value) bool {
 	return !v.IsError() && s == "OK" || v.IsError() && (s == ErrNotApplied.Error() || s == ErrUnknownOutcome.Error())
 }
 
+// writingFollower starts a proxied 3-node cluster and 4 write streams
+// through a follower, and returns once ok of their writes succeeded: the
+// cluster, its fault net, the leader's and the follower's index, and the
+// streams. The test's cleanup heals the net and then closes the streams
+// (hung writes end only when the net heals).
+func writingFollower(t *testing.T, ok int) (*cluster, *faultnet.Net, int, int, *writeStream) {
+	t.Helper()
+	c, fn := proxiedCluster(t)
+	li, _ := c.leader()
+	fi := (li + 1) % 3
+	f := c.node(fi)
+	waitFor(t, 10*time.Second, "the follower to know its leader", func() bool { return f.Serving() && !f.IsLeader() })
+	ws := startWrites(f, 4)
+	t.Cleanup(func() {
+		fn.Heal()
+		ws.close()
+	})
+	waitFor(t, 10*time.Second, "writes through the follower", func() bool {
+		n := 0
+		for _, w := range ws.snapshot() {
+			if !w.end.IsZero() && w.reply.String() == "OK" {
+				n++
+			}
+		}
+		return n >= ok
+	})
+	return c, fn, li, fi, ws
+}
+
 // TestForwardedWritesOutliveACutLeader: a follower receives a steady stream of
 // writes, forwarded to the leader, when the leader's peer links are cut
 // silently (packets dropped, as a packet filter does; the follower's link to
@@ -130,24 +159,7 @@ func isOutcome(v resp.Value) bool {
 // (their result, UNKNOWNOUTCOME, or TRYAGAIN when they never left) within a
 // bound, never only when the partition heals.
 func TestForwardedWritesOutliveACutLeader(t *testing.T) {
-	c, fn := proxiedCluster(t)
-	li, _ := c.leader()
-	fi := (li + 1) % 3
-	f := c.node(fi)
-	waitFor(t, 10*time.Second, "the follower to know its leader", func() bool { return f.Serving() && !f.IsLeader() })
-
-	ws := startWrites(f, 4)
-	defer ws.close()
-	defer fn.Heal() // before close: today's hung writes end only when it heals
-	waitFor(t, 10*time.Second, "writes through the follower", func() bool {
-		ok := 0
-		for _, w := range ws.snapshot() {
-			if !w.end.IsZero() && w.reply.String() == "OK" {
-				ok++
-			}
-		}
-		return ok >= 20
-	})
+	c, fn, li, fi, ws := writingFollower(t, 20)
 
 	// Hold the follower's forwarded writes first (its link to the leader
 	// only: the leader's heartbeats still arrive), so that some are surely
@@ -235,23 +247,7 @@ func TestForwardedWritesOutliveACutLeader(t *testing.T) {
 // UNKNOWNOUTCOME within the election wait, never only when the partition
 // heals.
 func TestForwardedWritesOfACutFollower(t *testing.T) {
-	c, fn := proxiedCluster(t)
-	li, _ := c.leader()
-	fi := (li + 1) % 3
-	f := c.node(fi)
-	waitFor(t, 10*time.Second, "the follower to know its leader", func() bool { return f.Serving() && !f.IsLeader() })
-
-	ws := startWrites(f, 4)
-	defer ws.close()
-	defer fn.Heal()
-	waitFor(t, 10*time.Second, "writes through the follower", func() bool {
-		for _, w := range ws.snapshot() {
-			if !w.end.IsZero() && w.reply.String() == "OK" {
-				return true
-			}
-		}
-		return false
-	})
+	c, fn, _, fi, ws := writingFollower(t, 1)
 
 	cutAt := time.Now()
 	fn.Set(faultnet.Drop, 0, linksOf(c, fi)...)
