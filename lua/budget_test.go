@@ -2,6 +2,7 @@ package lua
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lockd/lockd/resp"
 )
@@ -26,20 +27,7 @@ func TestBudgetStopsRunawayScriptsDeterministically(t *testing.T) {
 		`table.sort({3,2,1,5,4,6,7,8,9}, function(a, b) while true do redis.call('ping') end end)`,
 		`string.gsub(string.rep('a', 100), 'a', function() while true do redis.call('ping') end end)`,
 	} {
-		var calls []int
-		for i := 0; i < 2; i++ {
-			e := New()
-			sha, err := e.Load([]byte(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := &countingHost{}
-			v := e.Run(sha, nil, nil, h, Limits{MaxInstructions: budget})
-			if !IsBudgetError(v) || string(v.Str) != "ERR script exceeded its instruction budget of 10000 instructions" {
-				t.Fatalf("%q: got %s", src, render(v))
-			}
-			calls = append(calls, h.n)
-		}
+		calls := []int{callsAtBudgetStop(t, src, budget, 20*time.Second), callsAtBudgetStop(t, src, budget, 20*time.Second)}
 		if calls[0] != calls[1] || calls[0] == 0 {
 			t.Errorf("%q: stopped after %d then %d host calls", src, calls[0], calls[1])
 		}

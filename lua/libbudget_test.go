@@ -55,21 +55,11 @@ func TestLibraryWorkIsCounted(t *testing.T) {
 			src := "redis.call('ping') " + c.src
 			var calls []int
 			for i := 0; i < 2; i++ {
-				e := New()
-				sha, err := e.Load([]byte(src))
-				if err != nil {
-					t.Fatal(err)
-				}
-				h := &countingHost{}
 				start := time.Now()
-				v := runBounded(t, e, sha, h, Limits{MaxInstructions: budget}, 20*time.Second)
-				if !IsBudgetError(v) || string(v.Str) != fmt.Sprintf("ERR script exceeded its instruction budget of %d instructions", budget) {
-					t.Fatalf("got %.200q", render(v))
-				}
+				calls = append(calls, callsAtBudgetStop(t, src, budget, 20*time.Second))
 				if took := time.Since(start); took > 2*time.Second {
 					t.Errorf("stopped after %v", took)
 				}
-				calls = append(calls, h.n)
 			}
 			if calls[0] != calls[1] {
 				t.Errorf("stopped after %d then %d host calls", calls[0], calls[1])
@@ -132,4 +122,22 @@ func TestCancelInsideLibraryCall(t *testing.T) {
 	if !IsKilledError(v) {
 		t.Fatalf("got %.200q", render(v))
 	}
+}
+
+// callsAtBudgetStop runs src in a fresh engine with budget instructions
+// (failing the test unless it returns within wait with the budget error) and
+// returns how many host calls it made before it was stopped.
+func callsAtBudgetStop(t *testing.T, src string, budget int64, wait time.Duration) int {
+	t.Helper()
+	e := New()
+	sha, err := e.Load([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &countingHost{}
+	v := runBounded(t, e, sha, h, Limits{MaxInstructions: budget}, wait)
+	if !IsBudgetError(v) || string(v.Str) != fmt.Sprintf("ERR script exceeded its instruction budget of %d instructions", budget) {
+		t.Fatalf("%.80q: got %.200q", src, render(v))
+	}
+	return h.n
 }

@@ -140,10 +140,18 @@ func (s *Store) checkSessions(r command.Request) (resp.Value, bool) {
 // errTxSessionOpen refuses a SESSION.OPEN inside MULTI (checkSessions).
 const errTxSessionOpen = "ERR SESSION.OPEN inside MULTI is not available to this user: open the session outside the transaction"
 
+// sessionCommands are the commands checkTxSessions looks at, by spec name.
+var sessionCommands = map[string]bool{"session.open": true, "session.close": true, "session.keepalive": true, "lock.acquire": true}
+
 // checkTxSessions is checkSessions for a transaction's commands.
 func (s *Store) checkTxSessions(tx command.Tx, user string) (resp.Value, bool) {
 	var ops []command.Op
 	for _, args := range tx.Cmds {
+		// Parse only the session commands (the FSM parses the rest when it
+		// applies the transaction).
+		if spec, ok := command.Lookup(args[0]); !ok || !sessionCommands[spec.Name] {
+			continue
+		}
 		op, _, err := command.Parse(args)
 		if err != nil {
 			continue // the transaction answers it

@@ -57,7 +57,7 @@ const pipeVersion = pipeVersionOwners
 // The pipe versions that announce what a follower applies.
 const (
 	pipeVersionBatch  byte = 2 // batch entries
-	pipeVersionOwners byte = 3 // session owners (settings.go)
+	pipeVersionOwners byte = 3 // session owners (owners.go)
 )
 
 // batchEntries reports whether this leader may put a run of writes into one

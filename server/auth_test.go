@@ -38,17 +38,7 @@ func TestRequirePassEndToEnd(t *testing.T) {
 	}
 
 	get := func(path, user, pass string) (int, string) {
-		req, _ := http.NewRequest("GET", "http://"+s.HTTPAddr()+path, nil)
-		if user != "" {
-			req.SetBasicAuth(user, pass)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		return httpCall(t, s, "GET", path, user, pass, "")
 	}
 	if code, _ := get("/v1/locks/payouts%2F1", "", ""); code != http.StatusUnauthorized {
 		t.Errorf("HTTP without credentials: %d", code)
@@ -137,15 +127,7 @@ func TestSessionOwnersEndToEnd(t *testing.T) {
 	hid, hheld := session("billing/payroll")
 	call := func(method, path, user, pass, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+s.HTTPAddr()+path, strings.NewReader(body))
-		req.SetBasicAuth(user, pass)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		return httpCall(t, s, method, path, user, pass, body)
 	}
 	for _, c := range []struct{ method, path, body string }{
 		{"POST", "/v1/sessions/" + hid + ":keepalive", ""},
@@ -197,4 +179,21 @@ func startWithPassword(t *testing.T, pass string) *Server {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// httpCall sends method path with body to s's HTTP port, with Basic
+// credentials unless user is "", and returns the status and the body.
+func httpCall(t *testing.T, s *Server, method, path, user, pass, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+s.HTTPAddr()+path, strings.NewReader(body))
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }
