@@ -391,26 +391,10 @@ func (c *conn) flushBatch(batch []command.Request, at []int, replies []resp.Valu
 			break
 		}
 	}
-	// MGET and HMGET name each key once in the store (output.go).
-	var expands [][]int
-	run := batch
-	for i := range batch {
-		r := batch[i]
-		if x := dedupe(&r); x != nil {
-			if expands == nil {
-				expands = make([][]int, len(batch))
-				run = append([]command.Request(nil), batch...)
-			}
-			expands[i], run[i] = x, r
-		}
-	}
 	started := time.Now()
-	res := c.srv.store.Do(ctx, run)
+	res := c.srv.store.Do(ctx, batch)
 	took := time.Since(started) // the batch's commands share one round through the log
 	for i, v := range res {
-		if expands != nil {
-			v = expand(v, expands[i])
-		}
 		replies[at[i]] = v
 		c.observe(batch[i].Spec.Name, batch[i].Args, v, took)
 	}

@@ -72,9 +72,6 @@ func (s *Server) multiplexingAPI() string {
 type loopSlot struct {
 	c  *conn
 	at int
-	// dedup, for a request dedupe rewrote, maps the original's names to the
-	// rewritten reply (expand); nil otherwise.
-	dedup []int
 }
 
 // parseTurn parses every complete request c has buffered into the turn's batch
@@ -121,9 +118,8 @@ func (c *conn) parseTurn(batch []command.Request, slots []loopSlot) ([]command.R
 			continue
 		}
 		r := command.Request{Args: args, Op: op, Spec: spec, User: c.userName()}
-		dedup := dedupe(&r)
 		batch = append(batch, r)
-		slots = append(slots, loopSlot{c, len(t.replies), dedup})
+		slots = append(slots, loopSlot{c, len(t.replies)})
 		t.replies, t.protos = append(t.replies, resp.Value{}), append(t.protos, proto)
 		if t.units += replyUnits(op); t.units >= c.batchUnits() && c.rd.start != c.rd.end {
 			// More is buffered than one batch's replies should copy: the

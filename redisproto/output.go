@@ -20,31 +20,28 @@ import (
 //     reply that would take the client's output past the limit is never
 //     rendered, and the client is disconnected (counted as an output
 //     disconnect). One MGET naming a 1 MB value 1,500 times is not built.
-//   - Batching. The store builds the replies of a whole batch before any is
-//     rendered, so a pipeline of GETs of a large value is cut into batches of
-//     at most batchUnits values (replyUnits counts the values a request's
-//     reply may copy): half the limit's worth at the largest value the store
+//   - Batching. A batch's replies are rendered before any is written, so a
+//     pipeline of GETs of a large value, which a client that reads must get
+//     whole, is cut into batches of at most batchUnits values (replyUnits
+//     counts the values a request's reply may render): half the limit's worth at the largest value the store
 //     accepts (Config.MaxValueBytes), until the connection's replies have
 //     shown how large its values are (conn.unitBytes, the largest per value
 //     seen), and never more than maxBatchUnits. The event loop hands a
 //     connection with more than that buffered to its goroutine, which
 //     answers batch after batch, each written before the next is read.
-//   - Repeated names. MGET k k k … copies the value once per name; the store
-//     is asked for each key once and the reply repeats the same bytes
-//     (dedupe); HMGET's fields likewise.
+//   - No copies in the store. The store's replies alias the keyspace's
+//     values (resp.BulkRef; hash fields alike), so MGET k k k … or a
+//     transaction of GETs costs its headers until it is rendered here.
 //   - Stalls. Replies are written in chunks, each with a deadline: a client
 //     that takes none of a chunk for outputStall (Config.OutputStall,
 //     default 60 s, Redis's soft-limit seconds for subscribers) is
 //     disconnected, so that a client that pipelines and never reads does not
 //     hold its goroutine and its batch for ever.
 //
-// The store does not copy the values it reads into replies (resp.BulkRef:
-// replies alias the keyspace's immutable strings), so a reply of many large
-// values, a transaction's included, costs its headers until it is rendered
-// here. What a script builds from what it reads is bounded by the script
-// engine's allocation budget (its dry run), not here.
+// What a script builds from what it reads (Lua strings are copies) is bounded
+// by the script engine's allocation budget (its dry run), not here.
 
-// maxBatchUnits bounds the values one batch's replies may copy, whatever the
+// maxBatchUnits bounds the values one batch's replies may render, whatever the
 // connection's values have looked like so far.
 const maxBatchUnits = 32
 
@@ -57,11 +54,6 @@ const defaultOutputStall = 60 * time.Second
 
 // writeChunk is the most written with one deadline (conn.write).
 const writeChunk = 256 << 10
-
-// dedupeFrom is the number of names from which MGET and HMGET are checked
-// for repeats (below it a repeat copies at most this many values, no more
-// than a batch of GETs).
-const dedupeFrom = 8
 
 func (s *Server) maxValue() int64 {
 	if s.cfg.MaxValueBytes > 0 {
@@ -77,9 +69,8 @@ func (s *Server) outputStall() time.Duration {
 	return defaultOutputStall
 }
 
-// replyUnits is how many stored values the reply to op may copy: one for a
-// command that answers a value, one per name for MGET and HMGET (after
-// dedupe), and a whole batch's worth for a command that answers a whole hash
+// replyUnits is how many stored values the reply to op may render: one for a
+// command that answers a value, one per name for MGET and HMGET, and a whole batch's worth for a command that answers a whole hash
 // or a list of keys, which so runs in a batch of its own.
 func replyUnits(op command.Op) int {
 	switch op := op.(type) {
@@ -100,7 +91,7 @@ func replyUnits(op command.Op) int {
 }
 
 // batchUnits is how many values (replyUnits) one batch of c's requests may
-// copy before the batch is cut.
+// render before the batch is cut.
 func (c *conn) batchUnits() int {
 	per := c.unitBytes
 	if per <= 0 {
@@ -206,65 +197,4 @@ func bulkSize(n int) int64 { return intLen(int64(n)) + 3 + int64(n) + 2 }
 func intLen(n int64) int64 {
 	var b [20]byte
 	return int64(len(strconv.AppendInt(b[:0], n, 10)))
-}
-
-// dedupe rewrites a request that names the same key (MGET) or hash field
-// (HMGET) more than once to name each once, and returns for each name of the
-// original its position in the rewritten reply (nil: r is unchanged). The
-// rewritten request's Args are a new slice; the original's are not touched.
-func dedupe(r *command.Request) []int {
-	var names [][]byte
-	var rebuild func(uniq [][]byte)
-	switch op := r.Op.(type) {
-	case command.MGet:
-		names = op.Keys
-		rebuild = func(uniq [][]byte) {
-			r.Op = command.MGet{Keys: uniq}
-			r.Args = append([][]byte{r.Args[0]}, uniq...)
-		}
-	case command.HMGet:
-		names = op.Fields
-		rebuild = func(uniq [][]byte) {
-			r.Op = command.HMGet{Key: op.Key, Fields: uniq}
-			r.Args = append([][]byte{r.Args[0], r.Args[1]}, uniq...)
-		}
-	default:
-		return nil
-	}
-	if len(names) < dedupeFrom {
-		return nil
-	}
-	seen := make(map[string]int, len(names))
-	at := make([]int, len(names))
-	var uniq [][]byte
-	for i, n := range names {
-		j, ok := seen[string(n)]
-		if !ok {
-			j = len(uniq)
-			seen[string(n)] = j
-			uniq = append(uniq, n)
-		}
-		at[i] = j
-	}
-	if len(uniq) == len(names) {
-		return nil
-	}
-	rebuild(uniq)
-	return at
-}
-
-// expand turns the reply to a request dedupe rewrote back into the reply to
-// the original: one element per original name, sharing the bytes of the
-// rewritten reply's elements. Any other reply (an error) is returned as is.
-func expand(v resp.Value, at []int) resp.Value {
-	if at == nil || v.Kind != resp.KindArray {
-		return v
-	}
-	out := make([]resp.Value, len(at))
-	for i, j := range at {
-		if j < len(v.Elems) {
-			out[i] = v.Elems[j]
-		}
-	}
-	return resp.Array(out...)
 }

@@ -66,7 +66,6 @@ func (p *turnParts) fill(i int, v resp.Value, took time.Duration) bool {
 	}
 	p.filled[i] = true
 	sl := p.slots[i]
-	v = expand(v, sl.dedup)
 	sl.c.lt.replies[sl.at] = v
 	sl.c.observe(p.batch[i].Spec.Name, p.batch[i].Args, v, took)
 	return true
