@@ -69,7 +69,9 @@ func cmdClientKill(c *conn, a [][]byte) resp.Value {
 func (s *Server) killClients(match func(*conn) bool) int {
 	n := 0
 	for _, x := range s.clients() {
-		if match(x) {
+		// A client killed before stays listed until its owner ends it: it
+		// is gone for CLIENT KILL at once, as in Redis.
+		if match(x) && !x.killedByClient.Swap(true) {
 			x.kill()
 			n++
 		}

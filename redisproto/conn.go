@@ -21,7 +21,11 @@ import (
 // that are already buffered: a pipeline), answers them in order and flushes
 // once. Exactly one of them owns the connection at a time.
 type conn struct {
-	srv *Server
+	// killedByClient is set by the CLIENT KILL that closed the connection
+	// (killClients): a later one no longer finds it, although it stays listed
+	// until its owner ends it.
+	killedByClient atomic.Bool
+	srv            *Server
 	// The socket: nc while a goroutine owns the connection; while the event
 	// loop owns it, fd, a descriptor of the loop's own, and nc is nil
 	// (loop_linux.go: detach, attach). Only the owner changes them, under
