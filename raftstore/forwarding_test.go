@@ -238,6 +238,17 @@ func TestForwardedWritesOutliveACutLeader(t *testing.T) {
 	if d := firstOK.Sub(electedAt); d > time.Second {
 		t.Errorf("the first write through the follower succeeded %v after the new leader was elected (bound 1s)", d.Round(time.Millisecond))
 	}
+	// The majority side noticed the silent leader itself (contact.go), not
+	// at hashicorp/raft's next random timer.
+	pokes := int64(0)
+	for j := range c.peers {
+		if j != li {
+			pokes += c.node(j).metrics.contactPokes.Load()
+		}
+	}
+	if pokes == 0 {
+		t.Error("no follower ran its silent-leader check early (raft_silent_leader_checks 0 on both)")
+	}
 	t.Logf("cut → new leader %v; cut → first successful write through the follower %v; %d writes in flight at the cut, the last answered %v after it",
 		electedAt.Sub(cutAt).Round(time.Millisecond), firstOK.Sub(cutAt).Round(time.Millisecond), len(inFlight), longest.Round(time.Millisecond))
 }

@@ -203,6 +203,8 @@ func (s *Store) snapshotLoop() {
 // (ReloadConfig; the other reloadable settings stay). Called on the FSM
 // goroutine as a snapshot is captured, before the log is compacted.
 func (s *Store) setTrailingLogs(r *raft.Raft, n uint64) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
 	rc := r.ReloadableConfig()
 	rc.TrailingLogs = n
 	if err := r.ReloadConfig(rc); err != nil {

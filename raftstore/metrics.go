@@ -25,6 +25,7 @@ type storeMetrics struct {
 	scriptsBounded   atomic.Int64         // scripts admitted without a dry run (lua.Engine.Bounded)
 	lingered         atomic.Int64         // queued acquires the leader held back for the next write (linger.go)
 	lingeredAlone    atomic.Int64         // of those, proposed without a write: none came within lingerMax
+	contactPokes     atomic.Int64         // follower heartbeat checks run early on a silent leader (contact.go)
 }
 
 // latencyBuckets run from 100µs to about 3 s.

@@ -286,6 +286,7 @@ type Store struct {
 	// leaderAsks counts this node's waiters asking the leader (askLeader).
 	leaderAsks atomic.Int64
 	leaders    leaderWatch // this node's view of the leader, and the forwarded calls it bounds (leaderwatch.go)
+	reloadMu   sync.Mutex  // serialises raft.ReloadConfig's read-modify-write (setTrailingLogs, pokeFollower)
 	rates      rateLimits  // leader only: the namespaces' RATE
 	metrics    *storeMetrics
 
@@ -459,17 +460,18 @@ func Open(cfg Config) (*Store, error) {
 	// follower's apply: the leader nudges the followers instead when it grants
 	// a waiter whose request is not on the leader (nudgeFollowers).
 	rc.CommitTimeout = commitTimeout
-	// A single voter elects itself after one heartbeat timeout: keep it short so
-	// that a restart serves again quickly.
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
+	// heartbeatTimeout: see contact.go.
+	rc.HeartbeatTimeout = heartbeatTimeout
+	rc.ElectionTimeout = heartbeatTimeout
 	// A leader that heard from no majority for this long steps down. No
 	// follower starts an election before a heartbeat timeout without the
 	// leader, so a shorter lease only stops a leader early: at 250 ms, a
 	// 3-node cluster on a saturated 2-core machine (1.5 MB writes) lost its
 	// leader in 3 of 8 runs to collections that stalled a node for 300-400 ms;
-	// at 500 ms in none of 8 (raftstore/DESIGN.md).
-	rc.LeaderLeaseTimeout = 500 * time.Millisecond
+	// at 500 ms in none of 8 (raftstore/DESIGN.md). It stays a few
+	// milliseconds under the heartbeat timeout, which pokeFollower lowers by
+	// one for a moment (hashicorp/raft wants lease ≤ heartbeat timeout).
+	rc.LeaderLeaseTimeout = heartbeatTimeout - 5*time.Millisecond
 
 	m := newMachine()
 	m.bytes = newLogBytes(cmp.Or(cfg.LogBytes, DefaultLogBytes)/2, rc.TrailingLogs)
@@ -577,7 +579,8 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.fwd = forward.NewClient(dial, forward.Options{Logger: lg})
 	s.observeLeader()
-	s.wg.Add(6)
+	s.wg.Add(7)
+	go s.watchContact()
 	go s.snapshotLoop()
 	go s.watchLeadership()
 	go s.expiryLoop()
@@ -684,6 +687,7 @@ func (s *Store) Stats() [][2]string {
 		{"raft_log_time_ms", strconv.FormatInt(s.m.now(), 10)},
 		{"raft_log_write_batches", strconv.FormatUint(s.logs.Batches(), 10)},
 		{"raft_snapshots_by_bytes", strconv.FormatInt(s.metrics.snapshotsByBytes.Load(), 10)}, // a Node's groups share their metrics: every group's
+		{"raft_silent_leader_checks", strconv.FormatInt(s.metrics.contactPokes.Load(), 10)},
 	}
 }
 
