@@ -138,22 +138,23 @@ func (c *conn) closeSocket() {
 
 // serve answers the connection on this goroutine until it ends (false: the
 // caller ends it, endConn) or the event loop takes it back (true: the loop owns
-// it now; the caller must not touch it).
+// it now; the caller must not touch it). Each request goes through the
+// pipeline (step); serve runs the local commands, ends a batch and sends it.
 func (c *conn) serve() (toLoop bool) {
 	var batch []command.Request
 	var batchAt []int // reply slot of each batched request
-	var replies []resp.Value
-	var protos []int // the protocol each reply is written in: HELLO may switch mid-pipeline
+	var a answers
 	for {
 		c.auth.stale = true // re-read the users for the next batch (auth.go)
 		c.batchView = nil   // a redirect is confirmed on a View of this batch (moved.go)
-		replies, protos = replies[:0], protos[:0]
+		a.replies, a.protos, a.units = a.replies[:0], a.protos[:0], 0
 		batch, batchAt = batch[:0], batchAt[:0]
 		var perr error
 		plain := true // every command of the batch is one the loop serves
 		// The values the batch's replies may copy: past maxUnits the batch
 		// is answered before more is read (output.go).
-		units, maxUnits := 0, c.batchUnits()
+		maxUnits := c.batchUnits()
+	read:
 		for n := 0; ; n++ {
 			args, err := c.rd.next(n == 0)
 			if err != nil {
@@ -163,66 +164,40 @@ func (c *conn) serve() (toLoop bool) {
 			if args == nil {
 				break
 			}
-			if v, denied := c.admit(args); denied {
-				replies, protos = append(replies, v), append(protos, c.protocol())
+			q := request{args: args}
+			var f fate
+			switch batch, f = c.step(&q, &a, batch); f {
+			case fateAnswered:
 				if c.quit {
-					break
+					break read
 				}
 				continue
-			}
-			if c.protocol() == 2 && c.subCount() > 0 && !allowedSubscribed(args[0]) && known(args[0]) {
-				replies = append(replies, resp.Error("ERR Can't execute '"+strings.ToLower(string(args[0]))+
-					"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
-				protos = append(protos, 2)
+			case fateInState:
 				plain = false
 				continue
-			}
-			if c.tx != nil && !txControl(args[0]) {
-				replies = append(replies, c.enqueue(args))
-				protos = append(protos, c.protocol())
-				plain = false
-				continue
-			}
-			if spec, ok := command.Lookup(args[0]); ok {
-				c.touch(spec.Name)
-				protos = append(protos, c.protocol())
-				if c.clusterAware { // -MOVED (moved.go); plain connections pay nothing
-					if v, ok := c.moved(spec, args); ok {
-						replies = append(replies, v)
-						c.observe(spec.Name, args, v, 0)
-						continue
-					}
-				}
-				op, err := spec.Parse(args)
-				if err != nil {
-					replies = append(replies, resp.Error(err.Error()))
-					c.observe(spec.Name, args, replies[len(replies)-1], 0)
-					continue
-				}
-				batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.userName()})
+			case fateBatched:
 				plain = plain && !batch[len(batch)-1].Blocks()
-				batchAt = append(batchAt, len(replies))
-				replies = append(replies, resp.Value{})
-				if units += replyUnits(op); units >= maxUnits {
-					break
+				batchAt = append(batchAt, len(a.replies)-1)
+				if a.units >= maxUnits {
+					break read
 				}
 				continue
 			}
 			// A local command: keyspace commands before it are answered first.
 			plain = false
-			replies = c.flushBatch(batch, batchAt, replies)
+			a.replies = c.flushBatch(batch, batchAt, a.replies)
 			batch, batchAt = batch[:0], batchAt[:0]
 			if pubsubCommand(args[0]) {
 				// Its confirmations are queued directly: send what precedes them.
-				if !c.sendReplies(replies, protos, 0) {
+				if !c.sendReplies(a.replies, a.protos, 0) {
 					return false
 				}
-				replies, protos = replies[:0], protos[:0]
+				a.replies, a.protos = a.replies[:0], a.protos[:0]
 			}
 			started := time.Now()
-			replies = append(replies, c.local(args))
-			c.observe(localName(args), args, replies[len(replies)-1], time.Since(started))
-			protos = append(protos, c.protocol())
+			v := c.local(args)
+			c.observe(localName(args), args, v, time.Since(started))
+			a.add(v, c.protocol())
 			if c.quit {
 				break
 			}
@@ -230,9 +205,9 @@ func (c *conn) serve() (toLoop bool) {
 				break // answer a long pipeline in slices
 			}
 		}
-		replies = c.flushBatch(batch, batchAt, replies)
-		replies, protos = c.readFailed(perr, replies, protos)
-		if !c.sendReplies(replies, protos, units) {
+		a.replies = c.flushBatch(batch, batchAt, a.replies)
+		a.replies, a.protos = c.readFailed(perr, a.replies, a.protos)
+		if !c.sendReplies(a.replies, a.protos, a.units) {
 			return false
 		}
 		if perr != nil || c.quit {
@@ -242,16 +217,6 @@ func (c *conn) serve() (toLoop bool) {
 			return true
 		}
 	}
-}
-
-// admit counts a request read from c, shows it to MONITOR and checks it
-// (auth.go): denied, with the reply (NOAUTH, NOPERM) to send instead. Both
-// the goroutine and the event loop call it first for every request, so that
-// they count, show and refuse alike.
-func (c *conn) admit(args [][]byte) (resp.Value, bool) {
-	c.srv.stats.commands.Add(1)
-	c.srv.monitors.feed(c, args)
-	return c.authorize(args)
 }
 
 // noReply marks a reply slot whose bytes were already queued (pub/sub

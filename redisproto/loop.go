@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/lockd/lockd/raftstore/command"
-	"github.com/lockd/lockd/resp"
 )
 
 // The event loop (Linux; loop_linux.go) is the front door's fast path, as
@@ -49,13 +48,11 @@ var errWouldBlock = errors.New("would block")
 
 // loopTurn is the loop's scratch for one connection during one turn.
 type loopTurn struct {
-	replies  []resp.Value
-	protos   []int
+	answers  // the turn's replies and the values they may copy
 	out      []byte
 	rerr     error // what ended reading (nil: nothing; errWouldBlock is not kept)
 	perr     error // what ended parsing: a protocol error or the query buffer limit
 	handoff  bool  // a command was left unread for the connection's goroutine
-	units    int   // the values the turn's replies may copy (replyUnits)
 	overflow bool  // the replies would pass the output buffer limit: the connection ends
 }
 
@@ -78,6 +75,7 @@ type loopSlot struct {
 // (its keyspace requests) and c's reply slots (the rest are answered here:
 // NOAUTH, NOPERM, syntax errors). It stops at the first command the loop does
 // not serve, leaving it unread for the connection's goroutine (lt.handoff).
+// Each request it serves goes through the pipeline (step), as in conn.serve.
 func (c *conn) parseTurn(batch []command.Request, slots []loopSlot) ([]command.Request, []loopSlot) {
 	t := &c.lt
 	for {
@@ -90,38 +88,24 @@ func (c *conn) parseTurn(batch []command.Request, slots []loopSlot) ([]command.R
 		if args == nil {
 			return batch, slots
 		}
-		spec, ok := command.Lookup(args[0])
-		var op command.Op
-		var perr error
-		if ok {
-			op, perr = spec.Parse(args)
-		}
-		if !ok || perr == nil && (command.Request{Op: op}).Blocks() {
+		q := request{args: args}
+		q.parse()
+		if q.spec == nil || q.perr == nil && (command.Request{Op: q.op}).Blocks() {
 			c.rd.start = mark // unread: the goroutine parses it again
 			t.handoff = true
 			return batch, slots
 		}
-		// As conn.serve does it, in its order.
-		proto := c.protocol()
-		if v, denied := c.admit(args); denied {
-			t.replies, t.protos = append(t.replies, v), append(t.protos, proto)
+		// A connection in the loop is in no state the loop does not serve
+		// (loopReady): the pipeline answers the request or batches it.
+		var f fate
+		if batch, f = c.step(&q, &t.answers, batch); f != fateBatched {
 			if c.quit {
 				return batch, slots
 			}
 			continue
 		}
-		c.touch(spec.Name)
-		if perr != nil {
-			v := resp.Error(perr.Error())
-			t.replies, t.protos = append(t.replies, v), append(t.protos, proto)
-			c.observe(spec.Name, args, v, 0)
-			continue
-		}
-		r := command.Request{Args: args, Op: op, Spec: spec, User: c.userName()}
-		batch = append(batch, r)
-		slots = append(slots, loopSlot{c, len(t.replies)})
-		t.replies, t.protos = append(t.replies, resp.Value{}), append(t.protos, proto)
-		if t.units += replyUnits(op); t.units >= c.batchUnits() && c.rd.start != c.rd.end {
+		slots = append(slots, loopSlot{c, len(t.replies) - 1})
+		if t.units >= c.batchUnits() && c.rd.start != c.rd.end {
 			// More is buffered than one batch's replies should copy: the
 			// connection's goroutine answers it batch by batch (output.go).
 			t.handoff = true
