@@ -151,11 +151,11 @@ func (a authorizing) Do(ctx context.Context, reqs []command.Request) []resp.Valu
 	var at []int
 	for i, r := range reqs {
 		if len(r.Args) == 0 {
-			out[i] = resp.Error(string(command.ErrNoPermCommand(r.Spec.Name)))
+			out[i] = command.ErrNoPermCommand(r.Spec.Name).Reply()
 			continue
 		}
 		if err := u.Authorize(command.FullName(r.Args), r.Args); err != nil {
-			out[i] = resp.Error(err.Error())
+			out[i] = command.ErrorReply(err)
 			continue
 		}
 		allowed = append(allowed, r)

@@ -1,3 +1,5 @@
+//go:build faults
+
 package httpapi
 
 import (
@@ -9,7 +11,8 @@ import (
 
 // FaultControl is the fault-injection surface of a process started for the
 // test/ fault suite (lockd's hidden fault flags). Production processes have
-// none, and then the endpoint below does not exist.
+// none, and then the endpoint below does not exist: this file builds only
+// with the faults tag, so the default binary cannot serve it.
 type FaultControl interface {
 	// SetFault sets one named fault (for instance "fsync_delay" to "200ms"); an
 	// unknown name or a bad value is an error and changes nothing.

@@ -1,3 +1,5 @@
+//go:build faults
+
 package httpapi
 
 import (

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockd/lockd/outcome"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
@@ -42,9 +43,10 @@ func (h v1) register(mux *http.ServeMux) {
 }
 
 type apiError struct {
-	status int
-	code   string
-	msg    string
+	status  int
+	code    string
+	msg     string
+	retryMS int64 // 429: when to come back, from the reply (Retry-After)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -55,37 +57,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func fail(w http.ResponseWriter, e apiError) {
 	if e.status == http.StatusTooManyRequests {
-		// "… retry in N ms": Retry-After is in whole seconds.
-		secs := int64(1)
-		if _, after, ok := strings.Cut(e.msg, "retry in "); ok {
-			if ms, err := strconv.ParseInt(strings.TrimSuffix(after, " ms"), 10, 64); err == nil {
-				secs = max(1, (ms+999)/1000)
-			}
-		}
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		// Retry-After is in whole seconds.
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, (e.retryMS+999)/1000), 10))
 	}
 	writeJSON(w, e.status, map[string]string{"error": e.msg, "code": e.code})
 }
 
-// replyError turns an error reply into an HTTP error.
+// replyError turns an error reply into an HTTP error: the status by the
+// reply's outcome, the code and message are the reply's text (its first word
+// and the whole).
 func replyError(v resp.Value) apiError {
 	text := v.String()
 	code, _, _ := strings.Cut(text, " ")
-	switch code {
-	case "NOSESSION":
-		return apiError{http.StatusNotFound, code, text}
-	case "TRYAGAIN":
-		return apiError{http.StatusServiceUnavailable, code, text}
-	case "UNKNOWNOUTCOME":
-		return apiError{http.StatusBadGateway, code, text}
-	case "WRONGTYPE":
-		return apiError{http.StatusConflict, code, text}
-	case "NOPERM": // auth.go
-		return apiError{http.StatusForbidden, code, text}
-	case "QUEUEFULL", "RATELIMITED":
-		return apiError{http.StatusTooManyRequests, code, text}
+	e := apiError{status: http.StatusBadRequest, code: code, msg: text}
+	switch v.Outcome {
+	case outcome.NoSession:
+		e.status = http.StatusNotFound
+	case outcome.NotApplied, outcome.ReadNotServed, outcome.ShuttingDown, outcome.Moving:
+		e.status = http.StatusServiceUnavailable
+	case outcome.Unknown:
+		e.status = http.StatusBadGateway
+	case outcome.WrongType:
+		e.status = http.StatusConflict
+	case outcome.Denied:
+		e.status = http.StatusForbidden
+	case outcome.QueueFull, outcome.RateLimited:
+		e.status, e.retryMS = http.StatusTooManyRequests, v.Int
 	}
-	return apiError{http.StatusBadRequest, code, text}
+	return e
 }
 
 // run parses and runs one command.
@@ -114,7 +113,7 @@ func decode(r *http.Request, v any) *apiError {
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &apiError{http.StatusBadRequest, "BADJSON", "request body: " + err.Error()}
+		return &apiError{status: http.StatusBadRequest, code: "BADJSON", msg: "request body: " + err.Error()}
 	}
 	return nil
 }
@@ -148,7 +147,7 @@ func (h v1) openSession(w http.ResponseWriter, r *http.Request) {
 func (h v1) sessionAction(w http.ResponseWriter, r *http.Request) {
 	id, action, ok := strings.Cut(r.PathValue("rest"), ":")
 	if !ok || action != "keepalive" {
-		fail(w, apiError{http.StatusNotFound, "NOTFOUND", "unknown session action"})
+		fail(w, apiError{status: http.StatusNotFound, code: "NOTFOUND", msg: "unknown session action"})
 		return
 	}
 	v, e := h.run(r.Context(), "SESSION.KEEPALIVE", id)
@@ -172,7 +171,7 @@ func (h v1) lockAction(w http.ResponseWriter, r *http.Request) {
 	rest := r.PathValue("rest")
 	i := strings.LastIndexByte(rest, ':')
 	if i < 0 {
-		fail(w, apiError{http.StatusNotFound, "NOTFOUND", "use /v1/locks/{name}:acquire or :release"})
+		fail(w, apiError{status: http.StatusNotFound, code: "NOTFOUND", msg: "use /v1/locks/{name}:acquire or :release"})
 		return
 	}
 	name, action := rest[:i], rest[i+1:]
@@ -182,7 +181,7 @@ func (h v1) lockAction(w http.ResponseWriter, r *http.Request) {
 	case "release":
 		h.release(w, r, name)
 	default:
-		fail(w, apiError{http.StatusNotFound, "NOTFOUND", "unknown lock action " + strconv.Quote(action)})
+		fail(w, apiError{status: http.StatusNotFound, code: "NOTFOUND", msg: "unknown lock action " + strconv.Quote(action)})
 	}
 }
 
@@ -214,7 +213,7 @@ func (h v1) acquire(w http.ResponseWriter, r *http.Request, name string) {
 	case "semaphore":
 		args = append(args, "LIMIT", strconv.FormatInt(in.Limit, 10))
 	default:
-		fail(w, apiError{http.StatusBadRequest, "ERR", `mode must be "exclusive", "shared" or "semaphore" (with "limit")`})
+		fail(w, apiError{status: http.StatusBadRequest, code: "ERR", msg: `mode must be "exclusive", "shared" or "semaphore" (with "limit")`})
 		return
 	}
 	if in.Reentrant {

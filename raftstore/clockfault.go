@@ -1,3 +1,5 @@
+//go:build faults
+
 package raftstore
 
 import (
@@ -7,7 +9,8 @@ import (
 
 // FaultClock is a monotonic clock for fault-injection tests (Config.Now): a
 // test can make it jump and change its rate while the store runs. It starts at
-// the real time and rate. Every method is safe for concurrent use.
+// the real time and rate. Every method is safe for concurrent use. It builds
+// only with the faults tag.
 //
 // It shifts what the store takes for elapsed time, the way a misbehaving
 // hypervisor or a paused VM does. The leader's log time follows it, so a

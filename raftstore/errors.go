@@ -3,7 +3,10 @@ package raftstore
 import (
 	"errors"
 
+	"github.com/lockd/lockd/outcome"
+	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/fsm"
+	"github.com/lockd/lockd/resp"
 )
 
 // The outcomes of a write that did not simply succeed. Their texts are RESP error
@@ -30,3 +33,31 @@ var (
 	// ErrClosed: the store is shut down.
 	ErrClosed = errors.New("TRYAGAIN server is shutting down")
 )
+
+// outcomeOf is the outcome of a request that ended in err: the errors above
+// (by identity, wrapped or not) name theirs; any other error is a reply of
+// the command's own (outcome.Done).
+func outcomeOf(err error) outcome.Outcome {
+	switch {
+	case errors.Is(err, ErrNotApplied):
+		return outcome.NotApplied
+	case errors.Is(err, ErrNotReadable):
+		return outcome.ReadNotServed
+	case errors.Is(err, ErrUnknownOutcome):
+		return outcome.Unknown
+	case errors.Is(err, ErrClosed):
+		return outcome.ShuttingDown
+	case errors.Is(err, ErrTooLarge):
+		return outcome.TooLarge
+	}
+	return outcome.Done
+}
+
+// errorReply is the error reply for err: a command.Replier's own reply, else
+// err's text with its outcome (outcomeOf).
+func errorReply(err error) resp.Value {
+	if r, ok := err.(command.Replier); ok {
+		return r.Reply()
+	}
+	return resp.Failed(outcomeOf(err), err.Error())
+}

@@ -1,3 +1,5 @@
+//go:build faults
+
 package raftstore
 
 import (
@@ -14,7 +16,8 @@ import (
 // links (Raft and forwarding). Blocking an address refuses new connections to it
 // and closes the open ones; since every peer connection is outgoing for exactly
 // one node, blocking both directions cuts a link completely. Production stores
-// have none.
+// have none: this file builds only with the faults tag, and the default
+// build's faults (nofaults.go) cannot block anything.
 type faults struct {
 	mu      sync.Mutex
 	blocked map[string]bool

@@ -36,7 +36,7 @@ func (s *Store) serveForwarded(ln net.Listener) {
 		} else {
 			out = s.doForwarded(ctx, reqs)
 		}
-		return resp.AppendValue(nil, resp.Array(out...))
+		return command.AppendOutcomes(resp.AppendValue(nil, resp.Array(out...)), out)
 	}, s.log)
 }
 
@@ -110,9 +110,11 @@ func (s *Store) forwardBatch(ctx context.Context, addr string, reqs []command.Re
 	b, err := s.fwd.Call(ctx, addr, command.EncodeUserRequests(reqs, s.ownersOn(), s.restricted))
 	untrack()
 	if err == nil {
-		v, _, derr := resp.ReadValue(b)
+		v, n, derr := resp.ReadValue(b)
 		if derr == nil && v.Kind == resp.KindArray && len(v.Elems) == len(reqs) {
-			return v.Elems, false
+			if derr = command.ReadOutcomes(b[n:], v.Elems); derr == nil {
+				return v.Elems, false
+			}
 		}
 		if derr == nil && v.IsError() {
 			err = errors.New(v.String())
@@ -132,11 +134,11 @@ func failedForward(reqs []command.Request, notSent bool) []resp.Value {
 	for i, r := range reqs {
 		switch {
 		case !r.Spec.Write:
-			out[i] = resp.Error(ErrNotReadable.Error())
+			out[i] = errorReply(ErrNotReadable)
 		case notSent:
-			out[i] = resp.Error(ErrNotApplied.Error())
+			out[i] = errorReply(ErrNotApplied)
 		default:
-			out[i] = resp.Error(ErrUnknownOutcome.Error())
+			out[i] = errorReply(ErrUnknownOutcome)
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/outcome"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/faultnet"
 	"github.com/lockd/lockd/resp"
@@ -368,5 +369,36 @@ func TestFailedForwardOutcomes(t *testing.T) {
 	}
 	if !strings.Contains(ErrNotReadable.Error(), "read not served") {
 		t.Errorf("ErrNotReadable = %q", ErrNotReadable.Error())
+	}
+}
+
+// TestForwardedRepliesKeepOutcomes: a reply that comes back from the leader
+// to the follower that forwarded it keeps its outcome, not only its text
+// (command.AppendOutcomes): what the follower decides by (a session gone, a
+// refusal to send again) is the leader's typed answer.
+func TestForwardedRepliesKeepOutcomes(t *testing.T) {
+	c := newCluster(t, 3)
+	c.leader()
+	f := c.follower(t)
+	do := func(args ...string) resp.Value {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return f.Do(ctx, []command.Request{req(args...)})[0]
+	}
+	if v := do("SET", "plain", "v"); v.String() != "OK" || v.Outcome != outcome.Done {
+		t.Fatalf("SET through the follower: %q (%v)", v.String(), v.Outcome)
+	}
+	for _, c := range []struct {
+		args []string
+		want outcome.Outcome
+	}{
+		{[]string{"SESSION.KEEPALIVE", "4242"}, outcome.NoSession},
+		{[]string{"HSET", "plain", "f", "v"}, outcome.WrongType},
+		{[]string{"LOCK.ACQUIRE", "l", "owner", "SESSION", "4243"}, outcome.NoSession},
+	} {
+		v := do(c.args...)
+		if !v.IsError() || v.Outcome != c.want {
+			t.Errorf("%v through the follower: %q with outcome %v, want an error with outcome %v", c.args, v.String(), v.Outcome, c.want)
+		}
 	}
 }

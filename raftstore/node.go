@@ -298,7 +298,7 @@ func (n *Node) proposeInternal(ctx context.Context, g int, kind command.Kind, ar
 	deadline := time.Now().Add(electionWait)
 	for {
 		v := n.groups[g].Do(ctx, []command.Request{req})[0]
-		if !v.IsError() || !strings.HasPrefix(v.String(), "TRYAGAIN") || time.Now().After(deadline) {
+		if !v.Outcome.Retryable() || time.Now().After(deadline) {
 			return v
 		}
 		select {

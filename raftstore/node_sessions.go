@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockd/lockd/outcome"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
@@ -21,9 +22,7 @@ import (
 // attach (owners.go): each group checks the sessions it knows.
 
 // isNoSession reports a NOSESSION reply.
-func isNoSession(v resp.Value) bool {
-	return v.IsError() && v.String() == string(command.ErrNoSession)
-}
+func isNoSession(v resp.Value) bool { return v.Outcome == outcome.NoSession }
 
 // sessionAll runs SESSION.KEEPALIVE or SESSION.CLOSE in every group.
 //
@@ -39,7 +38,7 @@ func isNoSession(v resp.Value) bool {
 // nothing either.
 func (n *Node) sessionAll(ctx context.Context, r command.Request) resp.Value {
 	first := n.runGroup(ctx, 0, []command.Request{r})[0]
-	if isSessionNoPerm(first) {
+	if first.Outcome == outcome.Denied {
 		return first
 	}
 	res := n.eachGroup(func(g int) resp.Value {
@@ -164,16 +163,11 @@ func (n *Node) attach(ctx context.Context, g int, id uint64, user string) resp.V
 	owner, open, err := n.groups[0].appliedSessionOwner(ctx, id)
 	switch {
 	case err != nil:
-		return resp.Error(err.Error())
+		return errorReply(err)
 	case !open:
-		return resp.Error(string(command.ErrNoSession))
+		return command.ErrNoSession.Reply()
 	case owner != "":
 		return n.proposeInternal(ctx, g, command.KindSessionAttach, command.SessionAttachOwnerArgs(id, ttl.Int, owner))
 	}
 	return n.proposeInternal(ctx, g, command.KindSessionAttach, command.SessionAttachArgs(id, ttl.Int))
-}
-
-// isSessionNoPerm reports the reply to a user on another user's session.
-func isSessionNoPerm(v resp.Value) bool {
-	return v.IsError() && v.String() == string(command.ErrSessionNoPerm)
 }

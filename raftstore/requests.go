@@ -57,7 +57,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		}
 		if f, err := s.propose(ctx, kind, args); err != nil {
 			for _, i := range group {
-				out[i] = resp.Error(err.Error())
+				out[i] = errorReply(err)
 			}
 		} else {
 			inflight = append(inflight, pending{reqs: group, f: f, at: time.Now()})
@@ -78,7 +78,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			took := time.Since(p.at).Seconds()
 			for j, i := range p.reqs {
 				if err != nil {
-					out[i] = resp.Error(ErrUnknownOutcome.Error())
+					out[i] = errorReply(ErrUnknownOutcome)
 					continue
 				}
 				s.metrics.commit.Observe(took) // one sample per write, batched or not
@@ -97,7 +97,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		if op, ok := r.Op.(command.SessionKeepalive); ok {
 			flush()
 			if err := s.waitReady(ctx); err != nil {
-				out[i] = resp.Error(err.Error())
+				out[i] = errorReply(err)
 			} else {
 				out[i] = s.keepalive(op, r.User)
 			}
@@ -113,7 +113,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			flush()
 			if !verified {
 				if err := s.readBarrier(ctx); err != nil {
-					out[i] = resp.Error(err.Error())
+					out[i] = errorReply(err)
 					continue
 				}
 				verified = true
@@ -170,7 +170,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		}
 		if n, most := command.Size(args), s.maxEntry(kind); n > most {
 			s.metrics.tooLarge.Add(1)
-			out[i] = resp.Error(fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, n, most).Error())
+			out[i] = errorReply(fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, n, most))
 			continue
 		}
 		op, acquire := r.Op.(command.LockAcquire)
@@ -192,7 +192,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			f, err = s.propose(ctx, kind, args)
 		}
 		if err != nil {
-			out[i] = resp.Error(err.Error())
+			out[i] = errorReply(err)
 			continue
 		}
 		inflight = append(inflight, pending{reqs: []int{i}, f: f, at: time.Now()})
@@ -296,7 +296,7 @@ func (s *Store) applyNow(e command.Entry) error {
 // entry's reply (j 0), or a batch entry's reply to that command.
 func (s *Store) reply(f raft.ApplyFuture, j int) resp.Value {
 	if err := f.Error(); err != nil {
-		return resp.Error(mapApplyErr(err).Error())
+		return errorReply(mapApplyErr(err))
 	}
 	switch r := f.Response().(type) {
 	case resp.Value:
@@ -355,7 +355,7 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 	if op.Source != nil || !s.dry.Exists(sha) {
 		var err error
 		if sha, err = s.dry.Load(src); err != nil {
-			return resp.Error(err.Error()), false
+			return errorReply(err), false
 		}
 	}
 	// A bounded script is admitted without a dry run only when no command it

@@ -223,20 +223,12 @@ const moveRetryFor = 10 * time.Second
 // isMoveReply reports a group's refusal of a key it no longer owns (MOVED) or
 // is handing over (TRYAGAIN … moving): nothing was changed, and the request
 // is sent again by the current map.
-func isMoveReply(v resp.Value) bool {
-	return v.IsError() && command.IsSlotRefusal(v.String())
-}
+func isMoveReply(v resp.Value) bool { return v.Outcome.SlotRefused() }
 
 // isRefused reports a reply that says nothing was done and the request may
 // simply be sent again (no leader ready: an election or a leadership
 // transfer, such as the ones that spread leaders).
-func isRefused(v resp.Value) bool {
-	if !v.IsError() {
-		return false
-	}
-	s := v.String()
-	return s == ErrNotApplied.Error() || s == ErrNotReadable.Error()
-}
+func isRefused(v resp.Value) bool { return v.Outcome.Refused() }
 
 // doRetrying runs a sub-batch on group g, and runs it again (bounded by
 // electionWait) while every reply is a refusal: nothing was applied, so a
@@ -457,7 +449,7 @@ func (n *Node) adminAll(ctx context.Context, r command.Request) resp.Value {
 	res := n.eachGroup(func(g int) resp.Value { return n.groups[g].Do(ctx, []command.Request{r})[0] })
 	for g, v := range res {
 		if v.IsError() {
-			return resp.Error(v.String() + " (group " + strconv.Itoa(g) + ")")
+			return resp.Failed(v.Outcome, v.String()+" (group "+strconv.Itoa(g)+")")
 		}
 	}
 	return res[0]

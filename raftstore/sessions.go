@@ -82,7 +82,7 @@ func (s *Store) keepalive(op command.SessionKeepalive, user string) resp.Value {
 	refusal, refused := s.m.ks.CheckSessions(op, user)
 	s.m.mu.RUnlock()
 	if !ok {
-		return resp.Error(string(command.ErrNoSession))
+		return command.ErrNoSession.Reply()
 	}
 	if refused {
 		return refusal

@@ -310,7 +310,58 @@ type Store struct {
 
 // Open opens (or creates) the store in cfg.DataDir, binds the peer port and
 // starts Raft. A fresh data directory bootstraps a single-node cluster.
+// If a step fails, what the steps before it opened is closed again.
 func Open(cfg Config) (*Store, error) {
+	cfg, lg := withDefaults(cfg)
+	raftLog := raftLogger(cfg, lg)
+	// Bind the peer port before touching the data directory, so that a busy port
+	// leaves nothing behind.
+	peer, err := openPeer(cfg, lg, raftLog)
+	if err != nil {
+		return nil, err
+	}
+	groupDir, err := openGroupDir(cfg)
+	if err != nil {
+		peer.close()
+		return nil, err
+	}
+	metrics := cfg.metrics
+	if metrics == nil {
+		metrics = newStoreMetrics()
+	}
+	snaps, err := openSnapshots(groupDir, lg)
+	if err != nil {
+		peer.close()
+		return nil, err
+	}
+	logs, err := openLog(cfg, groupDir, lg, metrics)
+	if err != nil {
+		peer.close()
+		return nil, err
+	}
+	// A client's write is bounded once here: the default, capped at what
+	// the log accepts (maxEntry).
+	cfg.MaxWriteBytes = min(cmp.Or(cfg.MaxWriteBytes, DefaultMaxWriteBytes), logs.MaxData())
+	rc := raftConfig(cfg, raftLog)
+	s := newStore(cfg, lg, peer, logs, snaps, rc, metrics)
+	has, err := s.startRaft(rc, snaps)
+	if err != nil {
+		peer.close()
+		logs.Close()
+		return nil, err
+	}
+	if err := s.bootstrapOrRecover(has, rc); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.startLoops(peer)
+	return s, nil
+}
+
+// withDefaults returns cfg with its unset NodeID, ApplyTimeout and snapshot
+// threshold and interval defaulted, and the logger to log to (cfg.Logger, or
+// one that discards).
+func withDefaults(cfg Config) (Config, *slog.Logger) {
 	if cfg.NodeID == "" {
 		cfg.NodeID = "node1"
 	}
@@ -327,9 +378,14 @@ func Open(cfg Config) (*Store, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	// hashicorp/raft's own log: into lockd's slog log (warnings and errors;
-	// everything with RaftLogs), or raw to RaftLogOutput when that is set.
-	raftLog := func(name string) hclog.Logger {
+	return cfg, lg
+}
+
+// raftLogger returns what makes hashicorp/raft's own loggers, by name: into
+// lockd's slog log lg (warnings and errors; everything with RaftLogs), or raw
+// to RaftLogOutput when that is set.
+func raftLogger(cfg Config, lg *slog.Logger) func(name string) hclog.Logger {
+	return func(name string) hclog.Logger {
 		if cfg.RaftLogOutput != nil {
 			return hclog.New(&hclog.LoggerOptions{Name: name, Output: cfg.RaftLogOutput, Level: hclog.Info})
 		}
@@ -342,8 +398,23 @@ func Open(cfg Config) (*Store, error) {
 		}
 		return hclog.New(&hclog.LoggerOptions{Name: name, Output: &slogWriter{lg: lg}, JSONFormat: true, Level: level})
 	}
-	// Bind the peer port before touching the data directory, so that a busy port
-	// leaves nothing behind.
+}
+
+// peerSide is a group's end of the peer port, as openPeer set it up.
+type peerSide struct {
+	mux      *mux.Mux
+	own      bool         // openPeer opened the port (no Config.peer): the Store closes it
+	members  *memberCheck // the own port's member check (PeerTLSMembers); nil when shared
+	trans    *appendpipe.Transport
+	fwdLayer *mux.Layer
+	dial     func(context.Context, string) (net.Conn, error) // dials a peer's forwarding layer
+	acks     *followerAcks                                   // nil for a group of a shared log
+}
+
+// openPeer checks cfg.Group, opens the peer port (or takes the Node's,
+// cfg.peer), sets up the group's Raft transport and forwarding layer on it and
+// checks cfg.Peers against the port's address. On error nothing is left open.
+func openPeer(cfg Config, lg *slog.Logger, raftLog func(string) hclog.Logger) (*peerSide, error) {
 	if cfg.Group < 0 || cfg.Group >= MaxGroups {
 		return nil, fmt.Errorf("group %d out of range (0 to %d)", cfg.Group, MaxGroups-1)
 	}
@@ -390,35 +461,49 @@ func Open(cfg Config) (*Store, error) {
 	if ownPeer {
 		go peer.Serve()
 	}
-	closePeer := func() {
-		trans.Close()
-		if ownPeer {
-			peer.Close()
-		} else {
-			fwdLayer.Close()
-		}
-	}
+	p := &peerSide{mux: peer, own: ownPeer, members: members, trans: trans, fwdLayer: fwdLayer, dial: dial, acks: acks}
 	if len(cfg.Peers) > 0 {
 		if err := checkPeers(cfg.Peers, cfg.NodeID, string(trans.LocalAddr())); err != nil {
-			closePeer()
+			p.close()
 			return nil, err
 		}
 	}
+	return p, nil
+}
+
+// close closes what openPeer set up: the transport, and the port if it opened
+// it, else the group's forwarding layer.
+func (p *peerSide) close() {
+	p.trans.Close()
+	if p.own {
+		p.mux.Close()
+	} else {
+		p.fwdLayer.Close()
+	}
+}
+
+// openGroupDir creates the group's directory under cfg.DataDir (group-N) if
+// it is missing, and returns its path.
+func openGroupDir(cfg Config) (string, error) {
 	groupDir := filepath.Join(cfg.DataDir, "group-"+strconv.Itoa(cfg.Group))
 	if err := os.MkdirAll(groupDir, 0o755); err != nil {
-		closePeer()
-		return nil, fmt.Errorf("data directory %s is unusable: %w", cfg.DataDir, err)
+		return "", fmt.Errorf("data directory %s is unusable: %w", cfg.DataDir, err)
 	}
-	metrics := cfg.metrics
-	if metrics == nil {
-		metrics = newStoreMetrics()
-	}
+	return groupDir, nil
+}
+
+// openSnapshots opens the group's snapshot store in groupDir (two kept).
+func openSnapshots(groupDir string, lg *slog.Logger) (*snapstore.Store, error) {
 	snaps, err := snapstore.Open(groupDir, 2, lg.With("module", "snapshot"))
 	if err != nil {
-		closePeer()
 		return nil, fmt.Errorf("snapshot store in %s: %w", groupDir, err)
 	}
-	var logs *logstore.Store
+	return snaps, nil
+}
+
+// openLog opens the group's Raft log: its part of the node's shared log
+// (cfg.sharedLog), or a log of its own in groupDir/raft. The caller closes it.
+func openLog(cfg Config, groupDir string, lg *slog.Logger, metrics *storeMetrics) (*logstore.Store, error) {
 	// The log is written by a committer (a Shared's, or with one group on
 	// the node its own), so that a leader with followers lets its fsync run
 	// beside theirs (parallelsync.go); a lone voter's writes go to disk on
@@ -427,17 +512,14 @@ func Open(cfg Config) (*Store, error) {
 	// each write, so a node started alone defers as soon as its cluster
 	// grows.
 	if cfg.sharedLog != nil {
-		logs, err = cfg.sharedLog.Group(cfg.Group, metrics.observeWrite)
-	} else {
-		logs, err = logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite, BeforeWrite: cfg.BeforeLogWrite})
+		return cfg.sharedLog.Group(cfg.Group, metrics.observeWrite)
 	}
-	if err != nil {
-		closePeer()
-		return nil, err
-	}
-	// A client's write is bounded once here: the default, capped at what
-	// the log accepts (maxEntry).
-	cfg.MaxWriteBytes = min(cmp.Or(cfg.MaxWriteBytes, DefaultMaxWriteBytes), logs.MaxData())
+	return logstore.Open(filepath.Join(groupDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite, BeforeWrite: cfg.BeforeLogWrite})
+}
+
+// raftConfig returns the group's hashicorp/raft configuration; it opens
+// nothing.
+func raftConfig(cfg Config, raftLog func(string) hclog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = raftLog("raft")
@@ -472,7 +554,12 @@ func Open(cfg Config) (*Store, error) {
 	// milliseconds under the heartbeat timeout, which pokeFollower lowers by
 	// one for a moment (hashicorp/raft wants lease ≤ heartbeat timeout).
 	rc.LeaderLeaseTimeout = heartbeatTimeout - 5*time.Millisecond
+	return rc
+}
 
+// newStore sets up the group's state machine and the Store around it, on the
+// opened peer side, log and snapshots; it starts nothing.
+func newStore(cfg Config, lg *slog.Logger, peer *peerSide, logs *logstore.Store, snaps *snapstore.Store, rc *raft.Config, metrics *storeMetrics) *Store {
 	m := newMachine()
 	m.bytes = newLogBytes(cmp.Or(cfg.LogBytes, DefaultLogBytes)/2, rc.TrailingLogs)
 	if metas, err := snaps.List(); err == nil && len(metas) > 0 {
@@ -483,7 +570,7 @@ func Open(cfg Config) (*Store, error) {
 	m.ks.SetEventFilter(cfg.WantEvents)
 	m.observe = cfg.observe
 	m.onShardMap = cfg.onShardMap
-	s := &Store{cfg: cfg, log: lg, logs: logs, trans: trans, peer: peer, ownPeer: ownPeer, fwdLayer: fwdLayer, m: m, acks: acks, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
+	s := &Store{cfg: cfg, log: lg, logs: logs, trans: peer.trans, peer: peer.mux, ownPeer: peer.own, fwdLayer: peer.fwdLayer, m: m, acks: peer.acks, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
 		dryRuns: map[chan struct{}]struct{}{}, metrics: metrics}
 	m.wake = func(ws []fsm.Wake) {
 		if s.waits.deliver(ws) > 0 {
@@ -494,16 +581,22 @@ func Open(cfg Config) (*Store, error) {
 	s.replies = newReplyQueue()
 
 	s.clock.skew = cfg.PlantedTakeoverSkew.Milliseconds() // a planted bug, fault tests only
-	has, err := raft.HasExistingState(logs, logs, snaps)
+	return s
+}
+
+// startRaft reads whether the group has Raft state yet (has), puts the
+// durability rule and the log cache between Raft and s's log and transport,
+// and starts Raft (s.raft). It closes nothing on error; the caller does.
+func (s *Store) startRaft(rc *raft.Config, snaps *snapstore.Store) (has bool, err error) {
+	cfg, logs, trans, acks, metrics := s.cfg, s.logs, s.trans, s.acks, s.metrics
+	has, err = raft.HasExistingState(logs, logs, snaps)
 	if err != nil {
-		closePeer()
-		logs.Close()
-		return nil, fmt.Errorf("reading raft state: %w", err)
+		return false, fmt.Errorf("reading raft state: %w", err)
 	}
 	var logStore raft.LogStore = logs
 	var transport raft.Transport = trans
 	var leader atomic.Pointer[raft.Raft]
-	m.bytes.setTrailing = func(n uint64) {
+	s.m.bytes.setTrailing = func(n uint64) {
 		if r := leader.Load(); r != nil { // no snapshot is captured before Raft runs
 			s.setTrailingLogs(r, n)
 		}
@@ -536,10 +629,10 @@ func Open(cfg Config) (*Store, error) {
 	if d, ok := logStore.(logstore.DurableLog); ok {
 		dur = d
 	}
-	m.durable = dur.WaitDurable
+	s.m.durable = dur.WaitDurable
 	if acks != nil {
 		servers := func() []raft.Server { return latestServers(leader.Load()) }
-		m.durable = durableOnMajority(dur, acks, servers, rc.LocalID, metrics.appliedEarly.Inc)
+		s.m.durable = durableOnMajority(dur, acks, servers, rc.LocalID, metrics.appliedEarly.Inc)
 	}
 	transport = capCommit{Inner: trans, durable: dur.Durable}
 	// The replicators read back what the leader just appended: serve the
@@ -547,12 +640,18 @@ func Open(cfg Config) (*Store, error) {
 	logStore = newLogCache(logStore)
 	r, err := raft.NewRaft(rc, s.m, logStore, logs, snaps, transport)
 	if err != nil {
-		closePeer()
-		logs.Close()
-		return nil, fmt.Errorf("starting raft: %w", err)
+		return false, fmt.Errorf("starting raft: %w", err)
 	}
 	s.raft = r
 	leader.Store(r)
+	return has, nil
+}
+
+// bootstrapOrRecover bootstraps a group without Raft state (has false) as
+// cfg.Peers, or this node alone, unless it waits to be added (cfg.Join);
+// with state it only logs the recovery. The caller closes s on error.
+func (s *Store) bootstrapOrRecover(has bool, rc *raft.Config) error {
+	cfg, lg, r, trans := s.cfg, s.log, s.raft, s.trans
 	switch {
 	case !has && cfg.Join:
 		lg.Info("waiting to be added to a cluster (RAFT.ADD on a member)", "node_id", cfg.NodeID, "peer_addr", trans.LocalAddr())
@@ -565,19 +664,25 @@ func Open(cfg Config) (*Store, error) {
 			}
 		}
 		if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			s.Close()
-			return nil, fmt.Errorf("bootstrapping: %w", err)
+			return fmt.Errorf("bootstrapping: %w", err)
 		}
 		lg.Info("bootstrapped a new cluster", "data_dir", cfg.DataDir, "node_id", cfg.NodeID, "voters", len(conf.Servers))
 	default:
-		lg.Info("recovered existing raft state", "data_dir", cfg.DataDir, "last_index", logsLast(logs))
+		lg.Info("recovered existing raft state", "data_dir", cfg.DataDir, "last_index", logsLast(s.logs))
 	}
+	return nil
+}
+
+// startLoops sets up forwarding to the leader over peer's dialer, starts s's
+// goroutines and, on a peer port of s's own, has its member check follow s.
+func (s *Store) startLoops(peer *peerSide) {
+	cfg, dial := s.cfg, peer.dial
 	if viaDial := dial; cfg.faults != nil {
 		dial = func(ctx context.Context, addr string) (net.Conn, error) {
 			return cfg.faults.dial(addr, func() (net.Conn, error) { return viaDial(ctx, addr) })
 		}
 	}
-	s.fwd = forward.NewClient(dial, forward.Options{Logger: lg})
+	s.fwd = forward.NewClient(dial, forward.Options{Logger: s.log})
 	s.observeLeader()
 	s.wg.Add(7)
 	go s.watchContact()
@@ -586,12 +691,11 @@ func Open(cfg Config) (*Store, error) {
 	go s.expiryLoop()
 	go s.nudgeLoop()
 	go s.sessionLoop()
-	go s.serveForwarded(fwdLayer)
+	go s.serveForwarded(peer.fwdLayer)
 	go s.replyLoop() // not in wg: it may wait forever on a future Raft never answers (see awaitReplies)
-	if members != nil {
+	if members := peer.members; members != nil {
 		members.setGroups([]*Store{s})
 	}
-	return s, nil
 }
 
 // latestServers is r's latest configuration (committed or not); nil while r

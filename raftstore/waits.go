@@ -183,7 +183,7 @@ func (s *Store) awaitGrant(ctx context.Context, r command.Request, op command.Lo
 	case <-ctx.Done():
 		release = true
 	case <-s.closed:
-		return resp.Error(ErrUnknownOutcome.Error())
+		return errorReply(ErrUnknownOutcome)
 	}
 	v := s.cancelWaiter(op.Name, id, release, ch)
 	if release && !v.IsError() {
@@ -200,7 +200,7 @@ func wakeReply(tok uint64, name []byte) resp.Value {
 	case 0:
 		return resp.Nil
 	case movedWake:
-		return resp.Error(string(command.MovedError(shard.Slot(name))))
+		return command.MovedReply(shard.Slot(name))
 	}
 	return resp.Int(int64(tok))
 }

@@ -1,9 +1,10 @@
 // Package resp is the protocol-neutral reply model shared by every layer of lockd:
 // the FSM and the script engine build Values, and the RESP front door renders them
-// as RESP2 or RESP3 bytes. It imports nothing of lockd and has no state.
+// as RESP2 or RESP3 bytes. It imports nothing of lockd but outcome, and has no state.
 package resp
 
 import (
+	"github.com/lockd/lockd/outcome"
 	"math"
 	"strconv"
 	"unsafe"
@@ -31,12 +32,18 @@ const (
 )
 
 // Value is one reply. Only the fields of its Kind are meaningful.
+//
+// Outcome is what became of the request inside lockd (outcome.Done unless
+// set); it travels with the reply between lockd's layers and nodes, and no
+// RESP encoding writes it. An error reply with an Outcome other than Done may
+// use Int for the outcome's number (outcome.Queued, outcome.RateLimited).
 type Value struct {
-	Kind  Kind
-	Str   []byte  // Simple, Error, Bulk, Verbatim
-	Int   int64   // Int; Bool (0 or 1)
-	Float float64 // Double
-	Elems []Value // Array, Set, Push; Map as key, value, key, value...
+	Kind    Kind
+	Outcome outcome.Outcome
+	Str     []byte  // Simple, Error, Bulk, Verbatim
+	Int     int64   // Int; Bool (0 or 1)
+	Float   float64 // Double
+	Elems   []Value // Array, Set, Push; Map as key, value, key, value...
 }
 
 // Constructors for the common replies.
@@ -54,6 +61,12 @@ func Simple(s string) Value { return Value{Kind: KindSimple, Str: []byte(s)} }
 
 // Error returns an error reply. msg must carry its prefix ("ERR ...", "WRONGTYPE ...").
 func Error(msg string) Value { return Value{Kind: KindError, Str: []byte(msg)} }
+
+// Failed returns an error reply whose outcome is o: the text is what a
+// client sees, o what lockd's own layers decide by.
+func Failed(o outcome.Outcome, msg string) Value {
+	return Value{Kind: KindError, Outcome: o, Str: []byte(msg)}
+}
 
 // Int returns an integer reply.
 func Int(n int64) Value { return Value{Kind: KindInt, Int: n} }

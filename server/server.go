@@ -121,7 +121,8 @@ type Config struct {
 	ReadyTimeout time.Duration
 
 	// Fault-injection hooks, set only by cmd/lockd's hidden fault flags for the
-	// test/ fault suite: StoreHook adjusts the store's configuration before it
+	// test/ fault suite (a binary built with -tags faults; the default build
+	// never sets them): StoreHook adjusts the store's configuration before it
 	// opens, HTTPHook wraps the HTTP handler (nil: none).
 	StoreHook func(*raftstore.Config)
 	HTTPHook  func(http.Handler) http.Handler

@@ -19,7 +19,9 @@ import (
 // chaosCluster is a lockdCluster whose peer links all run through a faultnet
 // proxy (lockd's hidden -dial-via flag) and whose processes expose the fault
 // endpoint (-fault-control): slow and failing log writes, clock jumps and
-// rates. Only the nemesis goroutine changes it while a run goes on.
+// rates. The flags exist only in a fault build of lockd (-tags faults, as
+// TestMain builds lockdBin). Only the nemesis goroutine changes it while a
+// run goes on.
 type chaosCluster struct {
 	*lockdCluster
 	net    *faultnet.Net

@@ -612,16 +612,40 @@ func chaosEnv(t *testing.T) (time.Duration, uint64, bool) {
 }
 
 // campaignKinds alternates between runs with and without clock faults, so
-// that half the runs check leases in real time.
-func campaignKinds(i int) []string {
+// that half the runs check leases in real time. only, when not empty (from
+// CHAOS_FAULTS), keeps just those kinds, clock faults in every run.
+func campaignKinds(i int, only map[string]bool) []string {
 	var out []string
 	for _, k := range allFaults {
+		if len(only) > 0 {
+			if only[k] {
+				out = append(out, k)
+			}
+			continue
+		}
 		if clockFaults[k] && i%2 == 0 {
 			continue
 		}
 		out = append(out, k)
 	}
 	return out
+}
+
+// chaosOnly reads CHAOS_FAULTS, a comma-separated list of fault kinds (the
+// report's names) that the campaign limits itself to, to measure one kind
+// (make chaos KINDS=pause-leader); empty: every kind.
+func chaosOnly(t *testing.T) map[string]bool {
+	only := map[string]bool{}
+	for _, k := range strings.Split(os.Getenv("CHAOS_FAULTS"), ",") {
+		if k = strings.TrimSpace(k); k == "" {
+			continue
+		}
+		if !slices.Contains(allFaults, k) {
+			t.Fatalf("CHAOS_FAULTS: no fault kind %q (kinds: %s)", k, strings.Join(allFaults, ", "))
+		}
+		only[k] = true
+	}
+	return only
 }
 
 // campaignGroups is run i's Raft groups per node: 4, 1, 1, 4, 4, 1, … With
@@ -642,6 +666,7 @@ func TestChaosCampaign(t *testing.T) {
 		t.Skip("multi-process fault campaign")
 	}
 	total, seed, long := chaosEnv(t)
+	only := chaosOnly(t)
 	t.Logf("seed %d (rerun with CHAOS_SEED=%d)", seed, seed)
 	runFor := 15 * time.Second
 	maxRuns := 2
@@ -657,7 +682,7 @@ func TestChaosCampaign(t *testing.T) {
 			break
 		}
 		run := chaosRun{name: fmt.Sprintf("campaign-%d", i+1), nodes: 3 + 2*(i%2), groups: campaignGroups(i), faultFor: runFor, seed: seed + uint64(i),
-			kinds: campaignKinds(i), fenced: true, workers: 4, lin: 3, availBound: long}
+			kinds: campaignKinds(i, only), fenced: true, workers: 4, lin: 3, availBound: long}
 		var r *chaosResult
 		t.Run(run.name, func(t *testing.T) {
 			r = runChaos(t, run)

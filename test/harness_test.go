@@ -28,6 +28,11 @@ const (
 )
 
 // lockdBin is the lockd binary built once by TestMain (or named by $LOCKD_TEST_BIN).
+// It is a fault build (-tags faults): the chaos suite starts it with the hidden
+// fault flags, which the default build does not have; started without
+// LOCKD_FAULT_INJECTION=1 it has no fault flags and behaves as the default
+// build. A binary named by $LOCKD_TEST_BIN must be a fault build for the
+// chaos tests.
 var lockdBin string
 
 func TestMain(m *testing.M) {
@@ -50,7 +55,7 @@ func runMain(m *testing.M) int {
 	if p, err := exec.LookPath("go"); err == nil {
 		gobin = p
 	}
-	build := exec.Command(gobin, "build", "-o", lockdBin, "github.com/lockd/lockd/cmd/lockd")
+	build := exec.Command(gobin, "build", "-tags", "faults", "-o", lockdBin, "github.com/lockd/lockd/cmd/lockd")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "test: building lockd: %v\n%s", err, out)
 		return 1

@@ -1,3 +1,5 @@
+//go:build faults
+
 package main
 
 import (
@@ -18,9 +20,11 @@ import (
 	"github.com/lockd/lockd/server"
 )
 
-// Fault injection for the test/ fault suite. The flags below exist only when
-// the environment has LOCKD_FAULT_INJECTION=1, so they are hidden from -h and
-// cannot be switched on by accident in production.
+// Fault injection for the test/ fault suite. This file builds only with the
+// faults tag (go build -tags faults; docs/developing.md): the default binary
+// has none of it (nofaults.go). Even in a fault build, the flags below exist
+// only when the environment has LOCKD_FAULT_INJECTION=1, so they are hidden
+// from -h.
 const faultEnv = "LOCKD_FAULT_INJECTION"
 
 // faultFlags are the hidden flags; nil fields when they are not registered.

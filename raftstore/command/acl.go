@@ -18,19 +18,19 @@ import (
 // The error texts of authentication and authorisation, byte for byte as Redis 7.0
 // words them.
 const (
-	ErrNoAuth       Error = "NOAUTH Authentication required."
-	ErrWrongPass    Error = "WRONGPASS invalid username-password pair or user is disabled."
-	ErrNoPermKey    Error = "NOPERM this user has no permissions to access one of the keys used as arguments"
-	ErrNoPermChan   Error = "NOPERM this user has no permissions to access one of the channels used as arguments"
-	ErrDefaultUser  Error = "ERR The 'default' user cannot be removed"
-	ErrHelloNoAuth  Error = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
-	ErrAuthNoPasswd Error = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	ErrNoAuth       Error  = "NOAUTH Authentication required."
+	ErrWrongPass    Error  = "WRONGPASS invalid username-password pair or user is disabled."
+	ErrNoPermKey    Denied = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	ErrNoPermChan   Denied = "NOPERM this user has no permissions to access one of the channels used as arguments"
+	ErrDefaultUser  Error  = "ERR The 'default' user cannot be removed"
+	ErrHelloNoAuth  Error  = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	ErrAuthNoPasswd Error  = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 )
 
 // ErrNoPermCommand is the NOPERM error for a command (or "container|sub") the
 // user may not run.
-func ErrNoPermCommand(fullName string) Error {
-	return Error("NOPERM this user has no permissions to run the '" + fullName + "' command")
+func ErrNoPermCommand(fullName string) Denied {
+	return Denied("NOPERM this user has no permissions to run the '" + fullName + "' command")
 }
 
 // DefaultUserName is the user every connection starts as.

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockd/lockd/outcome"
+	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
 )
 
@@ -75,12 +77,20 @@ func ParseMoved(msg string) (uint16, bool) {
 	return uint16(n), true
 }
 
-// IsSlotRefusal reports whether msg (an error reply's text) is TryAgainError's
-// or MovedError's: the group changed nothing, and the request belongs to
-// whichever group the newer shard map names.
-func IsSlotRefusal(msg string) bool {
-	_, moved := ParseMoved(msg)
-	return moved || strings.HasPrefix(msg, frozenPrefix)
+// MovedReply is the reply for a key of a slot that has left this group:
+// MovedError's text, outcome.Moved, the slot in Int.
+func MovedReply(slot uint16) resp.Value {
+	v := resp.Failed(outcome.Moved, string(MovedError(slot)))
+	v.Int = int64(slot)
+	return v
+}
+
+// MovingReply is the reply for a key of a frozen slot: TryAgainError's text,
+// outcome.Moving, the slot in Int.
+func MovingReply(slot uint16) resp.Value {
+	v := resp.Failed(outcome.Moving, string(TryAgainError(slot)))
+	v.Int = int64(slot)
+	return v
 }
 
 // SessionAttachArgs is the argument vector of a KindSessionAttach entry.

@@ -15,7 +15,7 @@ import (
 
 // ErrSessionNoPerm is the reply to a session command on a session that
 // belongs to another user, worded as Redis words its NOPERM errors.
-const ErrSessionNoPerm Error = "NOPERM this user has no permissions to use this session (it belongs to another user)"
+const ErrSessionNoPerm Denied = "NOPERM this user has no permissions to use this session (it belongs to another user)"
 
 // ErrMaxSessions is the reply to a SESSION.OPEN past the per-user cap.
 func ErrMaxSessions(limit int64) Error {

@@ -5,6 +5,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/lockd/lockd/outcome"
+	"github.com/lockd/lockd/resp"
 )
 
 // Error is a command error whose text is exactly what Redis replies, prefix
@@ -12,6 +15,46 @@ import (
 type Error string
 
 func (e Error) Error() string { return string(e) }
+
+// Reply is e as an error reply with its outcome: ErrNoSession and
+// ErrWrongType name theirs (by identity); any other Error is the command's
+// own answer (outcome.Done).
+func (e Error) Reply() resp.Value {
+	o := outcome.Done
+	switch e {
+	case ErrNoSession:
+		o = outcome.NoSession
+	case ErrWrongType:
+		o = outcome.WrongType
+	}
+	return resp.Failed(o, string(e))
+}
+
+// Denied is a NOPERM refusal: the user may not run the command, or touch one
+// of its keys, channels or sessions. Its text is Redis's; its reply's
+// outcome is outcome.Denied.
+type Denied string
+
+func (e Denied) Error() string { return string(e) }
+
+// Reply is e as an error reply (outcome.Denied).
+func (e Denied) Reply() resp.Value { return resp.Failed(outcome.Denied, string(e)) }
+
+// Replier is an error that knows its reply (Error, Denied): layers that turn
+// errors into replies use it before falling back to a plain error reply.
+type Replier interface {
+	error
+	Reply() resp.Value
+}
+
+// ErrorReply is err as an error reply: a Replier's own, else err's text
+// with outcome.Done.
+func ErrorReply(err error) resp.Value {
+	if r, ok := err.(Replier); ok {
+		return r.Reply()
+	}
+	return resp.Error(err.Error())
+}
 
 // The error texts shared by many commands, byte for byte as Redis 7 words them.
 const (

@@ -3,6 +3,9 @@ package command
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/lockd/lockd/outcome"
+	"github.com/lockd/lockd/resp"
 )
 
 // ErrBadRequests reports a forwarded batch that cannot be decoded.
@@ -187,4 +190,75 @@ func decodeRequest(tag byte, args [][]byte) (Request, error) {
 		return Request{Op: Admin{Action: string(args[0]), ID: string(args[1]), Addr: string(args[2])}, Spec: AdminSpec}, nil
 	}
 	return Request{}, ErrBadRequests
+}
+
+// ErrBadOutcomes reports a forwarded batch's outcome trailer that cannot be
+// decoded.
+var ErrBadOutcomes = errors.New("command: undecodable outcomes of forwarded replies")
+
+// AppendOutcomes appends the outcome trailer of a forwarded batch's replies,
+// which the leader writes after their RESP array: the number of replies
+// whose outcome is not outcome.Done, then for each its index, its outcome
+// (one byte) and its Int (signed varint: a queued waiter's id, a wait in
+// ms). A batch that simply ran costs one byte. A follower from before
+// outcomes reads the array and ignores what follows it.
+func AppendOutcomes(b []byte, vs []resp.Value) []byte {
+	n := 0
+	for _, v := range vs {
+		if v.Outcome != outcome.Done {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for i, v := range vs {
+		if v.Outcome != outcome.Done {
+			b = binary.AppendUvarint(b, uint64(i))
+			b = append(b, byte(v.Outcome))
+			b = binary.AppendVarint(b, v.Int)
+		}
+	}
+	return b
+}
+
+// ReadOutcomes sets the outcomes (and their Ints) of vs, a forwarded batch's
+// replies, from trailer b (AppendOutcomes). An empty b, from a leader that
+// predates outcomes, leaves every reply's outcome Done: its texts are the
+// same, and the follower then passes refusals to the client instead of
+// retrying them itself. A malformed trailer is ErrBadOutcomes, vs unchanged.
+func ReadOutcomes(b []byte, vs []resp.Value) error {
+	if len(b) == 0 {
+		return nil
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(vs)) {
+		return ErrBadOutcomes
+	}
+	b = b[k:]
+	type set struct {
+		i   int
+		o   outcome.Outcome
+		num int64
+	}
+	sets := make([]set, 0, n)
+	for ; n > 0; n-- {
+		i, k := binary.Uvarint(b)
+		if k <= 0 || i >= uint64(len(vs)) || len(b) < k+1 {
+			return ErrBadOutcomes
+		}
+		o := outcome.Outcome(b[k])
+		b = b[k+1:]
+		num, k := binary.Varint(b)
+		if k <= 0 || !o.Valid() {
+			return ErrBadOutcomes
+		}
+		b = b[k:]
+		sets = append(sets, set{int(i), o, num})
+	}
+	if len(b) != 0 {
+		return ErrBadOutcomes
+	}
+	for _, s := range sets {
+		vs[s.i].Outcome, vs[s.i].Int = s.o, s.num
+	}
+	return nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	wrongType = resp.Error(string(command.ErrWrongType))
+	wrongType = command.ErrWrongType.Reply()
 	emptyBulk = resp.Bulk([]byte{})
 )
 
@@ -97,7 +97,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		}
 		ttl, ok := k.SessionTTL(op.ID)
 		if !ok {
-			return resp.Error(string(command.ErrNoSession))
+			return command.ErrNoSession.Reply()
 		}
 		return resp.Int(ttl)
 	case command.LockValidate:
@@ -182,7 +182,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.sessionOpen(op, c)
 	case command.SessionClose:
 		if _, ok := k.sessions[op.ID]; !ok {
-			return resp.Error(string(command.ErrNoSession))
+			return command.ErrNoSession.Reply()
 		}
 		if v, refused := k.userSessionCheck(op, c); refused {
 			return v

@@ -428,8 +428,8 @@ func (k *Keyspace) ReadAs(op command.Op, user string, now, wall int64) resp.Valu
 }
 
 func errReply(err error) resp.Value {
-	if e, ok := err.(command.Error); ok {
-		return resp.Error(string(e))
+	if _, ok := err.(command.Replier); ok {
+		return command.ErrorReply(err)
 	}
 	return resp.Error("ERR " + err.Error())
 }

@@ -1,11 +1,11 @@
 package fsm
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"strconv"
 
+	"github.com/lockd/lockd/outcome"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
@@ -271,19 +271,23 @@ func (k *Keyspace) TakeWakes() []Wake {
 	return w
 }
 
-// queuedPrefix starts the reply of a LOCK.ACQUIRE that joined a wait queue:
-// "QUEUED <waiter-id>". No client ever sees it: the node that proposed the entry
-// turns it into the grant or nil the wait ends with.
-const queuedPrefix = "QUEUED "
+// queuedReply is the reply of a LOCK.ACQUIRE that joined a wait queue:
+// outcome.Queued, the waiter's id in Int (text "QUEUED <waiter-id>", for
+// logs). No client ever sees it: the node that proposed the entry turns it
+// into the grant or nil the wait ends with.
+func queuedReply(id uint64) resp.Value {
+	v := resp.Failed(outcome.Queued, "QUEUED "+strconv.FormatUint(id, 10))
+	v.Int = int64(id)
+	return v
+}
 
 // QueuedWaiter reports whether v is the reply of an acquire that was queued, and
 // the waiter's id.
 func QueuedWaiter(v resp.Value) (uint64, bool) {
-	if v.Kind != resp.KindError || !bytes.HasPrefix(v.Str, []byte(queuedPrefix)) {
+	if v.Outcome != outcome.Queued {
 		return 0, false
 	}
-	id, err := strconv.ParseUint(string(v.Str[len(queuedPrefix):]), 10, 64)
-	return id, err == nil
+	return uint64(v.Int), true
 }
 
 // admits reports whether a grant of mode/limit fits beside the holders.
@@ -503,7 +507,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 	deadline := addSat(c.Now, ttl)
 	if op.Session != 0 {
 		if _, ok := k.sessions[op.Session]; !ok {
-			return resp.Error(string(command.ErrNoSession))
+			return command.ErrNoSession.Reply()
 		}
 		deadline = sessionBound
 	}
@@ -532,7 +536,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 	}
 	for _, w := range rec.waiters {
 		if w.owner == string(op.Owner) && w.session == op.Session && op.Wait > 0 && c.Top {
-			return unchanged(resp.Error(queuedPrefix + strconv.FormatUint(w.id, 10)))
+			return unchanged(queuedReply(w.id))
 		}
 	}
 	if len(rec.waiters) == 0 && rec.delay == 0 && rec.granted != c.Index && rec.admits(op.Mode, op.Limit) {
@@ -560,7 +564,10 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 	if int64(len(rec.waiters)) >= limit {
 		k.stats.QueueFull++
 		k.publishReject(op.Name, op.Owner, "queue-full")
-		return unchanged(resp.Error(fmt.Sprintf("QUEUEFULL the wait queue of '%s' is full (%d waiters); retry in %d ms", op.Name, limit, retryHint(rec, c.Now))))
+		hint := retryHint(rec, c.Now)
+		full := resp.Failed(outcome.QueueFull, fmt.Sprintf("QUEUEFULL the wait queue of '%s' is full (%d waiters); retry in %d ms", op.Name, limit, hint))
+		full.Int = hint // the door's Retry-After (HTTP)
+		return unchanged(full)
 	}
 	// Log time counts whole milliseconds from a stamp truncated to one, so a
 	// deadline op.Wait after c.Now could come up to 1 ms before op.Wait has
@@ -570,7 +577,7 @@ func (k *Keyspace) lockAcquire(op command.LockAcquire, c Ctx) resp.Value {
 		mode: op.Mode, limit: op.Limit, reentrant: op.Reentrant, since: c.Now, deadline: addSat(c.Now, addSat(op.Wait, 1))})
 	k.sessionHold(op.Session, op.Name)
 	k.storeLock(op.Name, it, rec, dropped, c)
-	return resp.Error(queuedPrefix + strconv.FormatUint(c.Index, 10))
+	return queuedReply(c.Index)
 }
 
 // retryHint is when a full queue is worth trying again: when the first lease

@@ -132,10 +132,10 @@ func (k *Keyspace) CheckKeys(keys [][]byte) (resp.Value, bool) {
 	for _, key := range keys {
 		s := shard.Slot(key)
 		if k.gone.contains(s) {
-			return resp.Error(string(command.MovedError(s))), true
+			return command.MovedReply(s), true
 		}
 		if k.frozen.contains(s) {
-			return resp.Error(string(command.TryAgainError(s))), true
+			return command.MovingReply(s), true
 		}
 	}
 	return resp.Value{}, false

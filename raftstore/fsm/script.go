@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/lua"
+	"github.com/lockd/lockd/outcome"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
@@ -110,7 +111,7 @@ func (h *scriptHost) Call(args [][]byte) resp.Value {
 	}
 	if spec.Write && h.k.maxWrite > 0 {
 		if n := command.Size(args); n > h.k.maxWrite {
-			v := resp.Error(fmt.Sprintf("%s: %d bytes, at most %d", ErrTooLargeText, n, h.k.maxWrite))
+			v := resp.Failed(outcome.TooLarge, fmt.Sprintf("%s: %d bytes, at most %d", ErrTooLargeText, n, h.k.maxWrite))
 			if h.k.tooLarge.Kind != resp.KindError {
 				h.k.tooLarge = v
 			}

@@ -108,10 +108,10 @@ func (k *Keyspace) CheckSessions(op command.Op, user string) (resp.Value, bool) 
 	for _, id := range command.SessionIDs(op) {
 		owner, ok := k.SessionOwner(id)
 		if !ok {
-			return resp.Error(string(command.ErrNoSession)), true
+			return command.ErrNoSession.Reply(), true
 		}
 		if !command.MayUseSession(k.acl, user, owner) {
-			return resp.Error(string(command.ErrSessionNoPerm)), true
+			return command.ErrSessionNoPerm.Reply(), true
 		}
 	}
 	return resp.Value{}, false
@@ -129,7 +129,7 @@ func (k *Keyspace) userSessionCheck(op command.Op, c Ctx) (resp.Value, bool) {
 	}
 	for _, id := range command.SessionIDs(op) {
 		if owner, ok := k.SessionOwner(id); ok && !command.MayUseSession(k.acl, c.User, owner) {
-			return resp.Error(string(command.ErrSessionNoPerm)), true
+			return command.ErrSessionNoPerm.Reply(), true
 		}
 	}
 	return resp.Value{}, false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/lockd/lockd/raftstore/journal"
 )
 
 // ErrBadgerWrite wraps the error of a badger transaction that failed to take
@@ -114,7 +115,7 @@ func (sh *Shared) applier(linger time.Duration) {
 	defer close(sh.applied)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	var reqs []*setsReq
+	var reqs []*journal.Write
 	for first := range sh.toApply {
 		var n int
 		var open bool
@@ -131,12 +132,12 @@ func (sh *Shared) applier(linger time.Duration) {
 // hands over within linger (a reader waiting for badger ends the wait), and
 // then those already queued, up to applyMaxBatches in all. It returns them,
 // their number, and false once the committer has quit. On the applier only.
-func (sh *Shared) gather(reqs []*setsReq, timer *time.Timer, linger time.Duration) ([]*setsReq, int, bool) {
+func (sh *Shared) gather(reqs []*journal.Write, timer *time.Timer, linger time.Duration) ([]*journal.Write, int, bool) {
 	n, lingered := 1, false
 	timer.Reset(linger)
 	defer timer.Stop()
 	for n < applyMaxBatches {
-		var b []*setsReq
+		var b []*journal.Write
 		ok := true
 		select {
 		case b, ok = <-sh.toApply: // queued already
@@ -166,7 +167,7 @@ func (sh *Shared) gather(reqs []*setsReq, timer *time.Timer, linger time.Duratio
 // write writes reqs, the batches the applier gathered, into badger, unless
 // an earlier write failed, and tells each request's Store that badger holds
 // its entries. On the applier only.
-func (sh *Shared) write(reqs []*setsReq) error {
+func (sh *Shared) write(reqs []*journal.Write) error {
 	err := sh.lag.err()
 	if err == nil && sh.opts.BeforeApply != nil {
 		err = sh.opts.BeforeApply()
@@ -183,8 +184,8 @@ func (sh *Shared) write(reqs []*setsReq) error {
 // own: entryfiles.go), in order, in as few transactions of
 // db as badger's size limit allows (one, unless they are large), and returns
 // how many it committed. After an error a prefix of the keys may be in db.
-// The applier, the tails' moves and the journal's replay write this way.
-func writeBatch(db *badger.DB, batch []*setsReq) (txns int, err error) {
+// The applier, the journal's moves and its replay write this way.
+func writeBatch(db *badger.DB, batch []*journal.Write) (txns int, err error) {
 	txn := db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	held := 0           // keys txn holds
@@ -227,9 +228,9 @@ func logSplit(logger *slog.Logger, dir string, txns, keys int) {
 }
 
 // batchKeys counts the keys the requests write.
-func batchKeys(batch []*setsReq) (n int) {
+func batchKeys(batch []*journal.Write) (n int) {
 	for _, r := range batch {
-		n += len(r.keys)
+		n += len(r.Keys)
 	}
 	return n
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/journal"
 )
 
 // heldApplier opens a Shared in dir whose applier waits, before it writes
@@ -93,7 +94,7 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	requireNoErr(t, bigErr, "StoreLogs of a big batch")
 	if _, gone := returnsWithin(200*time.Millisecond, func() {
 		for {
-			if seqs, _ := journalFiles(filepath.Join(dir, "journal")); !slices.Contains(seqs, full) {
+			if seqs, _ := journal.Files(filepath.Join(dir, "journal")); !slices.Contains(seqs, full) {
 				return
 			}
 			time.Sleep(2 * time.Millisecond)
@@ -113,7 +114,7 @@ func TestBadgerTrailsJournal(t *testing.T) {
 	if v, err := st.GetUint64([]byte("term")); err != nil || v != 8 {
 		t.Fatalf("term = %d, %v; want 8", v, err)
 	}
-	if idx, _ := st.tail.entries(0, 200, full, 0); len(idx) != 0 {
+	if idx, _ := st.tail.Entries(0, 200, full, 0); len(idx) != 0 {
 		t.Fatalf("entries %v of the removed file %d are still read from it", idx, full)
 	}
 }
@@ -139,7 +140,7 @@ func TestBadgerWriteFailure(t *testing.T) {
 	if err := sh.Close(); !errors.Is(err, ErrBadgerWrite) {
 		t.Fatalf("Close after badger failed = %v, want ErrBadgerWrite", err)
 	}
-	if seqs, err := journalFiles(filepath.Join(dir, "journal")); err != nil || len(seqs) == 0 {
+	if seqs, err := journal.Files(filepath.Join(dir, "journal")); err != nil || len(seqs) == 0 {
 		t.Fatalf("journal files after Close = %v, %v: want them kept for the replay", seqs, err)
 	}
 	_, again := openGroup(t, dir, Options{})

@@ -47,10 +47,7 @@ type DurableLog interface {
 	WaitDurableOr(index uint64, cancel <-chan struct{}) (bool, error)
 }
 
-var (
-	_ DurableLog = (*Store)(nil)
-	_ DurableLog = (*Faulty)(nil)
-)
+var _ DurableLog = (*Store)(nil)
 
 // DeferSyncWhen makes StoreLogs return before its entries are fsynced when
 // f reports true at the call: for a Raft group's leader, so that it sends
@@ -227,7 +224,7 @@ func (s *Store) storeDeferred(logs []*raft.Log, lo, hi uint64, r *setsReq) error
 		}
 		d.signal()
 	}
-	r.onDone, r.tail = done, s.tail
+	r.onDone, r.Tail = done, s.tail
 	if err := s.sh.enqueue(r); err != nil {
 		d.mu.Lock()
 		d.pending = d.pending[:len(d.pending)-1]

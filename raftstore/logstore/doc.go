@@ -1,2 +1,2 @@
-// Package logstore implements hashicorp/raft's LogStore and StableStore on a badger v4 database (one per node: a Shared of several groups, or a Store of its own opened with Open) and a journal whose files also hold the log's recent entries (journal.go, tail.go).
+// Package logstore implements hashicorp/raft's LogStore and StableStore for the Raft groups of a node (a Shared of several groups, or a Store of its own opened with Open) over two stores: the journal (package journal), whose fdatasynced records make every write durable and whose files hold the log's young entries, and one badger v4 database, written behind the journal without syncing, for the stable store and the entries that outlive their journal file (journal.go). See DESIGN.md.
 package logstore

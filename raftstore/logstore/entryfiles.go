@@ -14,6 +14,7 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/lockd/lockd/internal/durable"
+	"github.com/lockd/lockd/raftstore/journal"
 )
 
 // Large log entries in badger are files of their own.
@@ -24,7 +25,7 @@ import (
 // deletions of old log entries (Raft's compaction after a snapshot) cause
 // none, so every large entry that ever reached badger stayed on disk for
 // good. Entries reach badger when their journal file is retired while they
-// are still in the log (tail.go) and at every clean stop (moveAll), so a
+// are still in the log (package journal) and at every clean stop (MoveAll), so a
 // group writing large values leaked disk at each restart and, once its log
 // outgrew the journal, all the time: a single node taking 1.5 MB values over
 // 100 keys grew its value log by ~700 MB per 900 MB written (issue 9).
@@ -63,6 +64,9 @@ const (
 	entryFileSuffix = ".log"
 )
 
+// crcTable is CRC-32C's, the checksum of an entry file (its marker holds it).
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
 // dbOp is one key of a badger write: its value, or its deletion.
 type dbOp struct {
 	key, val []byte
@@ -86,13 +90,13 @@ func (op dbOp) apply(txn *badger.Txn) error {
 // bytes or more written to its file (here, before the marker that names it
 // goes into badger) and replaced by the marker. For a deletion of log keys
 // it reads db for the markers among them.
-func badgerOps(db *badger.DB, r *setsReq) (ops []dbOp, unlink []string, err error) {
-	ops = make([]dbOp, 0, len(r.keys))
+func badgerOps(db *badger.DB, r *journal.Write) (ops []dbOp, unlink []string, err error) {
+	ops = make([]dbOp, 0, len(r.Keys))
 	opts := db.Opts()
 	onDisk := !opts.InMemory // in memory badger holds every value (it caps them at its threshold)
-	if !r.del {
-		for i, k := range r.keys {
-			v := r.val(i)
+	if !r.Del {
+		for i, k := range r.Keys {
+			v := r.Value(i)
 			kp, index, ok := splitLogKey(k)
 			if len(v) < bigValue || !ok || !onDisk {
 				ops = append(ops, dbOp{key: k, val: v})
@@ -106,7 +110,7 @@ func badgerOps(db *badger.DB, r *setsReq) (ops []dbOp, unlink []string, err erro
 		return ops, nil, nil
 	}
 	deleted := make(map[string][]uint64) // key prefix -> deleted log indexes
-	for _, k := range r.keys {
+	for _, k := range r.Keys {
 		ops = append(ops, dbOp{key: k, del: true})
 		if kp, index, ok := splitLogKey(k); ok && onDisk {
 			deleted[string(kp)] = append(deleted[string(kp)], index)

@@ -113,7 +113,7 @@ func testLargeEntriesMoveToFiles(t *testing.T, open journalOpener) {
 	logs, files := bigLogs()
 	st, closeAll := open(t, dir)
 	requireNoErr(t, st.StoreLogs(logs), "StoreLogs")
-	if n, err := st.tail.move(st.sh.db, st.journal(), st.kp, 0, 0); err != nil || n != len(logs) {
+	if n, err := st.journal().Move(st.tail, 0, 0); err != nil || n != len(logs) {
 		t.Fatalf("moved %d entries into badger (%v), want %d", n, err, len(logs))
 	}
 	if n := entryFileCount(t, st); n != files {

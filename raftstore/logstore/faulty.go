@@ -1,3 +1,5 @@
+//go:build faults
+
 package logstore
 
 import (
@@ -20,7 +22,8 @@ var ErrInjected = errors.New("logstore: injected write failure (test fault)")
 // writes before they are durable, so that a crash loses acknowledged entries.
 //
 // Reads pass through. It is test machinery: production stores are never
-// wrapped. All methods are safe for concurrent use.
+// wrapped, and it builds only with the faults tag. All methods are safe for
+// concurrent use.
 type Faulty struct {
 	inner raft.LogStore
 
@@ -46,7 +49,10 @@ type pendingLog struct {
 // NewFaulty returns inner with no fault switched on.
 func NewFaulty(inner raft.LogStore) *Faulty { return &Faulty{inner: inner} }
 
-var _ raft.LogStore = (*Faulty)(nil)
+var (
+	_ raft.LogStore = (*Faulty)(nil)
+	_ DurableLog    = (*Faulty)(nil)
+)
 
 // SetWriteDelay makes every log write (StoreLog, StoreLogs, DeleteRange) take
 // at least d longer; 0 removes the delay.

@@ -1,3 +1,5 @@
+//go:build faults
+
 package logstore
 
 import (
@@ -131,5 +133,50 @@ func TestFaultyLyingDiskLosesAcknowledgedWrites(t *testing.T) {
 	}
 	if last, _ := again.LastIndex(); last != 5 {
 		t.Fatalf("switching the bug off left the disk at %d, want 5", last)
+	}
+}
+
+// A Faulty store reports the durability of the Store it wraps (a deferred
+// write counts once written), except while its disk lies: then everything it
+// acknowledged counts as on disk at once, the fsync's lie with the write's.
+func TestFaultyDurability(t *testing.T) {
+	sh, release := heldShared(t, t.TempDir())
+	st, err := sh.Group(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.DeferSyncWhen(func() bool { return true })
+	f := NewFaulty(st)
+
+	requireNoErr(t, f.StoreLogs(testLogs(1, 3)), "deferred StoreLogs")
+	if d := f.Durable(); d != 0 {
+		t.Fatalf("Durable = %d with the write held, want 0", d)
+	}
+	waited, ok := returnsWithin(50*time.Millisecond, func() { requireNoErr(t, f.WaitDurable(3), "WaitDurable") })
+	if ok {
+		t.Fatal("WaitDurable(3) returned before the held write was on disk")
+	}
+	release <- nil
+	finished(t, waited, "WaitDurable(3) after the write")
+	if d := f.Durable(); d != 3 {
+		t.Fatalf("Durable = %d after the write, want 3", d)
+	}
+
+	requireNoErr(t, f.SetLyingDisk(time.Hour), "SetLyingDisk")
+	requireNoErr(t, f.StoreLogs(testLogs(4, 6)), "StoreLogs on the lying disk")
+	if d := f.Durable(); d != 6 {
+		t.Fatalf("Durable = %d on the lying disk, want 6 (all it acknowledged)", d)
+	}
+	if _, ok := returnsWithin(5*time.Second, func() { requireNoErr(t, f.WaitDurable(6), "WaitDurable") }); !ok {
+		t.Fatal("WaitDurable(6) on the lying disk waited")
+	}
+	if d := st.Durable(); d != 3 {
+		t.Fatalf("the wrapped store's Durable = %d, want 3: the lie never reached it", d)
+	}
+	go func() { release <- nil }() // SetLyingDisk(0) writes what is pending, deferred
+	requireNoErr(t, f.SetLyingDisk(0), "SetLyingDisk(0)")
+	requireNoErr(t, f.WaitDurable(6), "WaitDurable(6) once honest")
+	if d := f.Durable(); d != 6 {
+		t.Fatalf("Durable = %d once the pending writes were written, want 6", d)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/journal"
 )
 
 // journalKinds opens, in dir, a Store of its own or group 0 of a Shared,
@@ -67,12 +69,12 @@ func copyJournal(t *testing.T, dir string) string {
 	if err := os.MkdirAll(to, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	seqs, err := journalFiles(filepath.Join(dir, "journal"))
+	seqs, err := journal.Files(filepath.Join(dir, "journal"))
 	if err != nil || len(seqs) == 0 {
 		t.Fatalf("journal files: %v %v", seqs, err)
 	}
 	for _, seq := range seqs {
-		data, err := os.ReadFile(filepath.Join(dir, "journal", journalName(seq)))
+		data, err := os.ReadFile(filepath.Join(dir, "journal", journal.FileName(seq)))
 		if errors.Is(err, fs.ErrNotExist) {
 			// The rotator removed it since the listing (reclaim: a full
 			// file whose records badger holds durably, or with none, as
@@ -83,7 +85,7 @@ func copyJournal(t *testing.T, dir string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(to, journalName(seq)), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(to, journal.FileName(seq)), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +109,7 @@ func testJournalRestores(t *testing.T, open journalOpener) {
 	journalOnly := copyJournal(t, dir)
 	requireNoErr(t, closeAll(), "Close")
 	// A clean stop leaves badger complete and the journal empty.
-	if seqs, err := journalFiles(filepath.Join(dir, "journal")); err != nil || len(seqs) != 0 {
+	if seqs, err := journal.Files(filepath.Join(dir, "journal")); err != nil || len(seqs) != 0 {
 		t.Fatalf("journal files after Close: %v %v, want none", seqs, err)
 	}
 	again, _ := open(t, dir)
@@ -137,12 +139,12 @@ func testJournalTorn(t *testing.T, open journalOpener) {
 	cur := journalSettles(t, dir, st)
 	requireNoErr(t, closeAll(), "Close")
 
-	name := filepath.Join(fresh, "journal", journalName(cur))
+	name := filepath.Join(fresh, "journal", journal.FileName(cur))
 	data, err := os.ReadFile(name)
 	requireNoErr(t, err, "read journal")
 	// The second record, its last bytes never written.
-	first := journalHeader + int(le32(data))
-	second := journalHeader + int(le32(data[first:]))
+	first := recordHeader + int(le32(data))
+	second := recordHeader + int(le32(data[first:]))
 	for _, cut := range []int{first + second/2, first + 3} {
 		torn := bytes.Clone(data)
 		clear(torn[cut:])
@@ -154,6 +156,10 @@ func testJournalTorn(t *testing.T, open journalOpener) {
 		assertHasLogs(t, got, 1, 20, func(i uint64) bool { return i <= 10 })
 	}
 }
+
+// recordHeader is the bytes before a journal record's payload: its length
+// and CRC-32C, 4 bytes each (journal/DESIGN.md).
+const recordHeader = 8
 
 func le32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
@@ -190,193 +196,50 @@ func testJournalCheckpoints(t *testing.T, open journalOpener) {
 	assertHasLogs(t, alone, 390, 600, func(i uint64) bool { return i >= 401 })
 }
 
-// keyOp is one key of replayed writes: set to val, or deleted.
-type keyOp struct {
-	key, val []byte
-	del      bool
-}
-
-// appendJournalRecord appends the record of batch's writes (build) to dst,
-// whole: the bytes the journal writes, in one slice.
-func appendJournalRecord(dst []byte, batch []*setsReq) []byte {
-	var rec journalRecord
-	rec.build(batch)
-	for _, s := range rec.segments() {
-		dst = append(dst, s...)
-	}
-	return dst
-}
-
-// keyOps lists the keys of reqs in order.
-func keyOps(reqs []*setsReq) []keyOp {
-	var out []keyOp
-	for _, r := range reqs {
-		for i, k := range r.keys {
-			op := keyOp{key: k, del: r.del}
-			if !r.del {
-				op.val = r.vals[i]
-			}
-			out = append(out, op)
-		}
-	}
-	return out
-}
-
-// Records read back as written; a checksummed record that does not parse is
-// an error, not the end of the journal.
-func TestJournalRecord(t *testing.T) {
-	batch := []*setsReq{
-		{keys: [][]byte{[]byte("a"), []byte("")}, vals: [][]byte{[]byte("1"), bytes.Repeat([]byte("v"), 300)}},
-		{keys: [][]byte{[]byte("gone")}, del: true},
-	}
-	rec := appendJournalRecord(nil, batch)
-	var got []keyOp
-	requireNoErr(t, replayJournal(append(rec, make([]byte, 16)...), 1, func(reqs []*setsReq) error {
-		got = append(got, keyOps(reqs)...)
-		return nil
-	}), "replay")
-	want := []keyOp{{key: []byte("a"), val: []byte("1")}, {key: []byte(""), val: bytes.Repeat([]byte("v"), 300)}, {key: []byte("gone"), del: true}}
-	if len(got) != len(want) {
-		t.Fatalf("replayed %d ops, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if !bytes.Equal(got[i].key, want[i].key) || !bytes.Equal(got[i].val, want[i].val) || got[i].del != want[i].del {
-			t.Fatalf("op %d = %+v, want %+v", i, got[i], want[i])
-		}
-	}
-	for _, bad := range [][]byte{{}, {2}, {1, 2, 1}, {1, 0, 5, 'a'}, {1, 1, 1, 'k', 0}} {
-		if _, err := decodeJournalRecord(bad); err == nil {
-			t.Errorf("decodeJournalRecord(%v) accepted a malformed record", bad)
-		}
-	}
-}
-
-// A record whose large values are written by reference (their own pieces
-// of a vectored write, a split log entry's three pieces) holds the same
-// bytes as one with every value copied in, and its locs find each value.
-func TestJournalRecordPieces(t *testing.T) {
-	big := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
-	head, data, tl := []byte("head"), big(3*bigPiece+7, 'd'), []byte{0}
-	split := func() []*setsReq {
-		return []*setsReq{
-			{keys: [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")},
-				vals:  [][]byte{[]byte("1"), big(bigPiece-1, 'b'), big(bigPiece, 'c'), nil},
-				split: [][3][]byte{3: {head, data, tl}}, tail: &tail{}},
-			{keys: [][]byte{[]byte("gone")}, del: true},
-			{keys: [][]byte{[]byte("e")}, vals: [][]byte{big(2*bigPiece, 'e')}, tail: &tail{}},
-		}
-	}
-	whole := split()
-	whole[0].vals[3], whole[0].split = slices.Concat(head, data, tl), nil
-	flat := appendJournalRecord(nil, whole)
-
-	batch := split()
-	var rec journalRecord
-	rec.build(batch)
-	if len(rec.refs) != 3 {
-		t.Fatalf("%d values by reference, want 3 (those of bigPiece bytes or more)", len(rec.refs))
-	}
-	var got []byte
-	for _, s := range rec.segments() {
-		got = append(got, s...)
-	}
-	if !bytes.Equal(got, flat) || rec.size != len(flat) {
-		t.Fatalf("record in pieces (%d bytes, size %d) differs from the copied one (%d bytes)", len(got), rec.size, len(flat))
-	}
-	for _, r := range []*setsReq{batch[0], batch[2]} {
-		for i, l := range r.locs {
-			if want := r.val(i); !bytes.Equal(got[l.off:l.off+int64(l.n)], want) {
-				t.Fatalf("loc %+v of a %d-byte value reads other bytes", l, len(want))
-			}
-		}
-	}
-
-	// Written with a few pieces per call, at an offset, it reads back whole.
-	defer func(n int) { maxIOV = n }(maxIOV)
-	maxIOV = 2
-	f, err := os.Create(filepath.Join(t.TempDir(), "j"))
-	requireNoErr(t, err, "create")
-	defer f.Close()
-	requireNoErr(t, rec.writeAt(f, 100), "writeAt")
-	onDisk, err := os.ReadFile(f.Name())
-	requireNoErr(t, err, "read")
-	if !bytes.Equal(onDisk[100:], flat) {
-		t.Fatal("the vectored write put other bytes on disk")
-	}
-	var ops []keyOp
-	requireNoErr(t, replayJournal(onDisk[100:], 1, func(reqs []*setsReq) error {
-		ops = append(ops, keyOps(reqs)...)
-		return nil
-	}), "replay")
-	if len(ops) != 6 || !bytes.Equal(ops[3].val, whole[0].vals[3]) || !ops[4].del {
-		t.Fatalf("replayed %d ops, want the batch's 6", len(ops))
-	}
-}
-
 // A write the journal could not make durable fails and never reaches
 // badger: badger may write out what it holds at any time, and must not hold
-// what the journal lost.
+// what the journal lost. The disk goes away before the journal's write (the
+// journal's own tests check that a failed append fails every later one).
 func TestJournalFirst(t *testing.T) {
-	forEachJournalKind(t, func(t *testing.T, open journalOpener) {
-		st, _ := open(t, t.TempDir())
-		requireNoErr(t, st.StoreLogs(testLogs(1, 5)), "StoreLogs")
-		jr := st.journal()
-		jr.mu.Lock()
-		jr.err = errors.New("injected: the disk is gone")
-		jr.mu.Unlock()
-		if err := st.StoreLogs(testLogs(6, 8)); err == nil {
-			t.Fatal("StoreLogs succeeded without its journal")
+	var gone atomic.Bool
+	opts := Options{BeforeWrite: func() error {
+		if gone.Load() {
+			return errors.New("injected: the disk is gone")
 		}
-		if err := st.SetUint64([]byte("CurrentTerm"), 3); err == nil {
-			t.Fatal("SetUint64 succeeded without its journal")
-		}
-		assertBounds(t, st, 1, 5)
-		assertHasLogs(t, st, 1, 8, func(i uint64) bool { return i <= 5 })
-		if err := st.sh.db.View(func(txn *badger.Txn) error {
-			_, err := txn.Get(st.kp.log(6))
-			return err
-		}); !errors.Is(err, badger.ErrKeyNotFound) {
-			t.Fatalf("entry 6 in badger: %v, want not found", err)
-		}
-		if _, err := st.GetUint64([]byte("CurrentTerm")); !errors.Is(err, ErrKeyNotFound) {
-			t.Fatalf("CurrentTerm: %v, want not found", err)
-		}
-	})
-}
-
-// FuzzJournalReplay: whatever a journal file holds, replaying it never
-// panics and fails only on a checksummed record that does not parse (a torn
-// or unchecked tail just ends it); the writes it applies, encoded again,
-// replay as the same keys and values.
-func FuzzJournalReplay(f *testing.F) {
-	f.Add(appendJournalRecord(nil, []*setsReq{{keys: [][]byte{[]byte("k")}, vals: [][]byte{[]byte("v")}}}))
-	f.Add(append(appendJournalRecord(nil, []*setsReq{{keys: [][]byte{[]byte("a"), []byte("b")}, del: true}}), 1, 2, 3))
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var applied []keyOp
-		var again []byte
-		err := replayJournal(data, 1, func(reqs []*setsReq) error {
-			applied = append(applied, keyOps(reqs)...)
-			again = appendJournalRecord(again, reqs)
-			return nil
-		})
-		if err != nil && !errors.Is(err, errJournalRecord) {
-			t.Fatalf("replay failed with %v, want nil or errJournalRecord", err)
-		}
-		var back []keyOp
-		if err := replayJournal(again, 1, func(reqs []*setsReq) error { back = append(back, keyOps(reqs)...); return nil }); err != nil {
-			t.Fatalf("replaying re-encoded operations: %v", err)
-		}
-		if len(back) != len(applied) {
-			t.Fatalf("re-encoded %d operations, replayed %d", len(applied), len(back))
-		}
-		for i := range back {
-			a, b := applied[i], back[i]
-			if a.del != b.del || !bytes.Equal(a.key, b.key) || (!a.del && !bytes.Equal(a.val, b.val)) {
-				t.Fatalf("operation %d: %+v replayed as %+v", i, a, b)
+		return nil
+	}}
+	kinds := []struct {
+		name string
+		open func(t *testing.T) *Store
+	}{
+		{"own", func(t *testing.T) *Store { return openStore(t, t.TempDir(), opts) }},
+		{"shared", func(t *testing.T) *Store { _, st := openGroup(t, t.TempDir(), opts); return st }},
+	}
+	for _, kind := range kinds {
+		t.Run(kind.name, func(t *testing.T) {
+			gone.Store(false)
+			st := kind.open(t)
+			requireNoErr(t, st.StoreLogs(testLogs(1, 5)), "StoreLogs")
+			gone.Store(true)
+			if err := st.StoreLogs(testLogs(6, 8)); err == nil {
+				t.Fatal("StoreLogs succeeded without its journal")
 			}
-		}
-	})
+			if err := st.SetUint64([]byte("CurrentTerm"), 3); err == nil {
+				t.Fatal("SetUint64 succeeded without its journal")
+			}
+			assertBounds(t, st, 1, 5)
+			assertHasLogs(t, st, 1, 8, func(i uint64) bool { return i <= 5 })
+			if err := st.sh.db.View(func(txn *badger.Txn) error {
+				_, err := txn.Get(st.kp.log(6))
+				return err
+			}); !errors.Is(err, badger.ErrKeyNotFound) {
+				t.Fatalf("entry 6 in badger: %v, want not found", err)
+			}
+			if _, err := st.GetUint64([]byte("CurrentTerm")); !errors.Is(err, ErrKeyNotFound) {
+				t.Fatalf("CurrentTerm: %v, want not found", err)
+			}
+		})
+	}
 }
 
 // An entry over badger's 1 MiB value threshold (badger keeps it in its value
@@ -396,40 +259,4 @@ func TestJournalRestoresLargeEntry(t *testing.T) {
 		requireNoErr(t, got.GetLog(1, &l), "GetLog(1)")
 		assertLogEqual(t, big, &l)
 	})
-}
-
-// zeroFile writes zeros over a spare, a chunk at a time, and stops before
-// the next chunk once the writer says it needs the file.
-func TestZeroFile(t *testing.T) {
-	size := int64(3*zeroChunk + 100)
-	f, err := createJournalFile(t.TempDir(), 1, size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	junk := bytes.Repeat([]byte{0xAB}, int(size))
-	if _, err := f.WriteAt(junk, 0); err != nil {
-		t.Fatal(err)
-	}
-	need := make(chan struct{}, 1)
-	need <- struct{}{}
-	if err := zeroFile(f, size, need); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(f.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, junk) {
-		t.Fatal("zeroFile wrote although the writer needed the file at once")
-	}
-	if err := zeroFile(f, size, make(chan struct{})); err != nil {
-		t.Fatal(err)
-	}
-	if got, err = os.ReadFile(f.Name()); err != nil {
-		t.Fatal(err)
-	}
-	if int64(len(got)) != size || !bytes.Equal(got, make([]byte, size)) {
-		t.Fatalf("after zeroFile the file holds %d bytes, not %d zeros", len(got), size)
-	}
 }

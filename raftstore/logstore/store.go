@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/journal"
 	"github.com/lockd/lockd/raftstore/logcodec"
 )
 
@@ -105,14 +105,15 @@ type Options struct {
 	BeforeApply func() error
 }
 
-// Store is a raft.LogStore and raft.StableStore backed by one badger DB.
+// Store is a raft.LogStore and raft.StableStore over its Shared's journal,
+// which holds its log's young entries, and badger DB, which holds the rest.
 //
 // It is meant to be handed to raft.NewRaft as both the log store and the
 // stable store of a single Raft group. hashicorp/raft calls it from several
 // of its own goroutines; all methods are safe for concurrent use. Writes
 // (StoreLog, StoreLogs, DeleteRange, Set, SetUint64) are durable when they
 // return: badger runs without syncing, and each write is also appended to the
-// store's journal and fdatasynced before it returns (journal.go) — except a
+// store's journal and fdatasynced before it returns (package journal) — except a
 // StoreLogs that DeferSyncWhen lets return early, whose entries are durable
 // once WaitDurable says so. Log mutations are serialised among themselves.
 //
@@ -151,8 +152,8 @@ type Store struct {
 	dur durability // deferred writes (DeferSyncWhen) and what is on disk
 
 	// tail (on disk) says where in the journal's files the log entries are
-	// that badger does not hold (tail.go); nil in memory.
-	tail *tail
+	// that badger does not hold (package journal); nil in memory.
+	tail *journal.Tail
 }
 
 // Batches is the number of StoreLogs calls that wrote entries since Open. With
@@ -189,36 +190,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// openJournalFor opens the journal of the badger DB in dir, replaying what it
-// holds into db and into the tails it returns (tailSet.replayInto, dedupe),
-// and removing the entry files no entry names (sweepEntryFiles);
-// its checkpoints call quiesce first, and its moves go into db (journal.go).
-func openJournalFor(db *badger.DB, dir string, logger *slog.Logger, quiesce func() error) (*journal, *tailSet, error) {
-	ts := newTailSet()
-	replayed := 0
-	jr, err := openJournal(filepath.Join(dir, "journal"), dir, ts.live, ts.replayInto(db, &replayed), quiesce)
-	if err == nil {
-		if err = ts.dedupe(db); err == nil {
-			var swept int
-			if swept, err = sweepEntryFiles(db, dir); swept > 0 {
-				logger.Info("logstore: removed entry files no log entry names", "dir", dir, "files", swept)
-			}
-		}
-		if err != nil {
-			jr.close()
-		}
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("logstore: open %s: %w", dir, err)
-	}
-	jr.migrate = func(seq uint64) (int, error) { return ts.move(db, jr, seq) }
-	logger.Debug("logstore: journal replayed", "dir", dir, "keys", replayed)
-	return jr, ts, nil
-}
-
 // openDB opens the badger DB in dir (or in memory) with lockd's options and
 // returns it with the largest value it accepts. Badger does not sync its
-// writes: the store's journal makes them durable (journal.go).
+// writes: the store's journal makes them durable (package journal).
 func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -264,16 +238,14 @@ func openDB(dir string, opts Options) (*badger.DB, int, *slog.Logger, error) {
 
 // newStore makes the Store of the keys under kp in sh's DB and loads its log
 // bounds.
-func newStore(sh *Shared, kp keyPrefix, logger *slog.Logger, opts Options, t *tail) (*Store, error) {
+func newStore(sh *Shared, kp keyPrefix, logger *slog.Logger, opts Options, t *journal.Tail) (*Store, error) {
 	s := &Store{sh: sh, kp: kp, logger: logger, observe: opts.ObserveWrite, tail: t}
 	if t != nil {
 		moved, err := s.seekBadger(math.MaxUint64, true)
 		if err != nil {
 			return nil, fmt.Errorf("logstore: open %s: load log bounds: %w", sh.dir, err)
 		}
-		t.mu.Lock()
-		t.moved = max(t.moved, moved)
-		t.mu.Unlock()
+		t.RaiseMoved(moved)
 	}
 	first, err := s.seekLog(0, false)
 	if err == nil {
@@ -305,10 +277,10 @@ type Shared struct {
 
 	// StoreLogs of every group go through one committer, which writes what
 	// several groups asked for meanwhile in one transaction and makes it
-	// durable with one fdatasync of the journal (journal.go): this is what
+	// durable with one fdatasync of the journal (package journal): this is what
 	// makes groups share an fsync.
-	reqs    chan *setsReq
-	journal *journal // nil in memory
+	reqs chan *setsReq
+	jr   *journal.Journal // nil in memory
 
 	// The Store of Open may write what it does not defer on its caller's
 	// goroutine when nothing is queued before it (writeInline): wmu makes the committer and such a caller take turns
@@ -324,47 +296,24 @@ type Shared struct {
 	// Badger trails the journal: the committer answers a batch once its
 	// journal record is on disk and hands it to the applier, which writes it
 	// into badger while the committer writes the next record (applier.go).
-	toApply chan []*setsReq
+	toApply chan []*journal.Write
 	applied chan struct{} // closed when the applier has written everything and quit
 	lag     badgerLag
 
-	tails *tailSet // the groups' log entries in the journal (tail.go); nil in memory
+	tails *journal.Tails // the groups' log entries in the journal, by group; nil in memory
 }
 
 // setsReq is one write of a Store's: a StoreLogs call or one chunk of a
 // DeleteRange or a stable-store Set, for the committer (or written inline,
-// Shared.writeInline).
+// Shared.writeInline). Its Write is what the journal and then badger get: a
+// log entry whose data StoreLogs did not copy is in Split (encoding head,
+// data, encoding tail), and a write of log keys of a Store whose entries stay
+// in the journal names its Tail.
 type setsReq struct {
-	keys, vals [][]byte
-	// split, when not nil, gives the values that are in pieces (vals[i]
-	// nil): a log entry whose data StoreLogs did not copy, written as
-	// encoding head, data, encoding tail (pieces).
-	split  [][3][]byte
-	del    bool        // delete keys (vals unused) instead of setting them
+	journal.Write
 	stored func()      // if set, called (on the writer) once the write is durable, before its answer
 	done   chan error  // gets the outcome, unless onDone is set
 	onDone func(error) // called with the outcome (on the committer); a deferred write
-
-	// A write of log keys of a Store whose entries stay in the journal:
-	// its tail, and where the journal put each value (journal.append).
-	tail *tail
-	locs []loc
-}
-
-// pieces returns r's i-th value as the pieces it is the concatenation of.
-func (r *setsReq) pieces(i int) [][]byte {
-	if r.split != nil && r.split[i][1] != nil {
-		return r.split[i][:]
-	}
-	return r.vals[i : i+1]
-}
-
-// val returns r's i-th value in one slice (a split one joined: a copy).
-func (r *setsReq) val(i int) []byte {
-	if p := r.pieces(i); len(p) > 1 {
-		return slices.Concat(p...)
-	}
-	return r.vals[i]
 }
 
 // commit hands r to the committer and waits for its outcome (r.stored, if
@@ -482,24 +431,28 @@ func (sh *Shared) journalBatch(batch []*setsReq) {
 	if err == nil && sh.opts.BeforeWrite != nil {
 		err = sh.opts.BeforeWrite()
 	}
+	ws := make([]*journal.Write, len(batch))
+	for i, r := range batch {
+		ws[i] = &r.Write
+	}
 	// Durable first (badger does not sync), then into badger: badger may
 	// write out any of its writes at any time, so it must never hold one the
-	// journal does not (journal.go).
-	if err == nil && sh.journal != nil {
-		err = sh.journal.append(batch)
+	// journal does not (package journal).
+	if err == nil && sh.jr != nil {
+		err = fromJournal(sh.jr.Append(ws))
 	}
 	if err == nil {
 		sh.commits.Add(1)
-		toDB := make([]*setsReq, 0, len(batch))
+		toDB := ws[:0] // ws[i] is read before toDB's i-th element is written
 		for _, r := range batch {
-			if r.tail != nil { // its entries stay in the journal (tail.go)
-				r.tail.journaled(r)
+			if r.Tail != nil { // its entries stay in the journal
+				r.Tail.Journaled(&r.Write)
 			}
 			if r.stored != nil {
 				r.stored()
 			}
-			if len(r.keys) > 0 {
-				toDB = append(toDB, r)
+			if len(r.Keys) > 0 {
+				toDB = append(toDB, &r.Write)
 			}
 		}
 		if len(toDB) > 0 {
@@ -525,11 +478,11 @@ func OpenShared(dir string, opts Options) (*Shared, error) {
 	}
 	sh := &Shared{db: db, dir: dir, maxValue: maxValue, logger: logger, opts: opts,
 		reqs: make(chan *setsReq, 256), stopped: make(chan struct{}),
-		toApply: make(chan []*setsReq, 64), applied: make(chan struct{})}
+		toApply: make(chan []*journal.Write, 64), applied: make(chan struct{})}
 	sh.lag.init()
 	if !opts.InMemory {
 		// A checkpoint needs badger to hold every record of its file.
-		if sh.journal, sh.tails, err = openJournalFor(db, dir, logger, sh.lag.wait); err != nil {
+		if sh.jr, sh.tails, err = openJournalFor(db, dir, logger, sh.lag.wait); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
@@ -556,9 +509,9 @@ func (sh *Shared) store(g int, obs func(time.Duration)) (*Store, error) {
 	if obs != nil {
 		opts.ObserveWrite = obs
 	}
-	var t *tail
+	var t *journal.Tail
 	if sh.tails != nil {
-		t = sh.tails.of(g)
+		t = sh.tails.Of(g)
 	}
 	logger := sh.logger
 	if g >= 0 {
@@ -579,19 +532,25 @@ func (sh *Shared) Close() error {
 	sh.closeOnce.Do(func() {
 		close(sh.stopped)
 		<-sh.applied // the committer has quit; badger holds what it answered
-		sh.journal.stopRotator()
+		if sh.jr != nil {
+			sh.jr.Stop()
+		}
 		cerr := sh.lag.err() // badger lacks journaled writes
-		if cerr == nil && sh.tails != nil {
-			cerr = sh.tails.moveAll(sh.db, sh.journal) // so that the journal can go
+		if cerr == nil && sh.jr != nil {
+			cerr = fromJournal(sh.jr.MoveAll()) // so that the journal can go
 		}
 		if dberr := sh.db.Close(); cerr == nil {
 			cerr = dberr
 		}
 		if cerr != nil {
 			err = fmt.Errorf("logstore: close %s: %w", sh.dir, cerr)
-			sh.journal.close() // its records are replayed at the next open
-		} else if jerr := sh.journal.retire(); jerr != nil {
-			err = fmt.Errorf("logstore: close %s: %w", sh.dir, jerr)
+			if sh.jr != nil {
+				sh.jr.Close() // its records are replayed at the next open
+			}
+		} else if sh.jr != nil {
+			if jerr := sh.jr.Retire(); jerr != nil {
+				err = fmt.Errorf("logstore: close %s: %w", sh.dir, jerr)
+			}
 		}
 	})
 	return err
@@ -699,9 +658,9 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 		return nil
 	}
 	if s.tail != nil {
-		buf, ok, err := s.journal().readTail(s.tail, index)
+		buf, ok, err := s.journal().Read(s.tail, index)
 		if err != nil {
-			return fmt.Errorf("logstore: get log %d: %w", index, err)
+			return fmt.Errorf("logstore: get log %d: %w", index, fromJournal(err))
 		}
 		if ok {
 			return s.decodeAt(buf, index, log)
@@ -734,7 +693,18 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 
 // journal is the journal that holds s's writes, its Shared's; nil in
 // memory.
-func (s *Store) journal() *journal { return s.sh.journal }
+func (s *Store) journal() *journal.Journal { return s.sh.jr }
+
+// fromJournal returns err, the journal's, made to match ErrCorrupt as well
+// where it reports journal files and tails that disagree (journal.ErrCorrupt):
+// ErrCorrupt is the one sentinel for corrupt data that the Store's callers
+// match.
+func fromJournal(err error) error {
+	if err != nil && errors.Is(err, journal.ErrCorrupt) && !errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return err
+}
 
 // decodeAt decodes buf, the stored value of entry index, into log.
 func (s *Store) decodeAt(buf []byte, index uint64, log *raft.Log) error {
@@ -757,7 +727,7 @@ func (s *Store) StoreLog(log *raft.Log) error {
 // it: then it returns once they are queued, and WaitDurable tells when they
 // are on disk). The batch is made durable with one journal record (one
 // fsync, shared with whatever else the committer writes with it). On disk
-// the entries stay in the journal's files (tail.go) until they are deleted
+// the entries stay in the journal's files (package journal) until they are deleted
 // or moved into badger, which keeps an entry of 1 MiB or more in a file of
 // its own (entryfiles.go); in memory badger takes them afterwards, split across
 // transactions when they exceed badger's per-transaction size limit (about
@@ -777,12 +747,12 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
 
 	// Encode the whole batch into two slabs before taking the write lock.
-	// An entry whose data is bigPiece or more keeps its data where it is:
-	// only its encoding's head and tail go to the slab (setsReq.split), and
-	// the journal writes the three pieces (journalRecord).
-	// (Only a store whose entries stay in the journal splits: tail.journaled
+	// An entry whose data is journal.BigPiece or more keeps its data where
+	// it is: only its encoding's head and tail go to the slab (Write.Split),
+	// and the journal writes the three pieces.
+	// (Only a store whose entries stay in the journal splits: Tail.Journaled
 	// drops the values, so nothing after the journal needs one whole.)
-	splits := func(l *raft.Log) bool { return s.tail != nil && len(l.Data) >= bigPiece }
+	splits := func(l *raft.Log) bool { return s.tail != nil && len(l.Data) >= journal.BigPiece }
 	keyLen := s.kp.logLen()
 	keySlab := make([]byte, len(logs)*keyLen)
 	size := 0
@@ -828,7 +798,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	lo, hi := logBounds(logs)
 	err := s.dur.err() // a failed deferred write fails every later one
 	if err == nil && s.dur.deferSync != nil && s.dur.deferSync() {
-		if err = s.storeDeferred(logs, lo, hi, &setsReq{keys: keys, vals: vals, split: split}); err == nil {
+		if err = s.storeDeferred(logs, lo, hi, &setsReq{Write: journal.Write{Keys: keys, Vals: vals, Split: split}}); err == nil {
 			return nil
 		}
 	}
@@ -838,7 +808,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if s.observe != nil {
 		defer func() { s.observe(time.Since(start)) }()
 	}
-	err = s.write(&setsReq{keys: keys, vals: vals, split: split, stored: func() { s.extendBounds(lo, hi) }, tail: s.tail})
+	err = s.write(&setsReq{Write: journal.Write{Keys: keys, Vals: vals, Split: split, Tail: s.tail}, stored: func() { s.extendBounds(lo, hi) }})
 	if err != nil {
 		return fmt.Errorf("logstore: store logs [%d..%d]: %w",
 			logs[0].Index, logs[len(logs)-1].Index, err)
@@ -964,7 +934,7 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 	if s.tail != nil {
 		// The tail before badger: an entry that moves meanwhile is in badger
 		// by the time settle returns.
-		idx, _ := s.tail.entries(lo, hi, 0, 0)
+		idx, _ := s.tail.Entries(lo, hi, 0, 0)
 		for _, i := range idx {
 			keys = append(keys, s.kp.log(i))
 		}
@@ -996,7 +966,7 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 		slices.SortFunc(keys, bytes.Compare)
 		keys = slices.CompactFunc(keys, bytes.Equal)
 	}
-	return s.write(&setsReq{keys: keys, del: true, tail: s.tail})
+	return s.write(&setsReq{Write: journal.Write{Keys: keys, Del: true, Tail: s.tail}})
 }
 
 // write writes r and waits until it is fsynced, through the Shared's
@@ -1026,7 +996,7 @@ func (s *Store) seekLog(from uint64, reverse bool) (uint64, error) {
 	var inTail uint64 // the tail before badger: see deleteLogs
 	found := false
 	if s.tail != nil {
-		inTail, found = s.tail.seek(from, reverse)
+		inTail, found = s.tail.Seek(from, reverse)
 	}
 	idx, err := s.seekBadger(from, reverse)
 	switch {
@@ -1073,7 +1043,7 @@ func (s *Store) Set(key, val []byte) error {
 	defer s.closeMu.RUnlock()
 
 	// Through write, whose journal makes it durable (badger does not sync).
-	err := s.write(&setsReq{keys: [][]byte{s.kp.stable(key)}, vals: [][]byte{val}})
+	err := s.write(&setsReq{Write: journal.Write{Keys: [][]byte{s.kp.stable(key)}, Vals: [][]byte{val}}})
 	if err != nil {
 		return fmt.Errorf("logstore: set %q: %w", key, err)
 	}

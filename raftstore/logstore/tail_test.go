@@ -3,139 +3,18 @@ package logstore
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/raftstore/journal"
 )
-
-// tailIndexes lists the indexes a tail holds, in order.
-func tailIndexes(t *tail) []uint64 {
-	idx, _ := t.entries(0, math.MaxUint64, 0, 0)
-	return idx
-}
-
-// seqRange lists from..to.
-func seqRange(from, to uint64) []uint64 {
-	var out []uint64
-	for i := from; i <= to; i++ {
-		out = append(out, i)
-	}
-	return out
-}
-
-// A tail keeps runs of indexes with gaps, replaces an entry stored again,
-// splits a run cut in its middle, joins the runs an entry bridges, and
-// handles the highest index there is.
-func TestTailRuns(t *testing.T) {
-	live := newLiveFiles()
-	tl := newTail(live)
-	var d liveDelta
-	put := func(from, to, seq uint64) {
-		tl.mu.Lock()
-		for i := from; ; i++ { // to may be the highest index
-			tl.put(i, loc{seq: seq, off: int64(i), n: 1}, &d)
-			if i == to {
-				break
-			}
-		}
-		tl.mu.Unlock()
-		d.flush(live)
-	}
-	remove := func(from, to uint64) (n int) {
-		tl.mu.Lock()
-		for i := from; ; i++ {
-			if tl.remove(i, &d) {
-				n++
-			}
-			if i == to {
-				break
-			}
-		}
-		tl.mu.Unlock()
-		d.flush(live)
-		return n
-	}
-	want := func(what string, idx []uint64) {
-		t.Helper()
-		if got := tailIndexes(tl); !slices.Equal(got, idx) {
-			t.Fatalf("%s: tail holds %v, want %v", what, got, idx)
-		}
-	}
-
-	put(10, 20, 1)
-	put(30, 35, 1) // a gap: a follower's log after a snapshot
-	want("two runs", append(seqRange(10, 20), seqRange(30, 35)...))
-	if got := live.count(1); got != 17 {
-		t.Fatalf("live count of file 1 = %d, want 17", got)
-	}
-	put(15, 16, 2) // stored again
-	if l, ok := tl.get(15); !ok || l.seq != 2 {
-		t.Fatalf("entry 15 = %+v, %v: want it in file 2", l, ok)
-	}
-	if live.count(1) != 15 || live.count(2) != 2 {
-		t.Fatalf("live counts = %d, %d; want 15, 2", live.count(1), live.count(2))
-	}
-	if n := remove(18, 18); n != 1 { // the middle of a run
-		t.Fatalf("removed %d entries, want 1", n)
-	}
-	put(21, 21, 2) // after the left part's end: must not overwrite the right part
-	want("split", append(append(seqRange(10, 17), seqRange(19, 21)...), seqRange(30, 35)...))
-	if l, ok := tl.get(19); !ok || l.seq != 1 || l.off != 19 {
-		t.Fatalf("entry 19 = %+v, %v after the split", l, ok)
-	}
-	put(18, 18, 3) // bridges two runs
-	put(22, 29, 3) // and this the next gap
-	want("joined", seqRange(10, 35))
-	if len(tl.segs) != 1 {
-		t.Fatalf("%d runs, want 1", len(tl.segs))
-	}
-	put(9, 9, 3) // just before the run
-	if n := remove(9, 12); n != 4 {
-		t.Fatalf("removed %d from the head, want 4", n)
-	}
-	if n := remove(34, 40); n != 2 {
-		t.Fatalf("removed %d from the end, want 2", n)
-	}
-	want("both ends cut", seqRange(13, 33))
-
-	for _, c := range []struct {
-		from    uint64
-		reverse bool
-		want    uint64
-		ok      bool
-	}{{0, false, 13, true}, {20, false, 20, true}, {34, false, 0, false}, {math.MaxUint64, true, 33, true},
-		{12, true, 0, false}, {20, true, 20, true}} {
-		if got, ok := tl.seek(c.from, c.reverse); got != c.want || ok != c.ok {
-			t.Fatalf("seek(%d, %v) = %d, %v; want %d, %v", c.from, c.reverse, got, ok, c.want, c.ok)
-		}
-	}
-	if idx, _ := tl.entries(0, math.MaxUint64, 3, 0); !slices.Equal(idx, append([]uint64{18}, seqRange(22, 29)...)) {
-		t.Fatalf("entries in file 3 = %v, want 18 and 22..29", idx)
-	}
-
-	put(math.MaxUint64, math.MaxUint64, 4)
-	put(math.MaxUint64-1, math.MaxUint64-1, 4)
-	if got, ok := tl.seek(math.MaxUint64, true); !ok || got != math.MaxUint64 {
-		t.Fatalf("seek back from the highest index = %d, %v", got, ok)
-	}
-	if _, ok := tl.get(math.MaxUint64); !ok {
-		t.Fatal("the highest index is not found")
-	}
-	remove(0, 40)
-	remove(math.MaxUint64-1, math.MaxUint64-1)
-	remove(math.MaxUint64, math.MaxUint64)
-	want("emptied", nil)
-	if len(live.n) != 0 {
-		t.Fatalf("live counts of an empty tail: %v", live.n)
-	}
-}
 
 // badgerLogKeys counts the log entries of st that badger holds.
 func badgerLogKeys(t *testing.T, st *Store) int {
@@ -157,11 +36,8 @@ func badgerLogKeys(t *testing.T, st *Store) int {
 // first, and the current file's.
 func journalState(t *testing.T, dir string, st *Store) ([]uint64, uint64) {
 	t.Helper()
-	jr := st.journal()
-	jr.mu.Lock()
-	cur := jr.seq
-	jr.mu.Unlock()
-	seqs, err := journalFiles(filepath.Join(dir, "journal"))
+	cur := st.journal().Current()
+	seqs, err := journal.Files(filepath.Join(dir, "journal"))
 	requireNoErr(t, err, "journal files")
 	return seqs, cur
 }
@@ -176,7 +52,7 @@ func fullFiles(t *testing.T, dir string, st *Store, max int) []uint64 {
 		var cur uint64
 		seqs, cur = journalState(t, dir, st)
 		full := slices.DeleteFunc(slices.Clone(seqs), func(seq uint64) bool { return seq >= cur })
-		if len(full) <= max && !slices.ContainsFunc(full, func(seq uint64) bool { return st.journal().live.count(seq) == 0 }) &&
+		if len(full) <= max && !slices.ContainsFunc(full, func(seq uint64) bool { return st.sh.tails.Live(seq) == 0 }) &&
 			slices.Contains(seqs, cur) && slices.Contains(seqs, cur+1) {
 			return full
 		}
@@ -253,7 +129,7 @@ func testJournalHoldsTheLog(t *testing.T, open journalOpener) {
 	}
 	fullFiles(t, dir, st, keep)
 	moved := badgerLogKeys(t, st)
-	if in, ok := st.tail.seek(0, false); !ok || in != first+uint64(moved) {
+	if in, ok := st.tail.Seek(0, false); !ok || in != first+uint64(moved) {
 		t.Fatalf("the journal's entries start at %d (%v), want %d: right after badger's %d", in, ok, first+uint64(moved), moved)
 	}
 	assertBounds(t, st, first, last)
@@ -272,7 +148,7 @@ func testJournalHoldsTheLog(t *testing.T, open journalOpener) {
 	crashed := t.TempDir()
 	requireNoErr(t, os.CopyFS(crashed, os.DirFS(dir)), "copy")
 	requireNoErr(t, closeAll(), "Close")
-	if seqs, err := journalFiles(filepath.Join(dir, "journal")); err != nil || len(seqs) != 0 {
+	if seqs, err := journal.Files(filepath.Join(dir, "journal")); err != nil || len(seqs) != 0 {
 		t.Fatalf("journal files after Close: %v %v, want none", seqs, err)
 	}
 	again, _ := open(t, crashed)
@@ -323,7 +199,7 @@ func testStoredAgainOverMoved(t *testing.T, open journalOpener) {
 	dir := t.TempDir()
 	st, closeAll := open(t, dir)
 	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
-	if n, err := st.tail.move(st.sh.db, st.journal(), st.kp, 0, 0); err != nil || n != 10 {
+	if n, err := st.journal().Move(st.tail, 0, 0); err != nil || n != 10 {
 		t.Fatalf("moved %d entries into badger (%v), want 10", n, err)
 	}
 	again := testLog(8)
@@ -436,29 +312,43 @@ func TestMoveWaitsForQueuedDeletion(t *testing.T) {
 	defer func(n int64, k int) { journalFileSize, journalKeepFiles = n, k }(journalFileSize, journalKeepFiles)
 	journalFileSize, journalKeepFiles = 4<<10, 0
 	dir := t.TempDir()
-	_, st, _, letGo := heldApplier(t, dir)
+	held := make(chan struct{}, 1) // the applier waits in BeforeApply
+	free := make(chan struct{})
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(free) }) }
+	_, st := openGroup(t, dir, Options{BeforeApply: func() error {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		<-free
+		return nil
+	}})
+	t.Cleanup(letGo) // runs before openGroup's Close
 	requireNoErr(t, st.StoreLogs(testLogs(1, 10)), "StoreLogs")
-	if n, err := st.tail.move(st.sh.db, st.journal(), st.kp, 0, 0); err != nil || n != 10 {
+	if n, err := st.journal().Move(st.tail, 0, 0); err != nil || n != 10 {
 		t.Fatalf("moved %d entries into badger (%v), want 10", n, err)
 	}
 	again := testLog(8)
 	again.Term, again.Data = 9, []byte("stored again")
 	requireNoErr(t, st.StoreLogs([]*raft.Log{again}), "StoreLogs again") // badger's 8 to delete: held
-	jr := st.journal()
-	waits := make(chan struct{}, 1)
-	quiesce := jr.quiesce
-	jr.quiesce = func() error { // the rotator reads it once the file is full, below
-		select {
-		case waits <- struct{}{}:
-		default:
-		}
-		return quiesce()
+	select {
+	case <-held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the applier never took the deletion of badger's copy")
+	}
+	// Whoever waits for the applier (badgerLag.wait) leaves a token in
+	// hurry, which the applier, held, does not take: nothing but the
+	// rotator, once the file below is full, waits for it here.
+	waits := func() bool { return len(st.sh.lag.hurry) > 0 }
+	if waits() {
+		t.Fatal("something waits for the applier before the journal's file is full")
 	}
 	requireNoErr(t, st.StoreLogs(testLogs(11, 200)), "StoreLogs that fills the file")
-	select { // the applier runs once the rotator first waits for it
-	case <-waits:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the rotator never waited for the applier")
+	for deadline := time.Now().Add(5 * time.Second); !waits(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the rotator never waited for the applier")
+		}
 	}
 	letGo()
 	journalSettles(t, dir, st)
