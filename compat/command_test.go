@@ -15,7 +15,7 @@ var commandNames = []string{
 	"hgetall", "hincrby", "hkeys", "hlen", "hmget", "hmset", "hset", "hsetnx",
 	"hvals", "incr", "incrby", "keys", "mget", "mset", "msetnx", "persist",
 	"pexpire", "pexpireat", "pexpiretime", "psetex", "pttl", "publish", "scan",
-	"set", "setex", "setnx", "ttl", "type", "unlink",
+	"set", "setex", "setnx", "strlen", "ttl", "type", "unlink",
 	// commands the front door answers
 	"asking", "auth", "client", "cluster", "command", "config", "discard", "echo", "exec", "hello",
 	"info", "multi", "ping", "psubscribe", "pubsub", "punsubscribe", "quit",

@@ -2,7 +2,7 @@ package compat
 
 import "strings"
 
-// String reads and writes: GET, GETDEL, GETEX, MGET, MSET, MSETNX, GETRANGE,
+// String reads and writes: GET, GETDEL, GETEX, MGET, MSET, MSETNX, GETRANGE, STRLEN,
 // and keys and values made of arbitrary bytes.
 
 var megabyte = strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
@@ -148,6 +148,26 @@ var stringCases = []tcase{
 		cmd("GETRANGE", "e", "0", "0"),
 		cmd("GETRANGE", "e", "-1", "-1"),
 		cmd("GETRANGE", "k", "0", "1", "2"),
+	}},
+	{name: "STRLEN", steps: []step{
+		cmd("STRLEN", "missing"),
+		cmd("SET", "k", "Hello, World"),
+		cmd("STRLEN", "k"),
+		cmd("strlen", "k"),
+		cmd("STRLEN", "K"),
+		cmd("SET", "e", ""),
+		cmd("STRLEN", "e"),
+		cmd("SET", "b", "\x00\r\nключ"),
+		cmd("STRLEN", "b"),
+		cmd("SET", "n", "12345"),
+		cmd("INCR", "n"),
+		cmd("STRLEN", "n"),
+		cmd("SET", "big", megabyte),
+		cmd("STRLEN", "big"),
+		cmd("HSET", "h", "f", "v"),
+		cmd("STRLEN", "h"),
+		cmd("STRLEN", "nosuch", "extra"),
+		cmd("STRLEN"),
 	}},
 	{name: "binary keys and values", steps: []step{
 		cmd("SET", "\x00", "\x00"),

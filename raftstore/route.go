@@ -29,11 +29,11 @@ type routeKind int
 const (
 	toGroup    routeKind = iota // one group: the target
 	crossSlot                   // keys in several groups, not splittable
-	splitKeys                   // DEL/UNLINK/EXISTS/MGET over several groups: split and combine
-	fanWrite                    // a cluster-wide setting or flush: every group, in order
-	fanRead                     // DBSIZE, KEYS, SCAN: every group, combined
-	sessionAll                  // SESSION.KEEPALIVE/CLOSE: every group where it may exist
-	adminAll                    // RAFT ADD/REMOVE/TRANSFER: every group
+	splitKeys                   // command.RouteSplit over several groups: split and combine
+	fanWrite                    // command.RouteEveryGroup: every group, in order
+	fanRead                     // command.RouteCombine: every group, combined
+	sessionAll                  // command.RouteSessions: every group where it may exist
+	adminAll                    // command.RouteAdmin's membership changes: every group
 	barrier                     // one group, but alone (a blocking acquire)
 )
 
@@ -42,19 +42,36 @@ type route struct {
 	group int
 }
 
-// target decides where a request goes.
+// target decides where a request goes: by its row's route
+// (command.Route), plus the rules that depend on the Op (a transaction's
+// keys, a waiting acquire, a membership change). A request without a row
+// goes to group 0.
 func (n *Node) target(r command.Request) route {
-	switch op := r.Op.(type) {
-	case command.Admin:
-		switch op.Action {
-		case "add", "remove", "transfer":
-			return route{kind: adminAll}
+	if r.Spec == nil {
+		return route{}
+	}
+	switch r.Spec.Route {
+	case command.RouteSplit:
+		return n.keysRoute(command.CommandKeys(r.Args), true)
+	case command.RouteEveryGroup:
+		return route{kind: fanWrite}
+	case command.RouteCombine:
+		return route{kind: fanRead}
+	case command.RouteSessions:
+		return route{kind: sessionAll}
+	case command.RouteAdmin:
+		if op, ok := r.Op.(command.Admin); ok {
+			switch op.Action {
+			case "add", "remove", "transfer":
+				return route{kind: adminAll}
+			}
 		}
 		return route{}
-	case command.ScriptLoad, command.ScriptFlush:
-		return route{kind: fanWrite}
-	case command.ScriptExists:
+	case command.RouteGroupZero, command.RouteLocal:
 		return route{}
+	}
+	// command.RouteKeys
+	switch op := r.Op.(type) {
 	case command.Tx:
 		var keys [][]byte
 		for _, w := range op.Watch {
@@ -66,29 +83,12 @@ func (n *Node) target(r command.Request) route {
 		return n.keysRoute(keys, false)
 	case command.Versions:
 		return n.keysRoute(op.Keys, false)
-	case command.SessionKeepalive, command.SessionClose:
-		return route{kind: sessionAll}
-	case command.SessionOpen:
-		return route{}
 	case command.LockAcquire:
 		g := n.groupOf(op.Name)
 		if op.Wait > 0 || op.Session != 0 && g != 0 {
 			return route{kind: barrier, group: g}
 		}
 		return route{group: g}
-	}
-	if r.Spec == nil {
-		return route{}
-	}
-	switch r.Spec.Name {
-	case "flushall", "namespace.set", "namespace.del", "acl|setuser", "acl|deluser":
-		return route{kind: fanWrite}
-	case "dbsize", "keys", "scan":
-		return route{kind: fanRead}
-	case "namespace.get", "namespace.list", "publish":
-		return route{}
-	case "del", "unlink", "exists", "mget":
-		return n.keysRoute(command.CommandKeys(r.Args), true)
 	}
 	return n.keysRoute(command.CommandKeys(r.Args), false)
 }

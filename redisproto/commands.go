@@ -8,17 +8,18 @@ import (
 	"github.com/lockd/lockd/resp"
 )
 
-// allSpecs lists every command this server knows: keyspace and local, by name.
-// Subcommands are not in the list; they hang off their container's sub.
+// allSpecs lists every command this server knows, keyspace and local, by
+// name: the command table's rows without the subcommands, which hang off
+// their container's sub.
 func allSpecs() []*localSpec {
 	var out []*localSpec
-	for _, s := range command.Specs() {
-		out = append(out, &localSpec{Spec: *s})
+	for _, s := range command.Commands() {
+		if l, ok := locals[s.Name]; ok {
+			out = append(out, l)
+		} else {
+			out = append(out, &localSpec{Spec: s})
+		}
 	}
-	for _, s := range locals {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -26,7 +27,7 @@ func allSpecs() []*localSpec {
 // subcommand, as in Redis's COMMAND INFO and COMMAND DOCS.
 func findSpec(name []byte) *localSpec {
 	if s, ok := command.Lookup(name); ok {
-		return &localSpec{Spec: *s}
+		return &localSpec{Spec: s}
 	}
 	n := strings.ToLower(string(name))
 	parent, sub, isSub := strings.Cut(n, "|")
@@ -52,15 +53,10 @@ func subSpecs(s *localSpec) []*localSpec {
 	return out
 }
 
-// metaOf is what COMMAND reports about s: its command.Meta, which is Redis's
-// own description and so wins over the Spec wherever they differ; the Spec
-// alone for a command without one.
-func metaOf(s *localSpec) command.CommandMeta {
-	if m, ok := command.Meta(s.Name); ok {
-		return m
-	}
-	return command.CommandMeta{Arity: s.Arity, Doc: command.Doc{Group: "generic"}}
-}
+// metaOf is what COMMAND reports about s: its row's metadata, which is
+// Redis's own description and so wins over the row's arity wherever they
+// differ.
+func metaOf(s *localSpec) command.CommandMeta { return s.Meta }
 
 // COMMAND — details of every command.
 func cmdCommand(_ *conn, a [][]byte) resp.Value {

@@ -9,45 +9,99 @@ import (
 	"github.com/lockd/lockd/resp"
 )
 
-// localSpec is a command the front door answers itself (no keyspace access).
+// localSpec is a command the front door answers itself: its row of the
+// command table (HandlerDoor) and the handler registered for it.
 type localSpec struct {
-	command.Spec
+	*command.Spec
 	run func(c *conn, args [][]byte) resp.Value
 	sub map[string]*localSpec // subcommands (CLIENT, CONFIG, COMMAND)
 }
 
-var locals = map[string]*localSpec{}
+// locals are the front door's commands, by name: every HandlerDoor row of the
+// command table, with its subcommands' rows. The handlers are registered by
+// name (handle); TestDoorHandlers checks that every row has one.
+var locals = doorTable()
 
-func local(name string, arity int, run func(*conn, [][]byte) resp.Value) *localSpec {
-	s := &localSpec{Spec: command.Spec{Name: name, Arity: arity}, run: run}
-	locals[name] = s
+func doorTable() map[string]*localSpec {
+	out := map[string]*localSpec{}
+	for _, s := range command.Commands() {
+		if s.Handler != command.HandlerDoor {
+			continue
+		}
+		l := &localSpec{Spec: s}
+		for _, sub := range command.Subcommands(s.Name) {
+			if l.sub == nil {
+				l.sub = map[string]*localSpec{}
+			}
+			_, name, _ := strings.Cut(sub.Name, "|")
+			l.sub[name] = &localSpec{Spec: sub}
+		}
+		out[s.Name] = l
+	}
+	return out
+}
+
+// handle registers run as the handler of the front door's row fullName
+// ("ping", or "client|id" for a subcommand). It panics, when the package is
+// initialised, for a name that is no HandlerDoor row and for a second handler
+// of one row: every handler has exactly one row and every row at most one
+// handler.
+func handle(fullName string, run func(*conn, [][]byte) resp.Value) *localSpec {
+	parent, sub, isSub := strings.Cut(fullName, "|")
+	s := locals[parent]
+	if s != nil && isSub {
+		s = s.sub[sub]
+	}
+	switch {
+	case s == nil:
+		panic("redisproto: a handler for " + fullName + ", which is no front-door row of the command table")
+	case s.run != nil:
+		panic("redisproto: two handlers for " + fullName)
+	}
+	s.run = run
 	return s
 }
 
-func subcmd(parent *localSpec, name string, arity int, run func(*conn, [][]byte) resp.Value) {
-	if parent.sub == nil {
-		parent.sub = map[string]*localSpec{}
+// local registers the handler of the front-door command name (nil for a
+// container without a handler of its own) and returns its entry: handle for
+// the registrations written before the rows carried the arity, which must be
+// the row's (the row is what the door checks).
+func local(name string, arity int, run func(*conn, [][]byte) resp.Value) *localSpec {
+	s := locals[name]
+	if s != nil && s.Arity != arity {
+		panic("redisproto: " + name + " registered with arity " + strconv.Itoa(arity) + ", its row says " + strconv.Itoa(s.Arity))
 	}
-	parent.sub[name] = &localSpec{Spec: command.Spec{Name: parent.Name + "|" + name, Arity: arity}, run: run}
+	if run == nil && s != nil {
+		return s
+	}
+	return handle(name, run)
+}
+
+// subcmd registers the handler of parent's subcommand name, as local does.
+func subcmd(parent *localSpec, name string, arity int, run func(*conn, [][]byte) resp.Value) {
+	s := parent.sub[name]
+	if s != nil && s.Arity != arity {
+		panic("redisproto: " + parent.Name + "|" + name + " registered with arity " + strconv.Itoa(arity) + ", its row says " + strconv.Itoa(s.Arity))
+	}
+	handle(parent.Name+"|"+name, run)
 }
 
 func init() {
-	local("ping", -1, cmdPing)
-	local("echo", 2, func(_ *conn, a [][]byte) resp.Value { return resp.Bulk(a[1]) })
-	local("quit", -1, func(c *conn, _ [][]byte) resp.Value {
+	handle("ping", cmdPing)
+	handle("echo", func(_ *conn, a [][]byte) resp.Value { return resp.Bulk(a[1]) })
+	handle("quit", func(c *conn, _ [][]byte) resp.Value {
 		c.quit = true
 		return resp.OK
 	})
-	local("select", 2, cmdSelect)
-	local("auth", -2, cmdAuth)
-	local("hello", -1, cmdHello)
-	local("time", 1, cmdTime)
-	local("wait", 3, cmdWait)
-	local("info", -1, cmdInfo)
+	handle("select", cmdSelect)
+	handle("auth", cmdAuth)
+	handle("hello", cmdHello)
+	handle("time", cmdTime)
+	handle("wait", cmdWait)
+	handle("info", cmdInfo)
 
-	client := local("client", -2, nil)
-	subcmd(client, "id", 2, func(c *conn, _ [][]byte) resp.Value { return resp.Int(c.id) })
-	subcmd(client, "getname", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("client|id", func(c *conn, _ [][]byte) resp.Value { return resp.Int(c.id) })
+	handle("client|getname", func(c *conn, _ [][]byte) resp.Value {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.name == "" {
@@ -55,7 +109,7 @@ func init() {
 		}
 		return resp.BulkString(c.name)
 	})
-	subcmd(client, "setname", 3, func(c *conn, a [][]byte) resp.Value {
+	handle("client|setname", func(c *conn, a [][]byte) resp.Value {
 		if !validName(a[2]) {
 			return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
 		}
@@ -64,21 +118,21 @@ func init() {
 		c.mu.Unlock()
 		return resp.OK
 	})
-	subcmd(client, "setinfo", 4, cmdClientSetInfo)
-	subcmd(client, "info", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("client|setinfo", cmdClientSetInfo)
+	handle("client|info", func(c *conn, _ [][]byte) resp.Value {
 		return resp.Verbatim(c.infoLine())
 	})
-	subcmd(client, "list", -2, cmdClientList)
-	subcmd(client, "kill", -3, cmdClientKill)
+	handle("client|list", cmdClientList)
+	handle("client|kill", cmdClientKill)
 	for _, n := range []string{"no-evict", "no-touch"} {
-		subcmd(client, n, 3, func(_ *conn, a [][]byte) resp.Value {
+		handle("client|"+n, func(_ *conn, a [][]byte) resp.Value {
 			if !command.EqualFold(a[2], "on") && !command.EqualFold(a[2], "off") {
 				return resp.Error(string(command.ErrSyntax))
 			}
 			return resp.OK
 		})
 	}
-	subcmd(client, "help", 2, func(*conn, [][]byte) resp.Value {
+	handle("client|help", func(*conn, [][]byte) resp.Value {
 		return help("CLIENT", "GETNAME", "    Return the name of the current connection.", "ID",
 			"    Return the ID of the current connection.", "INFO", "    Return information about the current client connection.",
 			"LIST [options ...]", "    Return information about client connections.", "SETNAME <name>",
@@ -87,27 +141,26 @@ func init() {
 			"NO-EVICT (ON|OFF)", "    Accepted for compatibility; lockd never evicts.", "NO-TOUCH (ON|OFF)", "    Accepted for compatibility.")
 	})
 
-	config := local("config", -2, nil)
-	subcmd(config, "get", -3, cmdConfigGet)
-	subcmd(config, "set", -4, cmdConfigSet)
-	subcmd(config, "resetstat", 2, func(*conn, [][]byte) resp.Value { return resp.OK })
-	subcmd(config, "help", 2, func(*conn, [][]byte) resp.Value {
+	handle("config|get", cmdConfigGet)
+	handle("config|set", cmdConfigSet)
+	handle("config|resetstat", func(*conn, [][]byte) resp.Value { return resp.OK })
+	handle("config|help", func(*conn, [][]byte) resp.Value {
 		return help("CONFIG", "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 			"RESETSTAT", "    Reset statistics reported by the INFO command.")
 	})
 
-	cmd := local("command", -1, cmdCommand)
-	subcmd(cmd, "count", 2, func(*conn, [][]byte) resp.Value { return resp.Int(int64(len(allSpecs()))) })
-	subcmd(cmd, "info", -2, cmdCommandInfo)
-	subcmd(cmd, "docs", -2, cmdCommandDocs)
-	subcmd(cmd, "list", -2, func(*conn, [][]byte) resp.Value {
+	handle("command", cmdCommand)
+	handle("command|count", func(*conn, [][]byte) resp.Value { return resp.Int(int64(len(allSpecs()))) })
+	handle("command|info", cmdCommandInfo)
+	handle("command|docs", cmdCommandDocs)
+	handle("command|list", func(*conn, [][]byte) resp.Value {
 		var out []resp.Value
 		for _, s := range allSpecs() {
 			out = append(out, resp.BulkString(s.Name))
 		}
 		return resp.Array(out...)
 	})
-	subcmd(cmd, "help", 2, func(*conn, [][]byte) resp.Value {
+	handle("command|help", func(*conn, [][]byte) resp.Value {
 		return help("COMMAND", "(no subcommand)", "    Return details about all Redis commands.", "COUNT",
 			"    Return the total number of commands in this Redis server.", "LIST", "    Return a list of all commands in this Redis server.",
 			"INFO [<command-name> ...]", "    Return details about multiple Redis commands.", "DOCS [<command-name> ...]",

@@ -292,7 +292,7 @@ func (u *User) addCommandRule(r string, strict bool) aclRuleError {
 			return errRuleSyntax
 		}
 		if strict {
-			if _, ok := metaTable[target]; !ok {
+			if _, ok := rows[target]; !ok {
 				return errRuleUnknown
 			}
 		}
@@ -333,7 +333,11 @@ func categoryTouches(cat, name string) bool {
 
 func categoryOverlap(cat, name string) (all, any bool) {
 	has := func(n string) bool {
-		for _, c := range metaTable[n].Categories {
+		s, ok := rows[n]
+		if !ok {
+			return false
+		}
+		for _, c := range s.Meta.Categories {
 			if c[1:] == cat {
 				return true
 			}
@@ -345,7 +349,7 @@ func categoryOverlap(cat, name string) (all, any bool) {
 		return h, h
 	}
 	all, subs := true, 0
-	for n := range metaTable {
+	for n := range rows {
 		if strings.HasPrefix(n, name+"|") {
 			subs++
 			if has(n) {
@@ -601,35 +605,8 @@ type ACLDelUser struct{ Names [][]byte }
 func (ACLSetUser) isOp() {}
 func (ACLDelUser) isOp() {}
 
-// The ACL write subcommands: the front door answers ACL itself (it is not in
-// the command table) and sends these to the store; Parse recognises their
-// argument vectors, so that the log entry and a forwarded request parse again.
-var (
-	ACLSetUserSpec = &Spec{Name: "acl|setuser", Arity: -3, Write: true}
-	ACLDelUserSpec = &Spec{Name: "acl|deluser", Arity: -3, Write: true}
-)
-
-// parseUnlisted parses the commands that are not in the command table but do
-// reach the log as a KindCommand entry: ACL SETUSER and ACL DELUSER. spec is
-// nil for anything else.
-func parseUnlisted(args [][]byte) (Op, *Spec, error) {
-	if len(args) < 2 || !eq(args[0], "acl") {
-		return nil, nil, nil
-	}
-	switch {
-	case eq(args[1], "setuser"):
-		if !ACLSetUserSpec.CheckArity(len(args)) {
-			return nil, nil, ErrArity(ACLSetUserSpec.Name)
-		}
-		return ACLSetUser{Name: args[2], Rules: args[3:]}, ACLSetUserSpec, nil
-	case eq(args[1], "deluser"):
-		if !ACLDelUserSpec.CheckArity(len(args)) {
-			return nil, nil, ErrArity(ACLDelUserSpec.Name)
-		}
-		return ACLDelUser{Names: args[2:]}, ACLDelUserSpec, nil
-	}
-	return nil, nil, nil
-}
+// ACL SETUSER and ACL DELUSER reach the log as KindCommand entries: their rows
+// (ACLSetUserSpec, ACLDelUserSpec: door.go) parse their argument vectors.
 
 // HashACLPasswords returns the argument vector of ACL SETUSER with every
 // clear-text password rule (">pw", "<pw") replaced by its hash ("#h", "!h"), so
@@ -655,60 +632,31 @@ func HashACLPasswords(args [][]byte) [][]byte {
 }
 
 // SlotKeys returns the keys of a command that live in slots: those
-// CommandKeys finds (a script's declared keys among them), except the prefix
-// NAMESPACE.SET|GET|DEL name, which is configuration of every group, not a key
-// of one slot. A group checks them against the slots it is handing over
-// (fsm.Keyspace.CheckKeys); the RESP door redirects by them.
+// CommandKeys finds (a script's declared keys among them), except a
+// namespace's prefix (FlagPrefixKey), which is configuration of every group,
+// not a key of one slot. A group checks them against the slots it is handing
+// over (fsm.Keyspace.CheckKeys); the RESP door redirects by them.
 func SlotKeys(args [][]byte) [][]byte {
-	if len(args) > 0 && len(args[0]) > 10 && strings.EqualFold(string(args[0][:10]), "namespace.") {
+	if len(args) == 0 {
+		return nil
+	}
+	if s := rowOf(args); s != nil && s.Flags.Has(FlagPrefixKey) {
 		return nil
 	}
 	return CommandKeys(args)
 }
 
-// CommandKeys returns the keys a request names, found as Redis finds them:
-// through the command's key specifications (FirstKey/LastKey/Step when it has
-// none). NAMESPACE.SET|GET|DEL name a key prefix, which is checked as a key.
-// Subcommands are looked up as "container|sub".
+// CommandKeys returns the keys a request names: its row's (Spec.Keys; the
+// subcommand's row when args[1] names one); nil for an unknown command.
 func CommandKeys(args [][]byte) [][]byte {
 	if len(args) == 0 {
 		return nil
 	}
-	name := strings.ToLower(string(args[0]))
-	switch name {
-	case "namespace.set", "namespace.get", "namespace.del":
-		if len(args) > 1 {
-			return args[1:2]
-		}
+	s := rowOf(args)
+	if s == nil {
 		return nil
 	}
-	m, ok := metaTable[name]
-	if !ok {
-		return nil
-	}
-	if len(args) > 1 {
-		if sm, ok := metaTable[name+"|"+strings.ToLower(string(args[1]))]; ok {
-			m = sm
-		}
-	}
-	var out [][]byte
-	if len(m.KeySpecs) == 0 {
-		if m.FirstKey <= 0 {
-			return nil
-		}
-		last := m.LastKey
-		if last < 0 {
-			last = len(args) + last
-		}
-		for i := m.FirstKey; i <= last && i < len(args); i += max(m.Step, 1) {
-			out = append(out, args[i])
-		}
-		return out
-	}
-	for _, ks := range m.KeySpecs {
-		out = append(out, specKeys(ks, args)...)
-	}
-	return out
+	return s.Keys(args)
 }
 
 // specKeys applies one key specification to args (Redis's
@@ -797,8 +745,11 @@ func (u *User) Authorize(fullName string, args [][]byte) error {
 	if u.Unrestricted() {
 		return nil
 	}
-	m, _ := metaTable[fullName]
-	if !u.CanRun(fullName, m.Categories) {
+	var cats []string
+	if s, ok := rows[fullName]; ok {
+		cats = s.Meta.Categories
+	}
+	if !u.CanRun(fullName, cats) {
 		return ErrNoPermCommand(fullName)
 	}
 	if !u.AllKeys {
@@ -826,7 +777,7 @@ func FullName(args [][]byte) string {
 	name := strings.ToLower(string(args[0]))
 	if len(args) > 1 {
 		full := name + "|" + strings.ToLower(string(args[1]))
-		if _, ok := metaTable[full]; ok {
+		if _, ok := rows[full]; ok {
 			return full
 		}
 	}
@@ -837,8 +788,8 @@ func FullName(args [][]byte) string {
 // lockd knows in category cat (without "@"), sorted.
 func CommandsInCategory(cat string) []string {
 	var out []string
-	for name, m := range metaTable {
-		for _, c := range m.Categories {
+	for name, s := range rows {
+		for _, c := range s.Meta.Categories {
 			if c == "@"+cat {
 				out = append(out, name)
 				break

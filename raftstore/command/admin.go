@@ -16,5 +16,4 @@ type Admin struct {
 
 func (Admin) isOp() {}
 
-// AdminSpec describes Admin operations; MEMBERS is answered by any node.
-var AdminSpec = &Spec{Name: "raft", Write: true}
+// AdminSpec (door.go) is the RAFT row that every Admin request carries.

@@ -1,6 +1,7 @@
 // Package command is the vocabulary of the replicated log: the Entry that one log
-// record carries, its binary codec, the table of keyspace commands (name, arity,
-// flags, key positions) and the parsing of a command's arguments into a typed Op.
+// record carries, its binary codec, the command table (one row per command: name,
+// arity, flags, key positions, ACL categories, route, handler; table.go) and the
+// parsing of a command's arguments into a typed Op.
 //
 // Everything here is pure and deterministic: the front door parses to reject bad
 // input before anything is proposed, and the FSM parses the same arguments again

@@ -31,9 +31,13 @@ type LockAcquire struct {
 	Reentrant   bool
 }
 
-// Blocks reports whether the request may block its connection: a
-// LOCK.ACQUIRE with WAIT.
+// Blocks reports whether the request may block its connection: its row has
+// FlagBlocking and its Op waits (a LOCK.ACQUIRE with WAIT). A request built
+// from an Op alone (no Spec) is judged by its Op.
 func (r Request) Blocks() bool {
+	if r.Spec != nil && !r.Spec.Flags.Has(FlagBlocking) {
+		return false
+	}
 	op, ok := r.Op.(LockAcquire)
 	return ok && op.Wait > 0
 }
@@ -82,13 +86,13 @@ func (LockValidate) isOp() {}
 func (LockInfo) isOp()     {}
 func (LockCancel) isOp()   {}
 
-func init() {
-	def("lock.acquire", -3, true, parseLockAcquire)
-	def("lock.release", 3, true, func(_ string, a [][]byte) (Op, error) {
+var lockRows = []*Spec{
+	fsmRow("lock.acquire", -3, FlagWrite|FlagBlocking, RouteKeys, parseLockAcquire),
+	fsmRow("lock.release", 3, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		t, err := parseToken(a[2])
 		return LockRelease{Name: a[1], Token: t}, err
-	})
-	def("lock.extend", 4, true, func(_ string, a [][]byte) (Op, error) {
+	}),
+	fsmRow("lock.extend", 4, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		t, err := parseToken(a[2])
 		if err != nil {
 			return nil, err
@@ -101,13 +105,13 @@ func init() {
 			return nil, Error("ERR invalid lease time in 'lock.extend' command")
 		}
 		return LockExtend{Name: a[1], Token: t, TTL: ms}, nil
-	})
-	def("lock.validate", 3, false, func(_ string, a [][]byte) (Op, error) {
+	}),
+	fsmRow("lock.validate", 3, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		t, err := parseToken(a[2])
 		return LockValidate{Name: a[1], Token: t}, err
-	})
-	def("lock.info", 2, false, func(_ string, a [][]byte) (Op, error) { return LockInfo{Name: a[1]}, nil })
-	def("lock.cancel", -3, true, func(_ string, a [][]byte) (Op, error) {
+	}),
+	fsmRow("lock.info", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return LockInfo{Name: a[1]}, nil }),
+	fsmRow("lock.cancel", -3, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		id, err := strconv.ParseUint(string(a[2]), 10, 64)
 		if err != nil || id == 0 {
 			return nil, Error("ERR invalid waiter id")
@@ -120,7 +124,7 @@ func init() {
 			return nil, ErrSyntax
 		}
 		return op, nil
-	})
+	}),
 }
 
 func parseToken(b []byte) (int64, error) {

@@ -661,6 +661,12 @@ var redisMeta = map[string]CommandMeta{
 		Tips:       []string{"request_policy:all_nodes", "response_policy:all_succeeded"},
 		Doc:        Doc{Summary: "Clear all entries from the slow log", Since: "2.2.12", Group: "server", Complexity: "O(N) where N is the number of entries in the slowlog"},
 	},
+	"strlen": {
+		Arity: 2, Flags: words("readonly fast"), FirstKey: 1, LastKey: 1, Step: 1,
+		Categories: words("@read @string @fast"),
+		KeySpecs:   []KeySpec{{Flags: words("RO"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
+		Doc:        Doc{Summary: "Get the length of the value stored in a key", Since: "2.2.0", Group: "string", Complexity: "O(1)"},
+	},
 	"subscribe": {
 		Arity: -2, Flags: words("pubsub noscript loading stale"),
 		Categories: words("@pubsub @slow"),

@@ -38,16 +38,22 @@ func (NamespaceGet) isOp()  {}
 func (NamespaceList) isOp() {}
 func (NamespaceDel) isOp()  {}
 
-func init() {
-	def("namespace.set", -2, true, parseNamespaceSet)
-	def("namespace.get", 2, false, func(_ string, a [][]byte) (Op, error) {
+// Namespaces are settings of every group: SET and DEL change every group,
+// GET and LIST ask group 0. The prefix is the key ACL rules check (the
+// metadata describes no key: lockd's own key position, prefixKey).
+var namespaceRows = []*Spec{
+	withKeys(fsmRow("namespace.set", -2, FlagWrite|FlagPrefixKey, RouteEveryGroup, parseNamespaceSet), prefixKey),
+	withKeys(fsmRow("namespace.get", 2, FlagPrefixKey, RouteGroupZero, func(_ string, a [][]byte) (Op, error) {
 		return NamespaceGet{Prefix: a[1]}, nonEmptyPrefix(a[1])
-	})
-	def("namespace.list", 1, false, func(string, [][]byte) (Op, error) { return NamespaceList{}, nil })
-	def("namespace.del", 2, true, func(_ string, a [][]byte) (Op, error) {
+	}), prefixKey),
+	fsmRow("namespace.list", 1, 0, RouteGroupZero, func(string, [][]byte) (Op, error) { return NamespaceList{}, nil }),
+	withKeys(fsmRow("namespace.del", 2, FlagWrite|FlagPrefixKey, RouteEveryGroup, func(_ string, a [][]byte) (Op, error) {
 		return NamespaceDel{Prefix: a[1]}, nonEmptyPrefix(a[1])
-	})
+	}), prefixKey),
 }
+
+// prefixKey is a namespace command's key: the prefix, its first argument.
+var prefixKey = KeySpec{Begin: atIndex(1), Find: keysRange(0, 1, 0)}
 
 func nonEmptyPrefix(p []byte) error {
 	if len(p) == 0 {

@@ -63,6 +63,9 @@ type Set struct {
 // Get is GET.
 type Get struct{ Key []byte }
 
+// Strlen is STRLEN key: the length of the string value (0 for a missing key).
+type Strlen struct{ Key []byte }
+
 // GetDel is GETDEL.
 type GetDel struct{ Key []byte }
 
@@ -239,6 +242,7 @@ func (HKeys) isOp()    {}
 func (HVals) isOp()    {}
 func (Set) isOp()      {}
 func (Get) isOp()      {}
+func (Strlen) isOp()   {}
 func (GetDel) isOp()   {}
 func (GetEx) isOp()    {}
 func (Del) isOp()      {}

@@ -33,12 +33,7 @@ func (ScriptExists) isOp() {}
 func (ScriptFlush) isOp()  {}
 
 // The SCRIPT subcommands are answered by the front door, which sends these
-// operations to the store; they are not in the command table.
-var (
-	ScriptLoadSpec   = &Spec{Name: "script|load", Write: true}
-	ScriptExistsSpec = &Spec{Name: "script|exists"}
-	ScriptFlushSpec  = &Spec{Name: "script|flush", Write: true}
-)
+// operations to the store with their rows (ScriptLoadSpec, …: door.go).
 
 // KindScript carries SCRIPT LOAD or SCRIPT FLUSH: a change to the replicated
 // script cache. Its Args are ScriptArgs(op).
@@ -72,13 +67,13 @@ func SHA1Hex(src []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func init() {
-	def("eval", -3, true, parseEval)
-	def("evalsha", -3, true, parseEval)
+var scriptRows = []*Spec{
+	fsmRow("eval", -3, FlagWrite|FlagScript, RouteKeys, parseEval),
+	fsmRow("evalsha", -3, FlagWrite|FlagScript, RouteKeys, parseEval),
 	// EVAL_RO fills the replicated script cache, so it goes through the log;
 	// EVALSHA_RO is a read.
-	def("eval_ro", -3, true, parseEval)
-	def("evalsha_ro", -3, false, parseEval)
+	fsmRow("eval_ro", -3, FlagWrite|FlagScript, RouteKeys, parseEval),
+	fsmRow("evalsha_ro", -3, FlagScript, RouteKeys, parseEval),
 }
 
 // EVAL script numkeys [key ...] [arg ...] (and EVALSHA, EVAL_RO, EVALSHA_RO)
@@ -100,14 +95,4 @@ func parseEval(name string, a [][]byte) (Op, error) {
 		op.Source, op.SHA = a[1], SHA1Hex(a[1])
 	}
 	return op, nil
-}
-
-// RunsScript reports whether the command runs a script (EVAL, EVALSHA and
-// their _RO forms).
-func (s *Spec) RunsScript() bool {
-	switch s.Name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro":
-		return true
-	}
-	return false
 }

@@ -75,16 +75,18 @@ func ParseSessionExpireArgs(a [][]byte) (uint64, error) {
 	return id, nil
 }
 
-func init() {
-	def("session.open", -1, true, parseSessionOpen)
-	def("session.keepalive", 2, false, func(_ string, a [][]byte) (Op, error) {
+// A session is opened in group 0 (its id is the index of that group's entry)
+// and lives in every group that holds one of its locks.
+var sessionRows = []*Spec{
+	fsmRow("session.open", -1, FlagWrite, RouteGroupZero, parseSessionOpen),
+	fsmRow("session.keepalive", 2, 0, RouteSessions, func(_ string, a [][]byte) (Op, error) {
 		id, err := parseSessionID(a[1])
 		return SessionKeepalive{ID: id}, err
-	})
-	def("session.close", 2, true, func(_ string, a [][]byte) (Op, error) {
+	}),
+	fsmRow("session.close", 2, FlagWrite, RouteSessions, func(_ string, a [][]byte) (Op, error) {
 		id, err := parseSessionID(a[1])
 		return SessionClose{ID: id}, err
-	})
+	}),
 }
 
 // ErrNoSession is the reply for an unknown or expired session.

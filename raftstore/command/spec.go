@@ -3,7 +3,6 @@ package command
 import (
 	"bytes"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/lockd/lockd/outcome"
@@ -73,141 +72,76 @@ func errExpire(name string) Error {
 	return Error("ERR invalid expire time in '" + name + "' command")
 }
 
-// Spec describes how to run one keyspace command. What COMMAND reports about it
-// (flags, key positions, ACL categories, docs) is its CommandMeta (meta.go).
-type Spec struct {
-	Name  string // lower case, as COMMAND reports it
-	Arity int    // Redis convention: negative = at least -Arity arguments
-	// Write is true when the command may change the keyspace and so goes through
-	// the log; read-only commands are served by a leader after a quorum check.
-	Write bool
-	parse func(name string, args [][]byte) (Op, error)
-}
-
-// CheckArity reports whether n arguments (the name included) fit the spec.
-func (s *Spec) CheckArity(n int) bool {
-	if s.Arity >= 0 {
-		return n == s.Arity
-	}
-	return n >= -s.Arity
-}
-
-// Parse turns args (args[0] is the command name) into an Op, or returns an Error
-// worded as Redis words it. It is pure: the same args give the same result.
-func (s *Spec) Parse(args [][]byte) (Op, error) {
-	if !s.CheckArity(len(args)) {
-		return nil, ErrArity(s.Name)
-	}
-	return s.parse(s.Name, args)
-}
-
-var table = map[string]*Spec{}
-
-// Lookup finds the keyspace command named name (any case).
-func Lookup(name []byte) (*Spec, bool) {
-	var buf [32]byte
-	if len(name) > len(buf) {
-		return nil, false
-	}
-	lower := buf[:len(name)]
-	for i, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		lower[i] = c
-	}
-	s, ok := table[string(lower)]
-	return s, ok
-}
-
-// Specs returns every keyspace command, sorted by name.
-func Specs() []*Spec {
-	out := make([]*Spec, 0, len(table))
-	for _, s := range table {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// Parse looks up args[0] and parses the rest. ok is false for a name that is not
-// a keyspace command.
-func Parse(args [][]byte) (op Op, spec *Spec, err error) {
-	if len(args) == 0 {
-		return nil, nil, ErrSyntax
-	}
-	spec, ok := Lookup(args[0])
-	if !ok {
-		return parseUnlisted(args) // ACL SETUSER|DELUSER (acl.go)
-	}
-	op, err = spec.Parse(args)
-	return op, spec, err
-}
-
-func def(name string, arity int, write bool, p func(string, [][]byte) (Op, error)) {
-	table[name] = &Spec{Name: name, Arity: arity, Write: write, parse: p}
-}
-
-func init() {
-	def("set", -3, true, parseSet)
-	def("setnx", 3, true, func(_ string, a [][]byte) (Op, error) {
+// The keyspace commands' rows (HandlerFSM): parsed here, run by the FSM. The
+// flags Redis also has come from the metadata (table.go, index).
+var keyspaceRows = []*Spec{
+	fsmRow("set", -3, FlagWrite, RouteKeys, parseSet),
+	fsmRow("setnx", 3, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		return Set{Cmd: "setnx", Key: a[1], Value: a[2], NX: true, Reply: ReplyInt}, nil
-	})
-	def("setex", 4, true, parseSetEx)
-	def("psetex", 4, true, parseSetEx)
-	def("get", 2, false, func(_ string, a [][]byte) (Op, error) { return Get{Key: a[1]}, nil })
-	def("getdel", 2, true, func(_ string, a [][]byte) (Op, error) { return GetDel{Key: a[1]}, nil })
-	def("getex", -2, true, parseGetEx)
-	def("del", -2, true, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil })
-	def("unlink", -2, true, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil })
-	def("exists", -2, false, func(_ string, a [][]byte) (Op, error) { return Exists{Keys: a[1:]}, nil })
-	for _, n := range []string{"expire", "pexpire", "expireat", "pexpireat"} {
-		def(n, -3, true, parseExpire)
-	}
-	for _, n := range []string{"ttl", "pttl", "expiretime", "pexpiretime"} {
-		def(n, 2, false, func(name string, a [][]byte) (Op, error) {
-			return TTL{Key: a[1], Millis: name[0] == 'p', Abs: strings.HasSuffix(name, "time")}, nil
-		})
-	}
-	def("persist", 2, true, func(_ string, a [][]byte) (Op, error) { return Persist{Key: a[1]}, nil })
-	def("type", 2, false, func(_ string, a [][]byte) (Op, error) { return Type{Key: a[1]}, nil })
-	def("delex", -2, true, parseDelEx)
-	def("digest", 2, false, func(_ string, a [][]byte) (Op, error) { return Digest{Key: a[1]}, nil })
-	def("incr", 2, true, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: 1}, nil })
-	def("decr", 2, true, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: -1}, nil })
-	def("incrby", 3, true, parseIncrBy)
-	def("decrby", 3, true, parseIncrBy)
-	def("mget", -2, false, func(_ string, a [][]byte) (Op, error) { return MGet{Keys: a[1:]}, nil })
-	def("mset", -3, true, parseMSet)
-	def("msetnx", -3, true, parseMSet)
-	def("getrange", 4, false, parseGetRange)
-	def("dbsize", 1, false, func(string, [][]byte) (Op, error) { return DBSize{}, nil })
-	def("keys", 2, false, func(_ string, a [][]byte) (Op, error) { return Keys{Pattern: a[1]}, nil })
-	def("scan", -2, false, parseScan)
-	def("flushall", -1, true, parseFlushAll)
-	def("hset", -4, true, parseHSet)
-	def("hmset", -4, true, parseHSet)
-	def("hsetnx", 4, true, func(_ string, a [][]byte) (Op, error) {
+	}),
+	fsmRow("setex", 4, FlagWrite, RouteKeys, parseSetEx),
+	fsmRow("psetex", 4, FlagWrite, RouteKeys, parseSetEx),
+	fsmRow("get", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return Get{Key: a[1]}, nil }),
+	fsmRow("strlen", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return Strlen{Key: a[1]}, nil }),
+	fsmRow("getdel", 2, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) { return GetDel{Key: a[1]}, nil }),
+	fsmRow("getex", -2, FlagWrite, RouteKeys, parseGetEx),
+	fsmRow("del", -2, FlagWrite, RouteSplit, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil }),
+	fsmRow("unlink", -2, FlagWrite, RouteSplit, func(_ string, a [][]byte) (Op, error) { return Del{Keys: a[1:]}, nil }),
+	fsmRow("exists", -2, 0, RouteSplit, func(_ string, a [][]byte) (Op, error) { return Exists{Keys: a[1:]}, nil }),
+	fsmRow("expire", -3, FlagWrite, RouteKeys, parseExpire),
+	fsmRow("pexpire", -3, FlagWrite, RouteKeys, parseExpire),
+	fsmRow("expireat", -3, FlagWrite, RouteKeys, parseExpire),
+	fsmRow("pexpireat", -3, FlagWrite, RouteKeys, parseExpire),
+	fsmRow("ttl", 2, 0, RouteKeys, parseTTL),
+	fsmRow("pttl", 2, 0, RouteKeys, parseTTL),
+	fsmRow("expiretime", 2, 0, RouteKeys, parseTTL),
+	fsmRow("pexpiretime", 2, 0, RouteKeys, parseTTL),
+	fsmRow("persist", 2, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) { return Persist{Key: a[1]}, nil }),
+	fsmRow("type", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return Type{Key: a[1]}, nil }),
+	fsmRow("delex", -2, FlagWrite, RouteKeys, parseDelEx),
+	fsmRow("digest", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return Digest{Key: a[1]}, nil }),
+	fsmRow("incr", 2, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: 1}, nil }),
+	fsmRow("decr", 2, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) { return Incr{Key: a[1], By: -1}, nil }),
+	fsmRow("incrby", 3, FlagWrite, RouteKeys, parseIncrBy),
+	fsmRow("decrby", 3, FlagWrite, RouteKeys, parseIncrBy),
+	fsmRow("mget", -2, 0, RouteSplit, func(_ string, a [][]byte) (Op, error) { return MGet{Keys: a[1:]}, nil }),
+	fsmRow("mset", -3, FlagWrite, RouteKeys, parseMSet),
+	fsmRow("msetnx", -3, FlagWrite, RouteKeys, parseMSet),
+	fsmRow("getrange", 4, 0, RouteKeys, parseGetRange),
+	fsmRow("dbsize", 1, 0, RouteCombine, func(string, [][]byte) (Op, error) { return DBSize{}, nil }),
+	fsmRow("keys", 2, 0, RouteCombine, func(_ string, a [][]byte) (Op, error) { return Keys{Pattern: a[1]}, nil }),
+	fsmRow("scan", -2, 0, RouteCombine, parseScan),
+	fsmRow("flushall", -1, FlagWrite, RouteEveryGroup, parseFlushAll),
+	fsmRow("hset", -4, FlagWrite, RouteKeys, parseHSet),
+	fsmRow("hmset", -4, FlagWrite, RouteKeys, parseHSet),
+	fsmRow("hsetnx", 4, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		return HSet{Key: a[1], Pairs: a[2:4], NX: true}, nil
-	})
-	def("hdel", -3, true, func(_ string, a [][]byte) (Op, error) { return HDel{Key: a[1], Fields: a[2:]}, nil })
-	def("hincrby", 4, true, func(_ string, a [][]byte) (Op, error) {
+	}),
+	fsmRow("hdel", -3, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) { return HDel{Key: a[1], Fields: a[2:]}, nil }),
+	fsmRow("hincrby", 4, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		v, ok := ParseInt(a[3])
 		if !ok {
 			return nil, ErrNotInt
 		}
 		return HIncrBy{Key: a[1], Field: a[2], By: v}, nil
-	})
-	def("hget", 3, false, func(_ string, a [][]byte) (Op, error) { return HGet{Key: a[1], Field: a[2]}, nil })
-	def("hmget", -3, false, func(_ string, a [][]byte) (Op, error) { return HMGet{Key: a[1], Fields: a[2:]}, nil })
-	def("hgetall", 2, false, func(_ string, a [][]byte) (Op, error) { return HGetAll{Key: a[1]}, nil })
-	def("hexists", 3, false, func(_ string, a [][]byte) (Op, error) { return HExists{Key: a[1], Field: a[2]}, nil })
-	def("hlen", 2, false, func(_ string, a [][]byte) (Op, error) { return HLen{Key: a[1]}, nil })
-	def("hkeys", 2, false, func(_ string, a [][]byte) (Op, error) { return HKeys{Key: a[1]}, nil })
-	def("hvals", 2, false, func(_ string, a [][]byte) (Op, error) { return HVals{Key: a[1]}, nil })
-	def("publish", 3, true,
-		func(_ string, a [][]byte) (Op, error) { return Publish{Channel: a[1], Message: a[2]}, nil })
-	def("fence", -2, false, parseFence)
+	}),
+	fsmRow("hget", 3, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return HGet{Key: a[1], Field: a[2]}, nil }),
+	fsmRow("hmget", -3, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return HMGet{Key: a[1], Fields: a[2:]}, nil }),
+	fsmRow("hgetall", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return HGetAll{Key: a[1]}, nil }),
+	fsmRow("hexists", 3, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return HExists{Key: a[1], Field: a[2]}, nil }),
+	fsmRow("hlen", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return HLen{Key: a[1]}, nil }),
+	fsmRow("hkeys", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return HKeys{Key: a[1]}, nil }),
+	fsmRow("hvals", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return HVals{Key: a[1]}, nil }),
+	// PUBLISH goes through group 0's log: every node delivers the message
+	// to its own subscribers once the entry commits.
+	fsmRow("publish", 3, FlagWrite, RouteGroupZero,
+		func(_ string, a [][]byte) (Op, error) { return Publish{Channel: a[1], Message: a[2]}, nil }),
+	fsmRow("fence", -2, 0, RouteKeys, parseFence),
+}
+
+// TTL key / PTTL / EXPIRETIME / PEXPIRETIME
+func parseTTL(name string, a [][]byte) (Op, error) {
+	return TTL{Key: a[1], Millis: name[0] == 'p', Abs: strings.HasSuffix(name, "time")}, nil
 }
 
 func eq(a []byte, s string) bool { return len(a) == len(s) && strings.EqualFold(string(a), s) }
@@ -503,14 +437,17 @@ func parseFence(_ string, a [][]byte) (Op, error) {
 func EqualFold(a []byte, s string) bool { return eq(a, s) }
 
 // FirstKey returns the first key a request names (what namespace limits are
-// checked against), or nil when it names none.
+// checked against), or nil when it names none: a script's first declared key,
+// else the argument at its row's legacy FirstKey.
 func FirstKey(args [][]byte) []byte {
 	if len(args) == 0 {
 		return nil
 	}
 	name := strings.ToLower(string(args[0]))
-	switch name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+	s, ok := rows[name]
+	// FCALL and FCALL_RO are no commands of lockd, but their first key is
+	// found as a script's, so that a namespace's limit applies to them too.
+	if ok && s.RunsScript() || name == "fcall" || name == "fcall_ro" {
 		if len(args) > 3 {
 			if n, ok := ParseInt(args[2]); ok && n > 0 {
 				return args[3]
@@ -518,9 +455,8 @@ func FirstKey(args [][]byte) []byte {
 		}
 		return nil
 	}
-	m, ok := Meta(name)
-	if !ok || m.FirstKey <= 0 || m.FirstKey >= len(args) {
+	if !ok || s.Meta.FirstKey <= 0 || s.Meta.FirstKey >= len(args) {
 		return nil
 	}
-	return args[m.FirstKey]
+	return args[s.Meta.FirstKey]
 }

@@ -25,12 +25,8 @@ type Versions struct{ Keys [][]byte }
 func (Tx) isOp()       {}
 func (Versions) isOp() {}
 
-// TxSpec and VersionsSpec describe the two internal operations. They are not in
-// the command table: clients reach them only through MULTI/EXEC and WATCH.
-var (
-	TxSpec       = &Spec{Name: "exec", Write: true}
-	VersionsSpec = &Spec{Name: "watch"}
-)
+// TxSpec and VersionsSpec (door.go) are the rows of EXEC and WATCH, whose
+// requests carry these two internal operations.
 
 // TxArgs flattens tx for a log entry: the watch count, each key and version, then
 // each command as its argument count followed by its arguments.

@@ -33,6 +33,15 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 			return wrongType
 		}
 		return resp.BulkRef(it.val())
+	case command.Strlen:
+		it := k.lookup(op.Key, c.Now)
+		if it == nil {
+			return resp.Zero
+		}
+		if it.kind() != KindString {
+			return wrongType
+		}
+		return resp.Int(int64(len(it.val())))
 	case command.Exists:
 		n := 0
 		for _, key := range op.Keys {

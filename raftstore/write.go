@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/resp"
 )
 
@@ -324,168 +325,174 @@ func mapApplyErr(err error) error {
 	return ErrUnknownOutcome
 }
 
-// admitScript decides, on the leader, whether a script may enter the log. It
-// reports false, with the reply, for an EVALSHA of a script the replicated
-// cache does not hold, a script that does not load (compile error, bad
-// shebang), and a script that does not finish its dry run: a run against a
-// copy of the current state with fsm.DryRunBudget and fsm.DryRunMaxAlloc (out
-// of budget, out of memory, or killed by SCRIPT KILL), or that sends a write
-// command larger than Config.MaxWriteBytes (ErrTooLarge, as that command sent
-// by a client would be). A statically bounded script (lua.Engine.Bounded) is
-// admitted without the clone and the dry run when no command it can build
-// from its arguments is that large (lua.Engine.MaxCommandBytes): it runs at
-// most a few thousand instructions and cannot build large values from small
-// arguments, so it is not the runaway the dry run is there to stop. Every other outcome of a run
-// (an error the script raises included) is left to the apply, which answers
-// the same on every replica.
-func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
-	src := op.Source
-	if src == nil {
-		s.m.mu.RLock()
-		src, _ = s.m.ks.Script(op.SHA)
-		s.m.mu.RUnlock()
-		if src == nil {
-			return resp.Error(lua.ErrNoScript), false
-		}
-	}
-	// A script that does not load (it does not compile, or its shebang is
-	// bad) is answered here with what the apply would answer. An EVALSHA of
-	// a script the dry engine holds already skips hashing its source again.
-	sha := op.SHA // the engine takes it in any case
-	if op.Source != nil || !s.dry.Exists(sha) {
-		var err error
-		if sha, err = s.dry.Load(src); err != nil {
-			return errorReply(err), false
-		}
-	}
-	// A bounded script is admitted without a dry run only when no command it
-	// can build from these arguments exceeds -max-write-bytes (the dry run
-	// checks each write it makes).
-	if n, bounded := s.dry.MaxCommandBytes(sha, op.Keys, op.Args); bounded && n <= int64(s.cfg.MaxWriteBytes) {
-		s.metrics.scriptsBounded.Add(1)
-		return resp.Value{}, true
-	}
-	s.m.mu.Lock()
-	scratch := s.m.ks.Clone()
-	s.m.mu.Unlock()
-	now, wall := s.clock.read()
-	kill := make(chan struct{})
-	s.killMu.Lock()
-	s.dryRuns[kill] = struct{}{}
-	s.killMu.Unlock()
-	v, tooLarge := scratch.DryRun(op, user, src, s.dry, now, wall, kill, s.cfg.MaxWriteBytes)
-	s.killMu.Lock()
-	delete(s.dryRuns, kill)
-	s.killMu.Unlock()
-	if tooLarge {
-		s.metrics.tooLarge.Add(1)
-		return v, false
-	}
-	switch {
-	case lua.IsMemoryError(v):
-		s.metrics.scriptsMemory.Add(1)
-	case lua.IsBudgetError(v) || lua.IsKilledError(v):
-		s.metrics.scriptsBudget.Add(1)
-	}
-	if v.IsError() && (lua.IsBudgetError(v) || lua.IsKilledError(v) || lua.IsMemoryError(v)) {
-		return v, false
-	}
-	return resp.Value{}, true
+// replyWait is one wait on Raft futures (a request batch's, or one of the
+// store's own loops'), waited for by the store's replyLoop.
+type replyWait struct {
+	fs   []raft.Future
+	err  error         // nil, or ErrClosed when the store closed first; set before done closes
+	done chan struct{} // closed once every future in fs answered, or the store closed
 }
 
-// KillScripts stops the scripts in a dry run on this node. It reports whether
-// there were any. A killed script is answered with lua.KilledErrorText and never
-// enters the log; scripts already in the log are bounded by fsm.ApplyBudget.
-func (s *Store) KillScripts() bool {
-	s.killMu.Lock()
-	defer s.killMu.Unlock()
-	n := len(s.dryRuns)
-	for ch := range s.dryRuns {
-		close(ch)
-		delete(s.dryRuns, ch)
-	}
-	return n > 0
+// replyQueue holds the batches whose futures replyLoop has yet to see
+// answered, in the order they were queued. Whoever takes a batch out of it
+// (replyLoop once its futures answered, or close) ends its wait, under mu, so
+// each wait ends exactly once.
+type replyQueue struct {
+	mu     sync.Mutex
+	q      []*replyWait // q[0] is the batch replyLoop waits on
+	closed bool
+	kick   chan struct{} // one pending at most: the queue is no longer empty
 }
 
-// readBarrier makes the reads that follow linearizable: after it returns, this
-// node has confirmed with a quorum (after the reads arrived) that it still leads,
-// and has applied everything committed by then.
-func (s *Store) readBarrier(ctx context.Context) error {
-	if !s.ready.Load() {
-		if err := s.waitReady(ctx); err != nil {
-			return ErrNotReadable
-		}
-	}
-	return s.verify(ctx)
+func newReplyQueue() *replyQueue {
+	return &replyQueue{kick: make(chan struct{}, 1)}
 }
 
-// verifyRound is one leadership confirmation shared by every read that arrived
-// before it started.
-type verifyRound struct {
-	done chan struct{}
-	err  error
-}
-
-func (s *Store) verify(ctx context.Context) error {
-	s.rmu.Lock()
-	if s.next == nil {
-		s.next = &verifyRound{done: make(chan struct{})}
-	}
-	r := s.next
-	if s.inflight == nil {
-		s.startRoundLocked()
-	}
-	s.rmu.Unlock()
-	select {
-	case <-r.done:
-		return r.err
-	case <-ctx.Done():
-		return ErrNotReadable
-	case <-s.closed:
+// awaitReplies waits until every future in fs answered, or returns ErrClosed
+// as soon as the store is closing. hashicorp/raft never answers a future
+// still in its buffered apply channel (BatchApplyCh) when it shuts down, so
+// every wait on an Apply or Barrier future goes through here, or Close, which
+// waits for the store's loops, may wait forever (TestWaitTimesOut hung so
+// once: an expiry tick proposed as the test closed its store). The waiting
+// itself is done by replyLoop, one goroutine for all of the store's waits,
+// rather than by a goroutine per wait: on a single node's request path that
+// goroutine's start and wake-up, and every waiter selecting on the store's
+// one closed channel, cost about a fifth of the CPU per request. Blocks.
+func (s *Store) awaitReplies(fs []raft.Future) error {
+	rq := s.replies
+	w := &replyWait{fs: fs, done: make(chan struct{})}
+	rq.mu.Lock()
+	if rq.closed {
+		rq.mu.Unlock()
 		return ErrClosed
 	}
+	rq.q = append(rq.q, w)
+	rq.mu.Unlock()
+	select {
+	case rq.kick <- struct{}{}:
+	default:
+	}
+	<-w.done
+	return w.err
 }
 
-func (s *Store) startRoundLocked() {
-	r := s.next
-	s.next = nil
-	s.inflight = r
-	go func() {
-		commit := s.raft.CommitIndex()
-		if err := s.raft.VerifyLeader().Error(); err != nil {
-			r.err = ErrNotReadable
-		} else {
-			r.err = s.waitApplied(commit)
-		}
-		close(r.done)
-		s.rmu.Lock()
-		s.inflight = nil
-		if s.next != nil {
-			s.startRoundLocked()
-		}
-		s.rmu.Unlock()
-	}()
+// await waits for one future through awaitReplies and returns its error, or
+// ErrClosed when the store closed first. For the store's own loops.
+func (s *Store) await(f raft.Future) error {
+	if err := s.awaitReplies([]raft.Future{f}); err != nil {
+		return err
+	}
+	return f.Error() // answered: returns at once
 }
 
-// waitApplied waits until the state machine reflects every entry up to index.
-//
-// hashicorp/raft's own AppliedIndex cannot be used: it moves when a batch is
-// handed to the FSM goroutine, before the FSM has applied it. The machine counts
-// what it applied, but it never sees no-op and barrier entries; the only such
-// entries a leader commits are those of its takeover, and when the takeover
-// barrier returned the machine had applied everything up to it (s.takeover).
-func (s *Store) waitApplied(index uint64) error {
-	if index <= s.takeover.Load() {
+// replyLoop waits for the futures of the queued batches, one batch after the
+// other, and ends each batch's wait when all of its futures answered. Raft
+// answers a group's futures in the order they were proposed (applied in log
+// order, or all failed at once when leadership is lost), so waiting in queue
+// order holds nobody up for long: a batch queued behind another was almost
+// always proposed after it too. It may wait forever on a future that Raft,
+// shutting down, never answers; so it is not one of the loops Close waits
+// for, and closing the queue (Close) ends every wait it has not ended.
+func (s *Store) replyLoop() {
+	rq := s.replies
+	for {
+		rq.mu.Lock()
+		if rq.closed {
+			rq.mu.Unlock()
+			return
+		}
+		if len(rq.q) == 0 {
+			rq.mu.Unlock()
+			select {
+			case <-rq.kick:
+			case <-s.closed:
+			}
+			continue
+		}
+		w := rq.q[0]
+		rq.mu.Unlock()
+		for _, f := range w.fs {
+			f.Error()
+		}
+		rq.mu.Lock()
+		if !rq.closed { // else close ended its wait
+			rq.q[0] = nil
+			rq.q = rq.q[1:]
+			close(w.done)
+		}
+		rq.mu.Unlock()
+	}
+}
+
+// close ends every wait still queued with ErrClosed; later waits fail at
+// once. Called by Close, after it closed s.closed.
+func (rq *replyQueue) close() {
+	rq.mu.Lock()
+	defer rq.mu.Unlock()
+	if rq.closed {
+		return
+	}
+	rq.closed = true
+	for _, w := range rq.q {
+		w.err = ErrClosed
+		close(w.done)
+	}
+	rq.q = nil
+}
+
+// Do executes a batch of commands (one client's pipeline) in order and returns
+// one reply per command. A LOCK.ACQUIRE with WAIT blocks the batch (and only
+// this batch: other clients are served meanwhile) until it is granted, its wait
+// ends, or ctx is cancelled (the client went away); the commands after it run
+// only then, as in Redis.
+func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
+	start := time.Now()
+	for i, r := range reqs {
+		if !r.Blocks() {
+			continue
+		}
+		op := r.Op.(command.LockAcquire)
+		out := make([]resp.Value, 0, len(reqs))
+		out = append(out, s.route(ctx, reqs[:i+1])...)
+		if id, queued := fsm.QueuedWaiter(out[i]); queued {
+			out[i] = s.awaitGrant(ctx, r, op, id, start)
+		}
+		return append(out, s.Do(ctx, reqs[i+1:])...)
+	}
+	return s.route(ctx, reqs)
+}
+
+// route runs a batch here (leader) or forwards it to the leader. It is bounded
+// by electionWait, plus what the batch itself takes at a leader: while there is
+// no leader (an election) it waits until this node serves or another node is
+// known to lead, and answers TRYAGAIN when neither happens in time. A batch
+// whose forwarding provably did not reach the leader (forwardBatch's notSent:
+// the leader changed while it waited for a connection, or the connection
+// failed before it was written) is sent again, to the next leader this node
+// sees, at most maxForwardTries times in all; one that may have reached the
+// leader is never sent again (UNKNOWNOUTCOME for its writes).
+func (s *Store) route(ctx context.Context, reqs []command.Request) []resp.Value {
+	if len(reqs) == 0 {
 		return nil
 	}
-	deadline := time.NewTimer(s.cfg.ApplyTimeout)
-	defer deadline.Stop()
-	select {
-	case <-s.m.appliedCh(index):
-		return nil
-	case <-deadline.C:
-		return ErrNotReadable
-	case <-s.closed:
-		return ErrClosed
+	end := time.Now().Add(electionWait)
+	for try := 1; ; try++ {
+		changed := s.leaders.next()
+		wctx, cancel := context.WithDeadline(ctx, end)
+		werr := s.waitReady(wctx) // its error says no more than what follows finds out
+		cancel()
+		addr, ok := s.leaderToForward()
+		if !ok {
+			if werr != nil {
+				// Not serving after the election wait: doLocal answers what
+				// needs no leader and refuses the rest at once.
+				ctx = context.WithValue(ctx, electionWaitSpent{}, true)
+			}
+			return s.doLocal(ctx, reqs)
+		}
+		out, notSent := s.forwardBatch(ctx, addr, reqs)
+		if !notSent || try >= maxForwardTries || ctx.Err() != nil || !s.awaitOtherLeader(ctx, changed, addr, end) {
+			return out
+		}
 	}
 }

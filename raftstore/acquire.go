@@ -104,63 +104,6 @@ func (b *waitBoard) count() int {
 	return len(b.waiting)
 }
 
-// Do executes a batch of commands (one client's pipeline) in order and returns
-// one reply per command. A LOCK.ACQUIRE with WAIT blocks the batch (and only
-// this batch: other clients are served meanwhile) until it is granted, its wait
-// ends, or ctx is cancelled (the client went away); the commands after it run
-// only then, as in Redis.
-func (s *Store) Do(ctx context.Context, reqs []command.Request) []resp.Value {
-	start := time.Now()
-	for i, r := range reqs {
-		if !r.Blocks() {
-			continue
-		}
-		op := r.Op.(command.LockAcquire)
-		out := make([]resp.Value, 0, len(reqs))
-		out = append(out, s.route(ctx, reqs[:i+1])...)
-		if id, queued := fsm.QueuedWaiter(out[i]); queued {
-			out[i] = s.awaitGrant(ctx, r, op, id, start)
-		}
-		return append(out, s.Do(ctx, reqs[i+1:])...)
-	}
-	return s.route(ctx, reqs)
-}
-
-// route runs a batch here (leader) or forwards it to the leader. It is bounded
-// by electionWait, plus what the batch itself takes at a leader: while there is
-// no leader (an election) it waits until this node serves or another node is
-// known to lead, and answers TRYAGAIN when neither happens in time. A batch
-// whose forwarding provably did not reach the leader (forwardBatch's notSent:
-// the leader changed while it waited for a connection, or the connection
-// failed before it was written) is sent again, to the next leader this node
-// sees, at most maxForwardTries times in all; one that may have reached the
-// leader is never sent again (UNKNOWNOUTCOME for its writes).
-func (s *Store) route(ctx context.Context, reqs []command.Request) []resp.Value {
-	if len(reqs) == 0 {
-		return nil
-	}
-	end := time.Now().Add(electionWait)
-	for try := 1; ; try++ {
-		changed := s.leaders.next()
-		wctx, cancel := context.WithDeadline(ctx, end)
-		werr := s.waitReady(wctx) // its error says no more than what follows finds out
-		cancel()
-		addr, ok := s.leaderToForward()
-		if !ok {
-			if werr != nil {
-				// Not serving after the election wait: doLocal answers what
-				// needs no leader and refuses the rest at once.
-				ctx = context.WithValue(ctx, electionWaitSpent{}, true)
-			}
-			return s.doLocal(ctx, reqs)
-		}
-		out, notSent := s.forwardBatch(ctx, addr, reqs)
-		if !notSent || try >= maxForwardTries || ctx.Err() != nil || !s.awaitOtherLeader(ctx, changed, addr, end) {
-			return out
-		}
-	}
-}
-
 // awaitGrant waits for the outcome of a queued acquire: the wake of the entry
 // that granted or dropped it, or the end of the client's wait (measured from
 // when the request arrived), or the client's disconnection. When the wait ends
