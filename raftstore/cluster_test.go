@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
@@ -26,41 +26,20 @@ type cluster struct {
 }
 
 // freeAddr returns a 127.0.0.1 address that was free a moment ago and that
-// it has not returned before in this test binary: the kernel may hand a port
-// just closed to the next listen on port 0, and two nodes of one cluster
-// given the same address fail to start ("appears twice", seen once in CI).
+// was not handed out before in this test binary (clustertest.Addrs).
 func freeAddr(t testing.TB) string {
-	handedOutMu.Lock()
-	defer handedOutMu.Unlock()
-	for range 1000 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if !handedOut[addr] {
-			handedOut[addr] = true
-			return addr
-		}
-	}
-	t.Fatal("no free port that was not handed out before in 1000 tries")
-	return ""
+	t.Helper()
+	return clustertest.Addrs(t, 1)[0]
 }
-
-var (
-	handedOutMu sync.Mutex
-	handedOut   = map[string]bool{} // addresses freeAddr returned
-)
 
 func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil) }
 
 // newClusterWith is newCluster with tweak applied to each node's Config.
 func newClusterWith(t *testing.T, n int, tweak func(i int, cfg *Config)) *cluster {
 	c := &cluster{t: t, nodes: make([]*Store, n), tweak: tweak}
-	for i := 0; i < n; i++ {
-		c.peers = append(c.peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: freeAddr(t)})
-		c.dirs = append(c.dirs, t.TempDir())
+	for _, m := range clustertest.Make(t, clustertest.Opts{Members: n}).Members {
+		c.peers = append(c.peers, Peer{ID: m.ID, Addr: m.Peer})
+		c.dirs = append(c.dirs, m.Dir)
 		c.history = append(c.history, &history{holder: map[string]string{}})
 	}
 	for i := range c.nodes {
@@ -109,6 +88,23 @@ func (c *cluster) running() []*Store {
 	return out
 }
 
+// member is node i of a cluster as clustertest sees it: a nil Store is a
+// node that is down.
+type member struct{ *Store }
+
+func (m member) Running() bool { return m.Store != nil }
+
+// members returns every node, in order, as clustertest.Nodes.
+func (c *cluster) members() []member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]member, len(c.nodes))
+	for i, s := range c.nodes {
+		out[i] = member{s}
+	}
+	return out
+}
+
 // crash stops node i without handing leadership over.
 func (c *cluster) crash(i int) {
 	c.mu.Lock()
@@ -121,26 +117,18 @@ func (c *cluster) crash(i int) {
 
 // leader waits for a node that leads and serves.
 func (c *cluster) leader() (int, *Store) {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		for i := range c.peers {
-			if s := c.node(i); s != nil && s.IsLeader() {
-				return i, s
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	c.t.Fatal("no leader within 15s")
-	return -1, nil
+	c.t.Helper()
+	i, m := clustertest.WaitLeader(c.t, 15*time.Second, c.members)
+	return i, m.Store
 }
 
 // converge waits until every running node has applied the same index, then
 // returns their snapshots, which must be byte-identical.
 func (c *cluster) converge() {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var idx []uint64
+	var idx []uint64
+	if !clustertest.Until(20*time.Second, 20*time.Millisecond, func() bool {
+		idx = nil
 		var snaps [][]byte
 		for _, s := range c.running() {
 			s.m.mu.Lock()
@@ -150,19 +138,14 @@ func (c *cluster) converge() {
 			s.m.mu.Unlock()
 			snaps = append(snaps, buf.Bytes())
 		}
-		same := true
 		for i := range idx {
 			if idx[i] != idx[0] || !bytes.Equal(snaps[i], snaps[0]) {
-				same = false
+				return false
 			}
 		}
-		if same {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("replicas did not converge: applied indexes %v", idx)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return true
+	}) {
+		c.t.Fatalf("replicas did not converge: applied indexes %v", idx)
 	}
 }
 
@@ -235,21 +218,17 @@ func TestClusterFailover(t *testing.T) {
 		}(w)
 	}
 	waitGrants := func(n int) {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		var got int
+		if !clustertest.Until(20*time.Second, 10*time.Millisecond, func() bool {
 			mu.Lock()
-			got := len(acked)
+			got = len(acked)
 			mu.Unlock()
-			if got >= n {
-				return
+			return got >= n
+		}) {
+			for i, s := range c.running() {
+				t.Logf("node %d ready=%v state=%v stats=%v", i, s.IsLeader(), s.raft.State(), s.raft.Stats())
 			}
-			if time.Now().After(deadline) {
-				for i, s := range c.running() {
-					t.Logf("node %d ready=%v state=%v stats=%v", i, s.IsLeader(), s.raft.State(), s.raft.Stats())
-				}
-				t.Fatalf("only %d grants acknowledged, want %d", got, n)
-			}
-			time.Sleep(10 * time.Millisecond)
+			t.Fatalf("only %d grants acknowledged, want %d", got, n)
 		}
 	}
 	waitGrants(50)
@@ -361,18 +340,14 @@ func TestJoinAndRemove(t *testing.T) {
 	if v := follower.Do(ctx, []command.Request{add})[0]; v.String() != "OK" {
 		t.Fatalf("RAFT ADD through a follower: %v", v)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var n int
+	if !clustertest.Until(15*time.Second, 10*time.Millisecond, func() bool {
 		n4.m.mu.RLock()
-		n, _ := n4.m.ks.Counts(n4.m.ks.Now())
+		n, _ = n4.m.ks.Counts(n4.m.ks.Now())
 		n4.m.mu.RUnlock()
-		if n == 50 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the new node holds %d keys, want 50", n)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return n == 50
+	}) {
+		t.Fatalf("the new node holds %d keys, want 50", n)
 	}
 	// The new member serves clients too (forwarding to the leader).
 	if v := n4.Do(ctx, []command.Request{req("GET", "k7")})[0]; v.String() != "v" {

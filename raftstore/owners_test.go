@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
@@ -170,9 +171,10 @@ func waitOwners(t *testing.T, c *cluster) {
 func (c *cluster) follower(t *testing.T) *Store {
 	t.Helper()
 	li, _ := c.leader()
-	for i := range c.peers {
-		if s := c.node(i); s != nil && i != li {
-			return s
+	ms := c.members()
+	for _, i := range clustertest.Followers(ms) {
+		if i != li {
+			return ms[i].Store
 		}
 	}
 	t.Fatal("no follower")

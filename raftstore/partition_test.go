@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
@@ -89,17 +90,15 @@ func TestMinorityGrantsNothing(t *testing.T) {
 	}
 	// The majority side serves.
 	var nl *Store
-	deadline = time.Now().Add(15 * time.Second)
-	for nl == nil {
+	if !clustertest.Until(15*time.Second, 10*time.Millisecond, func() bool {
 		for i := range c.peers {
 			if s := c.node(i); i != li && s.IsLeader() {
 				nl = s
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the majority elected no leader")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return nl != nil
+	}) {
+		t.Fatal("the majority elected no leader")
 	}
 	tok := nl.Do(ctx, []command.Request{req("SET", "lock:b", "majority", "NX", "FENCE")})[0]
 	if tok.Kind != resp.KindInt {
@@ -144,10 +143,7 @@ func TestAnswerOnFollowersOutlivesTheLeader(t *testing.T) {
 	}
 	c.isolate(li)
 	defer c.heal()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the followers did not elect a leader that reads the write")
-		}
+	if !clustertest.Until(15*time.Second, 20*time.Millisecond, func() bool {
 		for j := range c.peers {
 			s := c.node(j)
 			if j == li || s == nil || !s.IsLeader() {
@@ -156,10 +152,13 @@ func TestAnswerOnFollowersOutlivesTheLeader(t *testing.T) {
 			v := s.Do(ctx, []command.Request{req("GET", "k")})[0]
 			switch got := v.String(); {
 			case got == "after":
-				return
+				return true
 			case strings.HasPrefix(got, "before"):
 				t.Fatalf("the new leader lost the answered write: GET k = %v", v)
 			}
 		}
+		return false
+	}) {
+		t.Fatal("the followers did not elect a leader that reads the write")
 	}
 }

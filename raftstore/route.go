@@ -346,7 +346,7 @@ func (n *Node) fanRead(ctx context.Context, r command.Request) resp.Value {
 		sum += v.Int
 		elems = append(elems, v.Elems...)
 	}
-	if r.Spec.Name == "dbsize" {
+	if _, ok := r.Op.(command.DBSize); ok {
 		return resp.Int(sum)
 	}
 	return resp.Array(elems...)
@@ -414,7 +414,7 @@ func (n *Node) doSplit(ctx context.Context, r command.Request) resp.Value {
 		}()
 	}
 	wg.Wait()
-	if r.Spec.Name == "mget" {
+	if _, ok := r.Op.(command.MGet); ok {
 		vals := make([]resp.Value, len(keys))
 		for g, idx := range byGroup {
 			if len(idx) == 0 {

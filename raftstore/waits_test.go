@@ -8,22 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/resp"
 )
 
-// waitFor polls cond every 5 ms for at most limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor polls cond every 5 ms for at most limit (clustertest.WaitFor).
+var waitFor = clustertest.WaitFor
 
 // queueLength reads LOCK.INFO's queue_length through s (0 when the lock is free).
 func queueLength(s *Store, name string) int64 {

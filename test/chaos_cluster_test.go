@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/raftstore/faultnet"
 )
 
@@ -49,16 +49,10 @@ func startChaosCluster(t *testing.T, n, groups int, extra ...string) *chaosClust
 	for attempt := 1; ; attempt++ {
 		fn := faultnet.New()
 		cc := &chaosCluster{lockdCluster: &lockdCluster{t: t}, net: fn, groups: groups, extra: extra, paused: map[int]bool{}}
-		as := freeAddrs(t, 3*n)
-		var peers []string
-		for i := 0; i < n; i++ {
-			nd := &clusterNode{idx: i, id: fmt.Sprintf("n%d", i+1),
-				addrs: lockdAddrs{resp: as[3*i], peer: as[3*i+1], http: as[3*i+2]}, dir: filepath.Join(t.TempDir(), "data")}
-			cc.nodes = append(cc.nodes, nd)
-			cc.http = append(cc.http, as[3*i+2])
-			peers = append(peers, nd.id+"="+nd.addrs.peer)
+		cc.layout(n, true)
+		for _, nd := range cc.nodes {
+			cc.http = append(cc.http, nd.addrs.http)
 		}
-		cc.peers = strings.Join(peers, ",")
 		for _, a := range cc.nodes {
 			var via []string
 			for _, b := range cc.nodes {
@@ -112,7 +106,7 @@ func (cc *chaosCluster) restartChaos(nd *clusterNode) error {
 			nd.up.Store(true)
 			return nil
 		}
-		if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") && attempt < startTries {
+		if nd.proc.lostPortRace() && attempt < startTries {
 			// Another process took a port: this start never ran, and its
 			// exit is no finding (selfExits).
 			nd.procs = nd.procs[:len(nd.procs)-1]
@@ -233,16 +227,12 @@ func chaosGroupStats(info map[string]string, groups int) []map[string]string {
 
 // awaitLeader polls currentLeader until bound.
 func (cc *chaosCluster) awaitLeader(bound time.Duration) *clusterNode {
-	deadline := time.Now().Add(bound)
-	for {
-		if l := cc.currentLeader(); l != nil {
-			return l
-		}
-		if time.Now().After(deadline) {
-			return nil
-		}
-		time.Sleep(pollEvery)
-	}
+	var l *clusterNode
+	clustertest.Until(bound, pollEvery, func() bool {
+		l = cc.currentLeader()
+		return l != nil
+	})
+	return l
 }
 
 // cut partitions the nodes into the given sides: every link between nodes of

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockd/lockd/internal/clustertest"
 )
 
 // Cluster bounds. Every wait polls, and every one is bounded by one of these.
@@ -74,15 +76,7 @@ func startCluster(t testing.TB, n int, extra ...string) *lockdCluster {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		cl := &lockdCluster{t: t, extra: extra}
-		as := freeAddrs(t, 2*n)
-		var peers []string
-		for i := 0; i < n; i++ {
-			nd := &clusterNode{idx: i, id: fmt.Sprintf("n%d", i+1),
-				addrs: lockdAddrs{resp: as[2*i], peer: as[2*i+1]}, dir: filepath.Join(t.TempDir(), "data")}
-			cl.nodes = append(cl.nodes, nd)
-			peers = append(peers, nd.id+"="+nd.addrs.peer)
-		}
-		cl.peers = strings.Join(peers, ",")
+		cl.layout(n, false)
 		for _, nd := range cl.nodes {
 			cl.spawn(nd)
 		}
@@ -103,6 +97,20 @@ func startCluster(t testing.TB, n int, extra ...string) *lockdCluster {
 	}
 }
 
+// layout gives cl n nodes on fresh addresses and data directories
+// (clustertest.Make: n1…nN, each with a RESP and a peer address and, with
+// http, an HTTP one; a data directory "data" that the process creates) and
+// the -peers flag that names them.
+func (cl *lockdCluster) layout(n int, http bool) {
+	cl.t.Helper()
+	l := clustertest.Make(cl.t, clustertest.Opts{Members: n, RESP: true, HTTP: http, DirName: "data"})
+	for i, m := range l.Members {
+		cl.nodes = append(cl.nodes, &clusterNode{idx: i, id: m.ID,
+			addrs: lockdAddrs{resp: m.RESP, peer: m.Peer, http: m.HTTP}, dir: m.Dir})
+	}
+	cl.peers = l.PeersFlag()
+}
+
 // awaitReady waits until every node's process answers PING. It reports a
 // start that lost a race for its ports (the caller retries on other ports);
 // any other failure ends the test.
@@ -110,7 +118,7 @@ func awaitReady(t testing.TB, nodes []*clusterNode) (raced bool) {
 	t.Helper()
 	for _, nd := range nodes {
 		if err := nd.proc.waitReady(readyTimeout); err != nil {
-			if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") {
+			if nd.proc.lostPortRace() {
 				return true
 			}
 			t.Fatalf("%s: %v\nstderr:\n%s", nd.proc.name, err, nd.proc.stderr)
@@ -146,7 +154,7 @@ func (cl *lockdCluster) restart(nd *clusterNode) string {
 		if err == nil {
 			break
 		}
-		if nd.proc.hasExited() && strings.Contains(nd.proc.stderr.String(), "address already in use") && attempt < startTries {
+		if nd.proc.lostPortRace() && attempt < startTries {
 			// Its ports are fixed: something else holds one for a while.
 			cl.t.Logf("%s: a port of %s is taken (attempt %d); retrying", nd.proc.name, nd.id, attempt)
 			time.Sleep(100 * time.Millisecond) // back-off before the next attempt, not synchronisation
@@ -185,11 +193,22 @@ func raftInfo(addr string) (map[string]string, error) {
 	return out, nil
 }
 
+// Running reports whether nd has a process (clustertest.Node).
+func (nd *clusterNode) Running() bool { return nd.proc != nil }
+
+// IsLeader reports whether nd's process says, on a fresh connection, that it
+// leads (INFO raft's raft_state: group 0's role); false when it cannot be
+// asked (clustertest.Node).
+func (nd *clusterNode) IsLeader() bool {
+	info, err := raftInfo(nd.addrs.resp)
+	return err == nil && info["raft_state"] == "leader"
+}
+
 // running returns the nodes that have a process.
 func (cl *lockdCluster) running() []*clusterNode {
 	var out []*clusterNode
 	for _, nd := range cl.nodes {
-		if nd.proc != nil {
+		if nd.Running() {
 			out = append(out, nd)
 		}
 	}
@@ -222,17 +241,15 @@ func (cl *lockdCluster) leaderNow() (*clusterNode, string) {
 // for every group, and returns group 0's (see leaderNow).
 func (cl *lockdCluster) waitLeader(bound time.Duration) *clusterNode {
 	cl.t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		nd, views := cl.leaderNow()
-		if nd != nil {
-			return nd
-		}
-		if time.Now().After(deadline) {
-			cl.t.Fatalf("no leader that every running node agrees on within %v: %s", bound, views)
-		}
-		time.Sleep(pollEvery)
+	var nd *clusterNode
+	var views string
+	if !clustertest.Until(bound, pollEvery, func() bool {
+		nd, views = cl.leaderNow()
+		return nd != nil
+	}) {
+		cl.t.Fatalf("no leader that every running node agrees on within %v: %s", bound, views)
 	}
+	return nd
 }
 
 // waitRejoined polls until nd, restarted, is back in the cluster: a follower
@@ -253,32 +270,34 @@ func (cl *lockdCluster) waitFollower(nd *clusterNode, bound time.Duration) (stri
 // waitMember polls until nd follows a leader that leads or, with mayLead,
 // leads with another running node following it. It returns the leader's id.
 func (cl *lockdCluster) waitMember(nd *clusterNode, bound time.Duration, mayLead bool) (string, error) {
-	deadline := time.Now().Add(bound)
-	var last string
-	for time.Now().Before(deadline) {
-		if nd.proc.hasExited() {
-			return "", fmt.Errorf("exited (%v)", nd.proc.cmd.ProcessState)
+	var last, leader string
+	exited := false
+	if clustertest.Until(bound, pollEvery, func() bool {
+		if exited = nd.proc.hasExited(); exited {
+			return true
 		}
 		info, err := raftInfo(nd.addrs.resp)
 		if err != nil {
 			last = err.Error()
-			time.Sleep(pollEvery)
-			continue
+			return false
 		}
 		last = fmt.Sprintf("state %s, leader %q", info["raft_state"], info["raft_leader"])
 		switch info["raft_state"] {
 		case "follower":
-			if l := cl.byID(info["raft_leader"]); l != nil && l != nd && l.proc != nil {
-				if li, err := raftInfo(l.addrs.resp); err == nil && li["raft_state"] == "leader" {
-					return l.id, nil
-				}
+			if l := cl.byID(info["raft_leader"]); l != nil && l != nd && l.Running() && l.IsLeader() {
+				leader = l.id
 			}
 		case "leader":
 			if mayLead && cl.followedBy(nd) {
-				return nd.id, nil
+				leader = nd.id
 			}
 		}
-		time.Sleep(pollEvery)
+		return leader != ""
+	}) {
+		if exited {
+			return "", fmt.Errorf("exited (%v)", nd.proc.cmd.ProcessState)
+		}
+		return leader, nil
 	}
 	if mayLead {
 		return "", fmt.Errorf("neither following a leader nor leading within %v (last: %s)", bound, last)
@@ -320,10 +339,11 @@ func (cl *lockdCluster) transfer(nd *clusterNode) error {
 			cl.t.Logf("RAFT TRANSFER %s: %v (retrying)", nd.id, r)
 		}
 		// Done (or refused): wait a while for every node to name nd.
-		for settle := time.Now().Add(2 * time.Second); time.Now().Before(settle); time.Sleep(pollEvery) {
-			if l, _ := cl.leaderNow(); l == nd {
-				return nil
-			}
+		if clustertest.Until(2*time.Second, pollEvery, func() bool {
+			l, _ := cl.leaderNow()
+			return l == nd
+		}) {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			_, views := cl.leaderNow()

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/loopback"
+	"github.com/lockd/lockd/internal/clustertest"
 )
 
 // Bounds. Every wait in the suite is one of these, and every wait polls.
@@ -99,18 +99,15 @@ type lockdProc struct {
 // lockdAddrs are the listen addresses of one process.
 type lockdAddrs struct{ resp, peer, http string }
 
-// freeAddrs returns n distinct free 127.0.0.1 addresses. They are free now; a
-// process that binds them later can still lose a race, and its start is retried.
-func freeAddrs(t testing.TB, n int) []string {
-	t.Helper()
-	out, err := loopback.Addrs(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// freeAddrs returns n distinct free 127.0.0.1 addresses, none handed out
+// before in this test binary (clustertest.Addrs). They are free now; a
+// process that binds them later can still lose a race, and its start is
+// retried.
+var freeAddrs = clustertest.Addrs
 
+// freeLockdAddrs is freeAddrs for the three listen addresses of one process.
 func freeLockdAddrs(t testing.TB) lockdAddrs {
+	t.Helper()
 	a := freeAddrs(t, 3)
 	return lockdAddrs{resp: a[0], peer: a[1], http: a[2]}
 }
@@ -188,7 +185,7 @@ func spawnPinged(t testing.TB, name, dataDir string, extra ...string) *lockdProc
 		if err == nil {
 			return p
 		}
-		if p.hasExited() && strings.Contains(p.stderr.String(), "address already in use") && attempt < startTries {
+		if p.lostPortRace() && attempt < startTries {
 			t.Logf("%s: lost a port race (attempt %d), retrying on other ports", name, attempt)
 			continue
 		}
@@ -205,6 +202,13 @@ func (p *lockdProc) hasExited() bool {
 	}
 }
 
+// lostPortRace reports whether p has exited because another process held one
+// of its ports: its start never ran, and starting again (on other ports, or a
+// while later on the same ones) is safe.
+func (p *lockdProc) lostPortRace() bool {
+	return p.hasExited() && strings.Contains(p.stderr.String(), "address already in use")
+}
+
 // waitReady polls PING until it is answered with PONG, the process exits, or
 // the bound passes. (lockd answers PING as soon as its RESP port is bound,
 // while its groups still elect leaders; keyspace commands wait for their
@@ -212,9 +216,10 @@ func (p *lockdProc) hasExited() bool {
 func (p *lockdProc) waitReady(bound time.Duration) error {
 	deadline := time.Now().Add(bound)
 	var last error
-	for time.Now().Before(deadline) {
-		if p.hasExited() {
-			return fmt.Errorf("exited (%v) before answering PING", p.cmd.ProcessState)
+	exited := false
+	ponged := clustertest.Until(bound, pollEvery, func() bool {
+		if exited = p.hasExited(); exited {
+			return true
 		}
 		c, err := dialRESP(p.addr, min(time.Second, time.Until(deadline)))
 		if err == nil {
@@ -222,14 +227,20 @@ func (p *lockdProc) waitReady(bound time.Duration) error {
 			r, err = c.do("PING")
 			c.close()
 			if err == nil && r.kind == '+' && r.str == "PONG" {
-				return nil
+				return true
 			}
 			if err == nil {
 				err = fmt.Errorf("PING answered %v", r)
 			}
 		}
 		last = err
-		time.Sleep(pollEvery)
+		return false
+	})
+	switch {
+	case exited:
+		return fmt.Errorf("exited (%v) before answering PING", p.cmd.ProcessState)
+	case ponged:
+		return nil
 	}
 	return fmt.Errorf("no PONG on %s within %v (last: %v)", p.addr, bound, last)
 }
