@@ -34,9 +34,9 @@ test: deps lint
 ## FUZZTIME=10m for a real campaign (FUZZTIME, when set, replaces every count).
 FUZZTIME ?=
 FUZZ_TARGETS := redisproto:FuzzReader:40000 resp:FuzzReadValue:300000 \
-	raftstore/command:FuzzParse:200000 raftstore/command:FuzzDecode:250000 \
+	command:FuzzParse:200000 command:FuzzDecode:250000 \
 	raftstore/fsm:FuzzApply:70000 raftstore/fsm:FuzzRestore:45000 \
-	raftstore/logstore:FuzzJournalReplay:60000 raftstore/appendpipe:FuzzDecode:150000 \
+	raftstore/journal:FuzzJournalReplay:60000 raftstore/appendpipe:FuzzDecode:150000 \
 	lua:FuzzScript:1200 lua:FuzzCheckSyntax:70000
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

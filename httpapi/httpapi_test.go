@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 

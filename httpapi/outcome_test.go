@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/outcome"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -229,7 +229,7 @@ func (e *Engine) Bounded(sha string) bool {
 }
 
 // MaxCommandBytes bounds, for a bounded script (see Bounded) run with these
-// KEYS and ARGV, the encoded size (raftstore/command.Size) of any command it
+// KEYS and ARGV, the encoded size (command.Size) of any command it
 // can send through redis.call or redis.pcall, counting every argument it
 // builds from its arguments, its literals and numbers; a value read from the
 // keyspace and passed on unchanged is not counted (a script may copy a

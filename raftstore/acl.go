@@ -1,6 +1,6 @@
 package raftstore
 
-import "github.com/lockd/lockd/raftstore/command"
+import "github.com/lockd/lockd/command"
 
 // ACL returns this replica's view of the replicated ACL users (nil: none was
 // defined). The front doors authenticate and authorise against it; it reflects

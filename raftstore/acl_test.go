@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 )
 
 // ACL users are replicated: a user created through a follower (forwarded to

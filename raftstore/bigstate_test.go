@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/internal/clustertest"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -3,8 +3,8 @@ package raftstore
 import (
 	"errors"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/outcome"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/resp"
 )

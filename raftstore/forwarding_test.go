@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/outcome"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/faultnet"
 	"github.com/lockd/lockd/resp"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 )
 
 // Lingering: a LOCK.ACQUIRE … WAIT whose name is held by someone else joins

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/internal/durable"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/resp"

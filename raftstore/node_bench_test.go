@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 )
 
 // BenchmarkNodeGroups: uncontended LOCK.ACQUIRE → LOCK.RELEASE cycles by 64

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
 )

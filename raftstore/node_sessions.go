@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/outcome"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/internal/clustertest"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 

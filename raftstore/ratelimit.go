@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/outcome"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/resp"
 	"golang.org/x/time/rate"

@@ -1,8 +1,8 @@
 package raftstore
 
 import (
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/lua"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -18,9 +18,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/raftstore/appendpipe"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/raftstore/forward"
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/raftstore/logstore"

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/lua"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 

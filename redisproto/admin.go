@@ -3,7 +3,7 @@ package redisproto
 import (
 	"strconv"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 )
 
 // Password guessing. Redis answers a wrong AUTH at once, as often as a client

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 
@@ -68,7 +68,7 @@ func TestCommandMetaComplete(t *testing.T) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Errorf("no command.Meta entry (raftstore/command/meta.go) for: %s", strings.Join(missing, ", "))
+		t.Errorf("no command.Meta entry (command/meta.go) for: %s", strings.Join(missing, ", "))
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -3,7 +3,7 @@ package redisproto
 import (
 	"errors"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 )
 
 // The event loop (Linux; loop_linux.go) is the front door's fast path, as

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 	"golang.org/x/sys/unix"
 )

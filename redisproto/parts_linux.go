@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -3,7 +3,7 @@ package redisproto
 import (
 	"strings"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 

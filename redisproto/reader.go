@@ -7,7 +7,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/splitargs"
 )
 

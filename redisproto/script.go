@@ -1,7 +1,7 @@
 package redisproto
 
 import (
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 

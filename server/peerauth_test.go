@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/tlsconf"
 	"github.com/redis/go-redis/v9"

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/raft"
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/resp"

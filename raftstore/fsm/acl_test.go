@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 )
 
 func TestACLSetUserAndDelUser(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -6,7 +6,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 	"github.com/zeebo/xxh3"
 )

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/lua"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 	"github.com/tidwall/btree"
 	"github.com/zeebo/xxh3"

@@ -5,8 +5,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/outcome"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/lua"
-	"github.com/lockd/lockd/raftstore/command"
 	"github.com/lockd/lockd/resp"
 )
 

@@ -9,7 +9,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/lockd/lockd/raftstore/command"
+	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/shard"
 	"github.com/tidwall/btree"
 )

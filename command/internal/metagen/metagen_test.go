@@ -12,7 +12,7 @@ import (
 
 // TestGeneratedFileIsCurrent fails when meta_redis.go is not what the
 // generator makes of redisjson/ now: a JSON file or the generator changed
-// without `go generate ./raftstore/command`, or the file was edited by hand.
+// without `go generate ./command`, or the file was edited by hand.
 func TestGeneratedFileIsCurrent(t *testing.T) {
 	want, err := generate(filepath.Join("..", "..", "redisjson"))
 	if err != nil {
@@ -23,7 +23,7 @@ func TestGeneratedFileIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("raftstore/command/meta_redis.go is stale: run go generate ./raftstore/command")
+		t.Fatal("command/meta_redis.go is stale: run go generate ./command")
 	}
 }
 

@@ -1,8 +1,8 @@
-// Command metagen writes raftstore/command's table of Redis command metadata
+// Command metagen writes command's table of Redis command metadata
 // (meta_redis.go: what COMMAND INFO and COMMAND DOCS report) from Redis
 // 7.0.15's own command descriptions, the src/commands/*.json files checked in
-// under raftstore/command/redisjson. It is run by go generate in
-// raftstore/command:
+// under command/redisjson. It is run by go generate in
+// command:
 //
 //	go run ./internal/metagen -in redisjson -out meta_redis.go
 //
