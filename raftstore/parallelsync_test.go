@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -418,4 +419,84 @@ func TestFollowerAcksCountAMajorityOfTheOthers(t *testing.T) {
 	if !a.cover(11, five.Servers, "n1") {
 		t.Fatal("three followers of four do not cover an entry of five voters")
 	}
+}
+
+// appliedIndex is the Raft index the machine has applied up to.
+func (m *machine) appliedIndex() uint64 {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	return m.applied
+}
+
+// TestDurabilitySeamsHold is the durability rule's contract (parallelsync.go,
+// durability): under a stream of writes to a 3-node group, each of its four
+// seams is consulted — the log store asks whether to defer the leader's
+// fsync, every AppendEntries passes the commit cap, the followers'
+// acknowledgements reach the leader, every applied batch waits for a
+// majority on disk — and what the cap is for holds throughout: no follower
+// applies an entry that is not yet on the leader's disk. A seam that a
+// change bypasses (installs elsewhere, or not at all) leaves its count at
+// zero and fails this test.
+func TestDurabilitySeamsHold(t *testing.T) {
+	c := newCluster(t, 3)
+	li, leader := c.leader()
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				leader.Do(ctx, []command.Request{req("SET", fmt.Sprintf("k%d", w), strconv.Itoa(i))})
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	samples, ahead := 0, 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-time.After(time.Millisecond):
+		}
+		for j := range c.peers {
+			if j == li {
+				continue
+			}
+			// The follower's applied index first: the leader's durable index
+			// only grows, so a later read of it is at least what it was.
+			applied := c.node(j).m.appliedIndex()
+			durable := leader.dur.log.Durable()
+			samples++
+			if applied > durable {
+				ahead++
+				t.Errorf("follower %d applied index %d, above the leader's durable index %d", j, applied, durable)
+			}
+		}
+		if ahead > 3 {
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+	d := leader.dur
+	for name, n := range map[string]int64{
+		"deferral asked (seam 1)":            d.uses.deferAsked.Load(),
+		"AppendEntries capped (seam 2)":      d.uses.capped.Load(),
+		"follower acknowledgements (seam 3)": d.acks.heard.Load(),
+		"apply waits (seam 4)":               d.uses.applyWaits.Load(),
+	} {
+		if n == 0 {
+			t.Errorf("the leader's durability seam %q was never used: bypassed", name)
+		}
+	}
+	t.Logf("%d samples of followers' applied index against the leader's durable index; seams used: defer %d, cap %d, acks %d, apply waits %d",
+		samples, d.uses.deferAsked.Load(), d.uses.capped.Load(), d.acks.heard.Load(), d.uses.applyWaits.Load())
 }

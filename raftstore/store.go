@@ -276,6 +276,7 @@ type Store struct {
 	fwd      *forward.Client
 	m        *machine
 	acks     *followerAcks // what the followers stored, as this node's pipelines heard it (parallelsync.go); nil for a group of a shared log
+	dur      *durability   // the rule that lets the leader fsync beside its followers, at its seams (parallelsync.go)
 	nudge    chan struct{} // nudgeFollowers → nudgeLoop (one pending at most)
 	replies  *replyQueue   // awaitReplies → replyLoop: the waits on Raft futures, in proposal order
 	dry      *lua.Engine   // compiles scripts for dry runs (not the replicated cache)
@@ -594,7 +595,6 @@ func (s *Store) startRaft(rc *raft.Config, snaps *snapstore.Store) (has bool, er
 		return false, fmt.Errorf("reading raft state: %w", err)
 	}
 	var logStore raft.LogStore = logs
-	var transport raft.Transport = trans
 	var leader atomic.Pointer[raft.Raft]
 	s.m.bytes.setTrailing = func(n uint64) {
 		if r := leader.Load(); r != nil { // no snapshot is captured before Raft runs
@@ -604,24 +604,6 @@ func (s *Store) startRaft(rc *raft.Config, snaps *snapstore.Store) (has bool, er
 	if cfg.WrapLogStore != nil { // fault tests only
 		logStore = cfg.WrapLogStore(logs)
 	}
-	// A leader with followers lets its fsync run while they write theirs
-	// (parallelsync.go). So does a leader of a group in a shared log, with
-	// followers or not: its leader loop goes on while the committer writes
-	// what several groups queued (a lone node of 8 groups made 0.89x the
-	// cycles/s writing without deferring, 2 pairs of 64 clients).
-	shared := cfg.sharedLog != nil
-	logs.DeferSyncWhen(func() bool {
-		r := leader.Load()
-		return r != nil && r.State() == raft.Leader && (shared || voters(r) > 1)
-	})
-	if !shared {
-		// A leader's write that did not defer (above: a lone voter's, or a
-		// DeleteRange) goes to disk on Raft's goroutine as if the log had no
-		// committer, when nothing is queued before it; a follower's writes go
-		// through the committer. logstore asks this only for a write that did
-		// not defer, so the voter count is not asked again.
-		logs.WriteInlineWhen(func() bool { r := leader.Load(); return r != nil && r.State() == raft.Leader })
-	}
 	// Durability as the store Raft writes to reports it: a fault test's
 	// lying disk (logstore.Faulty) claims its acknowledged writes are on
 	// disk, as it claims they are stored.
@@ -629,12 +611,11 @@ func (s *Store) startRaft(rc *raft.Config, snaps *snapstore.Store) (has bool, er
 	if d, ok := logStore.(logstore.DurableLog); ok {
 		dur = d
 	}
-	s.m.durable = dur.WaitDurable
-	if acks != nil {
-		servers := func() []raft.Server { return latestServers(leader.Load()) }
-		s.m.durable = durableOnMajority(dur, acks, servers, rc.LocalID, metrics.appliedEarly.Inc)
-	}
-	transport = capCommit{Inner: trans, durable: dur.Durable}
+	// The rule that lets a leader fsync beside its followers, at its four
+	// seams (parallelsync.go).
+	s.dur = &durability{log: dur, acks: acks, raft: leader.Load, shared: cfg.sharedLog != nil, self: rc.LocalID,
+		early: metrics.appliedEarly.Inc}
+	transport := s.dur.install(logs, s.m, trans)
 	// The replicators read back what the leader just appended: serve the
 	// newest entries from memory instead of the log store (logcache.go).
 	logStore = newLogCache(logStore)
