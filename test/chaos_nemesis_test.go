@@ -45,6 +45,10 @@ const (
 	deadTTL        = 3000             // ms: the lease of a dead holder's lock (longer than an election)
 	deadSlack      = time.Second      // probe polling, the tick, a loaded machine
 	recoverTimeout = 30 * time.Second // a leader after a fault is healed
+	// A bounded fault waits up to settleWait for every group to keep its
+	// leader for settleFor before it is injected (nemesis.run).
+	settleFor  = time.Second
+	settleWait = 5 * time.Second
 )
 
 type nemesis struct {
@@ -113,7 +117,17 @@ func (n *nemesis) run(kinds []string, deadline time.Time) {
 			n.violate("no leader within %v before injecting %s", recoverTimeout, kind)
 			return
 		}
-		if n.inject(kind, leader) {
+		// A bounded fault's availability is measured from a settled cluster
+		// only (a single fault, as the bound means it); one that finds the
+		// previous fault's recovery still going is injected all the same.
+		settled := boundedFaults[kind] && n.cc.awaitSettled(settleFor, settleWait)
+		if settled {
+			if leader = n.cc.awaitLeader(recoverTimeout); leader == nil {
+				n.violate("no leader within %v before injecting %s", recoverTimeout, kind)
+				return
+			}
+		}
+		if n.inject(kind, leader, settled) {
 			n.count(kind)
 		}
 		if n.cc.awaitLeader(recoverTimeout) == nil {
@@ -137,8 +151,8 @@ func (n *nemesis) restartAll() {
 
 // inject applies one fault, holds it and heals it. It reports whether the
 // fault was injected.
-func (n *nemesis) inject(kind string, leader *clusterNode) bool {
-	w := faultWindow{kind: kind, start: time.Now()}
+func (n *nemesis) inject(kind string, leader *clusterNode, settled bool) bool {
+	w := faultWindow{kind: kind, start: time.Now(), settled: settled}
 	if !n.apply(kind, leader, &w) {
 		return false
 	}
