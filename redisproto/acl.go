@@ -15,28 +15,27 @@ import (
 // node's replica of the users (like a Redis replica, a node knows a change once
 // it applied it).
 func init() {
-	acl := local("acl", -2, nil)
-	subcmd(acl, "setuser", -3, cmdACLSetUser)
-	subcmd(acl, "deluser", -3, cmdACLDelUser)
-	subcmd(acl, "getuser", 3, cmdACLGetUser)
-	subcmd(acl, "list", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("acl|setuser", cmdACLSetUser)
+	handle("acl|deluser", cmdACLDelUser)
+	handle("acl|getuser", cmdACLGetUser)
+	handle("acl|list", func(c *conn, _ [][]byte) resp.Value {
 		var out []resp.Value
 		for _, u := range c.srv.users(c.srv.aclTable()) {
 			out = append(out, resp.BulkString(u.Describe()))
 		}
 		return resp.Array(out...)
 	})
-	subcmd(acl, "users", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("acl|users", func(c *conn, _ [][]byte) resp.Value {
 		var out []resp.Value
 		for _, u := range c.srv.users(c.srv.aclTable()) {
 			out = append(out, resp.BulkString(u.Name))
 		}
 		return resp.Array(out...)
 	})
-	subcmd(acl, "whoami", 2, func(c *conn, _ [][]byte) resp.Value { return resp.BulkString(c.userName()) })
-	subcmd(acl, "cat", -2, cmdACLCat)
-	subcmd(acl, "genpass", -2, cmdACLGenPass)
-	subcmd(acl, "help", 2, func(*conn, [][]byte) resp.Value {
+	handle("acl|whoami", func(c *conn, _ [][]byte) resp.Value { return resp.BulkString(c.userName()) })
+	handle("acl|cat", cmdACLCat)
+	handle("acl|genpass", cmdACLGenPass)
+	handle("acl|help", func(*conn, [][]byte) resp.Value {
 		return help("ACL", "CAT [<category>]", "    List all commands that belong to <category>, or all command categories",
 			"    when no category is specified.", "DELUSER <username> [<username> ...]", "    Delete a list of users.",
 			"GETUSER <username>", "    Get the user's details.", "GENPASS [<bits>]",

@@ -10,14 +10,13 @@ import (
 // RAFT ADD id peer-addr | RAFT REMOVE id | RAFT TRANSFER [id] | RAFT MEMBERS —
 // cluster membership, one command each, sent to any node.
 func init() {
-	r := local("raft", -2, nil)
-	subcmd(r, "add", 4, func(c *conn, a [][]byte) resp.Value {
+	handle("raft|add", func(c *conn, a [][]byte) resp.Value {
 		return c.storeOp(command.Admin{Action: "add", ID: string(a[2]), Addr: string(a[3])}, command.AdminSpec)
 	})
-	subcmd(r, "remove", 3, func(c *conn, a [][]byte) resp.Value {
+	handle("raft|remove", func(c *conn, a [][]byte) resp.Value {
 		return c.storeOp(command.Admin{Action: "remove", ID: string(a[2])}, command.AdminSpec)
 	})
-	subcmd(r, "transfer", -2, func(c *conn, a [][]byte) resp.Value {
+	handle("raft|transfer", func(c *conn, a [][]byte) resp.Value {
 		if len(a) > 3 {
 			return resp.Error(string(command.ErrSyntax))
 		}
@@ -27,13 +26,13 @@ func init() {
 		}
 		return c.storeOp(op, command.AdminSpec)
 	})
-	subcmd(r, "members", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("raft|members", func(c *conn, _ [][]byte) resp.Value {
 		return c.storeOp(command.Admin{Action: "members"}, command.AdminSpec)
 	})
-	subcmd(r, "groups", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("raft|groups", func(c *conn, _ [][]byte) resp.Value {
 		return c.storeOp(command.Admin{Action: "groups"}, command.AdminSpec)
 	})
-	subcmd(r, "moveslots", 5, func(c *conn, a [][]byte) resp.Value {
+	handle("raft|moveslots", func(c *conn, a [][]byte) resp.Value {
 		for _, x := range a[2:] {
 			if _, err := strconv.ParseUint(string(x), 10, 16); err != nil {
 				return resp.Error("ERR slot and group must be non-negative integers")
@@ -41,7 +40,7 @@ func init() {
 		}
 		return c.storeOp(command.Admin{Action: "moveslots", ID: string(a[2]) + "-" + string(a[3]), Addr: string(a[4])}, command.AdminSpec)
 	})
-	subcmd(r, "help", 2, func(*conn, [][]byte) resp.Value {
+	handle("raft|help", func(*conn, [][]byte) resp.Value {
 		return help("RAFT", "ADD <node-id> <peer-addr>", "    Add a voter to the cluster (run it on any node).",
 			"REMOVE <node-id>", "    Remove a node from the cluster.", "TRANSFER [<node-id>]",
 			"    Hand leadership to the node, or to any up-to-date voter.", "MEMBERS",

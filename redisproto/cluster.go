@@ -27,14 +27,13 @@ import (
 // NODES) or sends READONLY, READWRITE or ASKING becomes cluster-aware and may
 // be answered -MOVED (moved.go).
 func init() {
-	c := local("cluster", -2, nil)
-	subcmd(c, "keyslot", 3, func(_ *conn, a [][]byte) resp.Value { return resp.Int(int64(shard.Slot(a[2]))) })
-	subcmd(c, "myid", 2, cmdClusterMyID)
-	subcmd(c, "info", 2, cmdClusterInfo)
-	subcmd(c, "slots", 2, aware(cmdClusterSlots))
-	subcmd(c, "shards", 2, aware(cmdClusterShards))
-	subcmd(c, "nodes", 2, aware(cmdClusterNodes))
-	subcmd(c, "help", 2, func(*conn, [][]byte) resp.Value {
+	handle("cluster|keyslot", func(_ *conn, a [][]byte) resp.Value { return resp.Int(int64(shard.Slot(a[2]))) })
+	handle("cluster|myid", cmdClusterMyID)
+	handle("cluster|info", cmdClusterInfo)
+	handle("cluster|slots", aware(cmdClusterSlots))
+	handle("cluster|shards", aware(cmdClusterShards))
+	handle("cluster|nodes", aware(cmdClusterNodes))
+	handle("cluster|help", func(*conn, [][]byte) resp.Value {
 		return help("CLUSTER", "INFO", "    Return information about the cluster.", "KEYSLOT <key>",
 			"    Return the hash slot for <key>.", "MYID", "    Return the node id.", "NODES",
 			"    Return cluster configuration seen by node. Output format:",
@@ -44,7 +43,7 @@ func init() {
 			"    start, end, master and replicas IP addresses, ports and ids")
 	})
 	for _, n := range []string{"readonly", "readwrite", "asking"} {
-		local(n, 1, aware(func(*conn, [][]byte) resp.Value { return resp.OK }))
+		handle(n, aware(func(*conn, [][]byte) resp.Value { return resp.OK }))
 	}
 }
 

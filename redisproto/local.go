@@ -62,30 +62,6 @@ func handle(fullName string, run func(*conn, [][]byte) resp.Value) *localSpec {
 	return s
 }
 
-// local registers the handler of the front-door command name (nil for a
-// container without a handler of its own) and returns its entry: handle for
-// the registrations written before the rows carried the arity, which must be
-// the row's (the row is what the door checks).
-func local(name string, arity int, run func(*conn, [][]byte) resp.Value) *localSpec {
-	s := locals[name]
-	if s != nil && s.Arity != arity {
-		panic("redisproto: " + name + " registered with arity " + strconv.Itoa(arity) + ", its row says " + strconv.Itoa(s.Arity))
-	}
-	if run == nil && s != nil {
-		return s
-	}
-	return handle(name, run)
-}
-
-// subcmd registers the handler of parent's subcommand name, as local does.
-func subcmd(parent *localSpec, name string, arity int, run func(*conn, [][]byte) resp.Value) {
-	s := parent.sub[name]
-	if s != nil && s.Arity != arity {
-		panic("redisproto: " + parent.Name + "|" + name + " registered with arity " + strconv.Itoa(arity) + ", its row says " + strconv.Itoa(s.Arity))
-	}
-	handle(parent.Name+"|"+name, run)
-}
-
 func init() {
 	handle("ping", cmdPing)
 	handle("echo", func(_ *conn, a [][]byte) resp.Value { return resp.Bulk(a[1]) })

@@ -85,7 +85,7 @@ func (m *monitors) feed(c *conn, args [][]byte) {
 }
 
 func init() {
-	local("monitor", 1, func(c *conn, _ [][]byte) resp.Value {
+	handle("monitor", func(c *conn, _ [][]byte) resp.Value {
 		if !c.srv.cfg.EnableMonitor {
 			return resp.Error("ERR MONITOR is disabled on this node: start lockd with -enable-monitor")
 		}

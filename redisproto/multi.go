@@ -15,11 +15,11 @@ type txState struct {
 }
 
 func init() {
-	local("multi", 1, cmdMulti)
-	local("exec", 1, cmdExec)
-	local("discard", 1, cmdDiscard)
-	local("watch", -2, cmdWatch)
-	local("unwatch", 1, func(c *conn, _ [][]byte) resp.Value {
+	handle("multi", cmdMulti)
+	handle("exec", cmdExec)
+	handle("discard", cmdDiscard)
+	handle("watch", cmdWatch)
+	handle("unwatch", func(c *conn, _ [][]byte) resp.Value {
 		c.watches = nil
 		return resp.OK
 	})

@@ -76,12 +76,11 @@ func (c *conn) subCount() int {
 }
 
 func init() {
-	local("subscribe", -2, func(c *conn, a [][]byte) resp.Value { return c.subscribe(a[1:], false) })
-	local("psubscribe", -2, func(c *conn, a [][]byte) resp.Value { return c.subscribe(a[1:], true) })
-	local("unsubscribe", -1, func(c *conn, a [][]byte) resp.Value { return c.unsubscribe(a[1:], false) })
-	local("punsubscribe", -1, func(c *conn, a [][]byte) resp.Value { return c.unsubscribe(a[1:], true) })
-	ps := local("pubsub", -2, nil)
-	subcmd(ps, "channels", -2, func(c *conn, a [][]byte) resp.Value {
+	handle("subscribe", func(c *conn, a [][]byte) resp.Value { return c.subscribe(a[1:], false) })
+	handle("psubscribe", func(c *conn, a [][]byte) resp.Value { return c.subscribe(a[1:], true) })
+	handle("unsubscribe", func(c *conn, a [][]byte) resp.Value { return c.unsubscribe(a[1:], false) })
+	handle("punsubscribe", func(c *conn, a [][]byte) resp.Value { return c.unsubscribe(a[1:], true) })
+	handle("pubsub|channels", func(c *conn, a [][]byte) resp.Value {
 		b := c.srv.pubsub
 		b.mu.RLock()
 		var names []string
@@ -98,7 +97,7 @@ func init() {
 		}
 		return resp.Array(out...)
 	})
-	subcmd(ps, "numsub", -2, func(c *conn, a [][]byte) resp.Value {
+	handle("pubsub|numsub", func(c *conn, a [][]byte) resp.Value {
 		b := c.srv.pubsub
 		b.mu.RLock()
 		defer b.mu.RUnlock()
@@ -108,13 +107,13 @@ func init() {
 		}
 		return resp.Array(out...)
 	})
-	subcmd(ps, "numpat", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("pubsub|numpat", func(c *conn, _ [][]byte) resp.Value {
 		b := c.srv.pubsub
 		b.mu.RLock()
 		defer b.mu.RUnlock()
 		return resp.Int(int64(len(b.patterns)))
 	})
-	subcmd(ps, "help", 2, func(*conn, [][]byte) resp.Value {
+	handle("pubsub|help", func(*conn, [][]byte) resp.Value {
 		return help("PUBSUB", "CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
 			"NUMPAT", "    Return number of subscriptions to patterns.", "NUMSUB [<channel> ...]",
 			"    Return the number of subscribers for the specified channels, excluding", "    pattern subscriptions(default: no channels).")

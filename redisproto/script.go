@@ -10,26 +10,25 @@ import (
 // script that is still in the leader's dry run (scripts in the log cannot be
 // stopped: they are bounded by their instruction budget instead).
 func init() {
-	sc := local("script", -2, nil)
-	subcmd(sc, "load", 3, func(c *conn, a [][]byte) resp.Value {
+	handle("script|load", func(c *conn, a [][]byte) resp.Value {
 		return c.storeOp(command.ScriptLoad{Source: a[2]}, command.ScriptLoadSpec)
 	})
-	subcmd(sc, "exists", -3, func(c *conn, a [][]byte) resp.Value {
+	handle("script|exists", func(c *conn, a [][]byte) resp.Value {
 		return c.storeOp(command.ScriptExists{SHAs: a[2:]}, command.ScriptExistsSpec)
 	})
-	subcmd(sc, "flush", -2, func(c *conn, a [][]byte) resp.Value {
+	handle("script|flush", func(c *conn, a [][]byte) resp.Value {
 		if len(a) > 3 || (len(a) == 3 && !command.EqualFold(a[2], "async") && !command.EqualFold(a[2], "sync")) {
 			return resp.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 		}
 		return c.storeOp(command.ScriptFlush{}, command.ScriptFlushSpec)
 	})
-	subcmd(sc, "kill", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("script|kill", func(c *conn, _ [][]byte) resp.Value {
 		if !c.srv.store.KillScripts() {
 			return resp.Error("NOTBUSY No scripts in execution right now.")
 		}
 		return resp.OK
 	})
-	subcmd(sc, "help", 2, func(*conn, [][]byte) resp.Value {
+	handle("script|help", func(*conn, [][]byte) resp.Value {
 		return help("SCRIPT", "EXISTS <sha1> [<sha1> ...]",
 			"    Return information about the existence of the scripts in the script cache.",
 			"FLUSH [ASYNC|SYNC]", "    Flush the Lua scripts cache. Very dangerous on replicas.",

@@ -116,8 +116,7 @@ func redacted(name string) bool {
 }
 
 func init() {
-	sl := local("slowlog", -2, nil)
-	subcmd(sl, "get", -2, func(c *conn, a [][]byte) resp.Value {
+	handle("slowlog|get", func(c *conn, a [][]byte) resp.Value {
 		count := 10
 		if len(a) > 3 {
 			return resp.Error("ERR wrong number of arguments for 'slowlog|get' command")
@@ -143,20 +142,20 @@ func init() {
 		}
 		return resp.Array(out...)
 	})
-	subcmd(sl, "len", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("slowlog|len", func(c *conn, _ [][]byte) resp.Value {
 		l := &c.srv.slowlog
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return resp.Int(int64(len(l.entries)))
 	})
-	subcmd(sl, "reset", 2, func(c *conn, _ [][]byte) resp.Value {
+	handle("slowlog|reset", func(c *conn, _ [][]byte) resp.Value {
 		l := &c.srv.slowlog
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.entries = nil
 		return resp.OK
 	})
-	subcmd(sl, "help", 2, func(*conn, [][]byte) resp.Value {
+	handle("slowlog|help", func(*conn, [][]byte) resp.Value {
 		return help("SLOWLOG", "GET [<count>]",
 			"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
 			"    Entries are made of:",
