@@ -10,9 +10,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockd/lockd/internal/clustertest"
 )
 
 // lockdBin is the lockd binary the tests run: LOCKD_TEST_BIN, or one built
@@ -127,20 +128,5 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// syncBuffer collects a process's output while a test may read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer = clustertest.Output

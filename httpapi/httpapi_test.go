@@ -12,6 +12,19 @@ import (
 
 type fakeStore bool
 
+// eachStore is a serving store that answers each request of a batch with
+// its reply for it.
+type eachStore func(ctx context.Context, r command.Request) resp.Value
+
+func (eachStore) Serving() bool { return true }
+func (f eachStore) Do(ctx context.Context, reqs []command.Request) []resp.Value {
+	out := make([]resp.Value, len(reqs))
+	for i, r := range reqs {
+		out[i] = f(ctx, r)
+	}
+	return out
+}
+
 func (f fakeStore) Serving() bool { return bool(f) }
 func (f fakeStore) Do(context.Context, []command.Request) []resp.Value {
 	return []resp.Value{resp.Error("TRYAGAIN not serving")}

@@ -15,29 +15,24 @@ import (
 
 // waitingStore grants an acquire after wait, unless the request's context
 // ends first (the client went away).
-type waitingStore struct{ wait time.Duration }
-
-func (waitingStore) Serving() bool { return true }
-func (s waitingStore) Do(ctx context.Context, reqs []command.Request) []resp.Value {
-	out := make([]resp.Value, len(reqs))
-	for i, r := range reqs {
-		out[i] = resp.Int(7)
+func waitingStore(wait time.Duration) eachStore {
+	return func(ctx context.Context, r command.Request) resp.Value {
 		if strings.EqualFold(string(r.Args[0]), "LOCK.ACQUIRE") {
 			select {
-			case <-time.After(s.wait):
+			case <-time.After(wait):
 			case <-ctx.Done():
-				out[i] = resp.Error("ERR the request's context ended: " + ctx.Err().Error())
+				return resp.Error("ERR the request's context ended: " + ctx.Err().Error())
 			}
 		}
+		return resp.Int(7)
 	}
-	return out
 }
 
 // An acquire that waits longer than the server's ReadTimeout (and, by the
 // same extension, its write timeout) is answered when its wait ends: the
 // server's bounds do not cut a long poll short.
 func TestLongAcquireOutlivesReadTimeout(t *testing.T) {
-	srv := NewServer(Handler(waitingStore{wait: 600 * time.Millisecond}, nil), 0)
+	srv := NewServer(Handler(waitingStore(600*time.Millisecond), nil), 0)
 	srv.ReadTimeout = 200 * time.Millisecond
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

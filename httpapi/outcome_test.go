@@ -13,16 +13,9 @@ import (
 	"github.com/lockd/lockd/resp"
 )
 
-// replyStore answers every request with one reply.
-type replyStore struct{ v resp.Value }
-
-func (replyStore) Serving() bool { return true }
-func (r replyStore) Do(_ context.Context, reqs []command.Request) []resp.Value {
-	out := make([]resp.Value, len(reqs))
-	for i := range out {
-		out[i] = r.v
-	}
-	return out
+// replyStore answers every request with v.
+func replyStore(v resp.Value) eachStore {
+	return func(context.Context, command.Request) resp.Value { return v }
 }
 
 func withInt(v resp.Value, n int64) resp.Value { v.Int = n; return v }
@@ -50,7 +43,7 @@ func TestHTTPStatusByOutcome(t *testing.T) {
 	} {
 		rec := httptest.NewRecorder()
 		body := strings.NewReader(`{"owner":"me","ttl_ms":1000}`)
-		Handler(replyStore{c.v}, nil).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/locks/l:acquire", body))
+		Handler(replyStore(c.v), nil).ServeHTTP(rec, httptest.NewRequest("POST", "/v1/locks/l:acquire", body))
 		if rec.Code != c.status {
 			t.Errorf("%q (%v): status %d, want %d", c.v.String(), c.v.Outcome, rec.Code, c.status)
 		}

@@ -150,10 +150,7 @@ func (b *behind) assertEntries(t *testing.T, j *Journal, lo, hi uint64) {
 // entries into their tail, read back from the files, the other writes (a
 // deletion of entries too) in order.
 func TestReopenReplaysRecords(t *testing.T) {
-	dir := t.TempDir()
-	b := newBehind()
-	j, err := Open(dir, b.config(DefaultFileSize, DefaultKeepFiles))
-	must(t, err, "Open")
+	dir, b, j := openDefault(t)
 	b.append(t, j, b.logWrite(1, 20), &Write{Keys: [][]byte{[]byte("s-term")}, Vals: [][]byte{[]byte("3")}})
 	b.append(t, j, &Write{Keys: [][]byte{logKey(1), logKey(2)}, Del: true, Tail: b.ts.Of(0)})
 	b.append(t, j, &Write{Keys: [][]byte{[]byte("s-term")}, Vals: [][]byte{[]byte("4")}}, b.logWrite(21, 25))
@@ -161,7 +158,7 @@ func TestReopenReplaysRecords(t *testing.T) {
 	must(t, j.Close(), "Close")
 
 	again := newBehind()
-	j, err = Open(dir, again.config(DefaultFileSize, DefaultKeepFiles))
+	j, err := Open(dir, again.config(DefaultFileSize, DefaultKeepFiles))
 	must(t, err, "reopen")
 	defer j.Close()
 	again.assertEntries(t, j, 3, 25)
@@ -178,10 +175,7 @@ func TestReopenReplaysRecords(t *testing.T) {
 // exactly the whole records before it, never fails, and the journal goes on
 // after them.
 func TestTornRecordEndsReplay(t *testing.T) {
-	dir := t.TempDir()
-	b := newBehind()
-	j, err := Open(dir, b.config(DefaultFileSize, DefaultKeepFiles))
-	must(t, err, "Open")
+	dir, b, j := openDefault(t)
 	b.append(t, j, b.logWrite(1, 3))
 	b.append(t, j, &Write{Keys: [][]byte{[]byte("s-vote")}, Vals: [][]byte{[]byte("n2")}})
 	b.append(t, j, b.logWrite(4, 5), &Write{Keys: [][]byte{logKey(1)}, Del: true, Tail: b.ts.Of(0)})
@@ -267,10 +261,7 @@ func TestMalformedRecordFailsOpen(t *testing.T) {
 // An Append that fails fails every later one, and Retire then keeps the
 // files for the next open.
 func TestFailedAppendIsSticky(t *testing.T) {
-	dir := t.TempDir()
-	b := newBehind()
-	j, err := Open(dir, b.config(DefaultFileSize, DefaultKeepFiles))
-	must(t, err, "Open")
+	dir, b, j := openDefault(t)
 	b.append(t, j, b.logWrite(1, 2))
 	injected := errors.New("injected: the disk is gone")
 	j.mu.Lock()
@@ -366,4 +357,15 @@ func keysOf(from, to uint64) [][]byte {
 		keys = append(keys, logKey(i))
 	}
 	return keys
+}
+
+// openDefault opens a journal of the default size in a new directory,
+// behind a fresh newBehind.
+func openDefault(t *testing.T) (string, *behind, *Journal) {
+	t.Helper()
+	dir := t.TempDir()
+	b := newBehind()
+	j, err := Open(dir, b.config(DefaultFileSize, DefaultKeepFiles))
+	must(t, err, "Open")
+	return dir, b, j
 }
