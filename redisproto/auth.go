@@ -160,15 +160,10 @@ func resolve(args [][]byte) (full string, ok bool) {
 }
 
 // noAuth reports whether a command runs before authentication (AUTH, HELLO,
-// QUIT: Redis's no_auth flag).
+// QUIT: its row's FlagNoAuth, Redis's no_auth).
 func noAuth(full string) bool {
-	m, _ := command.Meta(full)
-	for _, f := range m.Flags {
-		if f == "no_auth" {
-			return true
-		}
-	}
-	return false
+	r, ok := command.Row(full)
+	return ok && r.Flags.Has(command.FlagNoAuth)
 }
 
 // authorize checks one request before it is run or queued: NOAUTH, NOPERM, or
