@@ -48,6 +48,37 @@ var multiCases = []tcase{
 		cmd("WATCH"),
 		cmd("UNWATCH", "x"),
 	}},
+	// A wrong-arity MULTI, WATCH or DISCARD inside MULTI flags the
+	// transaction (EXEC answers EXECABORT); a wrong-arity EXEC aborts it at
+	// once, watches included (the next EXEC has no MULTI).
+	{name: "wrong arity inside MULTI", steps: []step{
+		cmd("MULTI"),
+		cmd("SET", "a", "1"),
+		cmd("MULTI", "x"),
+		cmd("EXEC"),
+		cmd("EXISTS", "a"),
+		cmd("MULTI"),
+		cmd("WATCH"),
+		cmd("EXEC"),
+		cmd("MULTI"),
+		cmd("DISCARD", "x"),
+		cmd("EXEC"),
+		cmd("WATCH", "a"),
+		cmd("MULTI"),
+		cmd("SET", "a", "2"),
+		cmd("EXEC", "x"),
+		cmd("EXEC"),
+		cmd("EXISTS", "a"),
+		cmd("EXEC", "x"),
+		// Outside MULTI too a wrong-arity EXEC drops the watches.
+		cmd("WATCH", "a"),
+		cmd("EXEC", "x"),
+		cmd("SET", "a", "3").on(1),
+		cmd("MULTI"),
+		cmd("SET", "a", "4"),
+		cmd("EXEC"),
+		cmd("GET", "a"),
+	}},
 	{name: "WATCH", steps: []step{
 		cmd("SET", "w", "1"),
 		cmd("WATCH", "w"),

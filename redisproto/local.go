@@ -161,9 +161,26 @@ func (c *conn) local(args [][]byte) resp.Value {
 	}
 	c.touch(s.Name)
 	if !s.CheckArity(len(args)) || s.run == nil {
-		return resp.Error(string(command.ErrArity(s.Name)))
+		return c.rejectArity(s.Name)
 	}
 	return s.run(c, args)
+}
+
+// rejectArity answers a front-door command of the wrong arity as Redis 7
+// rejects one: a rejected EXEC discards the transaction, if any, and the
+// watches, answering EXECABORT with why (Redis's execCommandAbort, inside
+// MULTI or not); any other rejection inside MULTI flags the transaction, so
+// that EXEC answers EXECABORT.
+func (c *conn) rejectArity(name string) resp.Value {
+	msg := string(command.ErrArity(name))
+	if name == "exec" {
+		c.tx, c.watches = nil, nil
+		return resp.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR "))
+	}
+	if c.tx != nil {
+		c.tx.dirty = true
+	}
+	return resp.Error(msg)
 }
 
 func trunc(s string, n int) string {
