@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/outcome"
 	"github.com/lockd/lockd/resp"
 )
@@ -74,6 +75,9 @@ func TestOutcomesTrailerAbsentOrBad(t *testing.T) {
 // The errors that know their reply name their outcome by identity, and the
 // replies that carry a number carry it in Int.
 func TestErrorReplies(t *testing.T) {
+	if string(ErrNoScript) != lua.ErrNoScript {
+		t.Errorf("command.ErrNoScript %q, lua.ErrNoScript %q: one text", ErrNoScript, lua.ErrNoScript)
+	}
 	for _, c := range []struct {
 		v    resp.Value
 		o    outcome.Outcome

@@ -76,8 +76,18 @@ var scriptRows = []*Spec{
 	fsmRow("evalsha_ro", -3, FlagScript, RouteKeys, parseEval),
 }
 
-// EVAL script numkeys [key ...] [arg ...] (and EVALSHA, EVAL_RO, EVALSHA_RO)
+// ErrNoScript is the reply to an EVALSHA whose script is not in the cache
+// (lua.ErrNoScript's text, which this package cannot import).
+const ErrNoScript Error = "NOSCRIPT No matching script. Please use EVAL."
+
+// EVAL script numkeys [key ...] [arg ...] (and EVALSHA, EVAL_RO, EVALSHA_RO).
+// An EVALSHA whose SHA is not 40 characters long is NOSCRIPT before its
+// numkeys is read, as in Redis 7 (evalGenericCommand).
 func parseEval(name string, a [][]byte) (Op, error) {
+	sha := strings.HasPrefix(name, "evalsha")
+	if sha && len(a[1]) != 40 {
+		return nil, ErrNoScript
+	}
 	n, ok := ParseInt(a[2])
 	if !ok {
 		return nil, ErrNotInt
@@ -89,7 +99,7 @@ func parseEval(name string, a [][]byte) (Op, error) {
 		return nil, Error("ERR Number of keys can't be greater than number of args")
 	}
 	op := Eval{Keys: a[3 : 3+n], Args: a[3+n:], RO: strings.HasSuffix(name, "_ro")}
-	if strings.HasPrefix(name, "evalsha") {
+	if sha {
 		op.SHA = strings.ToLower(string(a[1]))
 	} else {
 		op.Source, op.SHA = a[1], SHA1Hex(a[1])

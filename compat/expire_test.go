@@ -5,6 +5,17 @@ package compat
 // tolerances named in normalize_test.go.
 
 var expireCases = []tcase{
+	// Deadlines near the int64 limit, in ms and in s: EXPIRETIME rounds
+	// without overflowing.
+	{name: "EXPIRETIME at the int64 limit", steps: []step{
+		cmd("SET", "b", "1"),
+		cmd("PEXPIREAT", "b", "9223372036854775806"),
+		cmd("EXPIRETIME", "b").with(unixSeconds),
+		cmd("PEXPIRETIME", "b").with(unixMillis),
+		cmd("EXPIREAT", "b", "9223372036854775"),
+		cmd("EXPIRETIME", "b").with(unixSeconds),
+		cmd("PEXPIRETIME", "b").with(unixMillis),
+	}},
 	{name: "EXPIRE", steps: []step{
 		cmd("EXPIRE", "missing", "100"),
 		cmd("SET", "k", "v"),

@@ -41,6 +41,17 @@ var protocolCases = []tcase{
 		cmd("SELECT", "0", "1"),
 		cmd("PING"),
 	}},
+	// An error that echoes an argument shows it as a C string: cut at a NUL
+	// byte, CR and LF turned into spaces.
+	{name: "echoed arguments with NUL, CR, LF", steps: []step{
+		cmd("fo\x00oo", "a"),
+		cmd("foo\r\n"),
+		cmd("foo", "a\x00b", "c\r\n"),
+		cmd("foo\nbar", "x"),
+		cmd("foo", "a\rb"),
+		cmd("CLIENT", "no\x00pe"),
+		cmd("CLIENT", "nope\r\n"),
+	}},
 	{name: "unknown command", steps: []step{
 		cmd("foo", "a", "b"),
 		cmd("foo"),

@@ -93,6 +93,14 @@ var scriptCases = []tcase{
 		cmd("EVAL", "return 1"),
 		cmd("GET", "s"),
 	}},
+	// A SHA that is not 40 characters is NOSCRIPT before numkeys is read.
+	{name: "EVALSHA checks the SHA first", steps: []step{
+		cmd("EVALSHA", "abc", "x"),
+		cmd("EVALSHA", "abc", "5"),
+		cmd("EVALSHA_RO", "abc", "x"),
+		cmd("EVALSHA", "0123456789012345678901234567890123456789", "x"),
+		cmd("EVALSHA", "0123456789012345678901234567890123456789", "5"),
+	}},
 	{name: "EVALSHA and SCRIPT", steps: []step{
 		cmd("SCRIPT", "FLUSH"),
 		cmd("EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"),

@@ -1,6 +1,7 @@
 package redisproto
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -448,15 +449,20 @@ func errUnknownCommand(args [][]byte) resp.Value {
 		if b.Len() >= 128 {
 			break
 		}
-		s := string(a)
+		s := cstr(a)
 		if room := 128 - b.Len(); len(s) > room {
 			s = s[:room]
 		}
 		b.WriteString("'" + s + "' ")
 	}
-	name := string(args[0])
-	if len(name) > 128 {
-		name = name[:128]
+	return resp.Error("ERR unknown command '" + trunc(cstr(args[0]), 128) + "', with args beginning with: " + b.String())
+}
+
+// cstr is b as Redis echoes an argument in an error (a C string, "%s"): up
+// to its first NUL byte.
+func cstr(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
 	}
-	return resp.Error("ERR unknown command '" + name + "', with args beginning with: " + b.String())
+	return string(b)
 }

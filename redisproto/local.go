@@ -155,7 +155,7 @@ func (c *conn) local(args [][]byte) resp.Value {
 	if s.sub != nil && len(args) >= 2 {
 		sub, ok := s.sub[strings.ToLower(string(args[1]))]
 		if !ok {
-			return resp.Error("ERR unknown subcommand '" + trunc(string(args[1]), 128) + "'. Try " + strings.ToUpper(name) + " HELP.")
+			return resp.Error("ERR unknown subcommand '" + trunc(cstr(args[1]), 128) + "'. Try " + strings.ToUpper(name) + " HELP.")
 		}
 		s = sub
 	}

@@ -424,7 +424,7 @@ func (k *Keyspace) ttl(op command.TTL, c Ctx) resp.Value {
 		v = 0
 	}
 	if !op.Millis {
-		v = (v + 500) / 1000
+		v = v/1000 + (v%1000+500)/1000 // (v+500)/1000, without overflowing near the int64 limit
 	}
 	return resp.Int(v)
 }
