@@ -87,12 +87,12 @@ func (LockInfo) isOp()     {}
 func (LockCancel) isOp()   {}
 
 var lockRows = []*Spec{
-	fsmRow("lock.acquire", -3, FlagWrite|FlagBlocking, RouteKeys, parseLockAcquire),
-	fsmRow("lock.release", 3, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
+	fsmRow("lock.acquire", FlagWrite|FlagBlocking, RouteKeys, parseLockAcquire),
+	fsmRow("lock.release", FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		t, err := parseToken(a[2])
 		return LockRelease{Name: a[1], Token: t}, err
 	}),
-	fsmRow("lock.extend", 4, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
+	fsmRow("lock.extend", FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		t, err := parseToken(a[2])
 		if err != nil {
 			return nil, err
@@ -106,12 +106,12 @@ var lockRows = []*Spec{
 		}
 		return LockExtend{Name: a[1], Token: t, TTL: ms}, nil
 	}),
-	fsmRow("lock.validate", 3, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) {
+	fsmRow("lock.validate", 0, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		t, err := parseToken(a[2])
 		return LockValidate{Name: a[1], Token: t}, err
 	}),
-	fsmRow("lock.info", 2, 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return LockInfo{Name: a[1]}, nil }),
-	fsmRow("lock.cancel", -3, FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
+	fsmRow("lock.info", 0, RouteKeys, func(_ string, a [][]byte) (Op, error) { return LockInfo{Name: a[1]}, nil }),
+	fsmRow("lock.cancel", FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		id, err := strconv.ParseUint(string(a[2]), 10, 64)
 		if err != nil || id == 0 {
 			return nil, Error("ERR invalid waiter id")

@@ -42,12 +42,12 @@ func (NamespaceDel) isOp()  {}
 // GET and LIST ask group 0. The prefix is the key ACL rules check (the
 // metadata describes no key: lockd's own key position, prefixKey).
 var namespaceRows = []*Spec{
-	withKeys(fsmRow("namespace.set", -2, FlagWrite|FlagPrefixKey, RouteEveryGroup, parseNamespaceSet), prefixKey),
-	withKeys(fsmRow("namespace.get", 2, FlagPrefixKey, RouteGroupZero, func(_ string, a [][]byte) (Op, error) {
+	withKeys(fsmRow("namespace.set", FlagWrite|FlagPrefixKey, RouteEveryGroup, parseNamespaceSet), prefixKey),
+	withKeys(fsmRow("namespace.get", FlagPrefixKey, RouteGroupZero, func(_ string, a [][]byte) (Op, error) {
 		return NamespaceGet{Prefix: a[1]}, nonEmptyPrefix(a[1])
 	}), prefixKey),
-	fsmRow("namespace.list", 1, 0, RouteGroupZero, func(string, [][]byte) (Op, error) { return NamespaceList{}, nil }),
-	withKeys(fsmRow("namespace.del", 2, FlagWrite|FlagPrefixKey, RouteEveryGroup, func(_ string, a [][]byte) (Op, error) {
+	fsmRow("namespace.list", 0, RouteGroupZero, func(string, [][]byte) (Op, error) { return NamespaceList{}, nil }),
+	withKeys(fsmRow("namespace.del", FlagWrite|FlagPrefixKey, RouteEveryGroup, func(_ string, a [][]byte) (Op, error) {
 		return NamespaceDel{Prefix: a[1]}, nonEmptyPrefix(a[1])
 	}), prefixKey),
 }

@@ -68,12 +68,12 @@ func SHA1Hex(src []byte) string {
 }
 
 var scriptRows = []*Spec{
-	fsmRow("eval", -3, FlagWrite|FlagScript, RouteKeys, parseEval),
-	fsmRow("evalsha", -3, FlagWrite|FlagScript, RouteKeys, parseEval),
+	fsmRow("eval", FlagWrite|FlagScript, RouteKeys, parseEval),
+	fsmRow("evalsha", FlagWrite|FlagScript, RouteKeys, parseEval),
 	// EVAL_RO fills the replicated script cache, so it goes through the log;
 	// EVALSHA_RO is a read.
-	fsmRow("eval_ro", -3, FlagWrite|FlagScript, RouteKeys, parseEval),
-	fsmRow("evalsha_ro", -3, FlagScript, RouteKeys, parseEval),
+	fsmRow("eval_ro", FlagWrite|FlagScript, RouteKeys, parseEval),
+	fsmRow("evalsha_ro", FlagScript, RouteKeys, parseEval),
 }
 
 // ErrNoScript is the reply to an EVALSHA whose script is not in the cache

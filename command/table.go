@@ -127,18 +127,16 @@ const (
 // "container|sub") with everything lockd knows about it. Rows are shared and
 // immutable once the package is initialised.
 type Spec struct {
-	Name  string // lower case, as COMMAND reports it; "container|sub" for a subcommand
-	Arity int    // Redis convention: negative = at least -Arity arguments
-	// Write is Flags.Has(FlagWrite): the command may change the keyspace and
-	// so goes through the log; read-only commands are served by a leader
-	// after a quorum check. It is set from Flags when the table is built.
-	Write   bool
+	Name string // lower case, as COMMAND reports it; "container|sub" for a subcommand
+	// Arity is the metadata's (Redis convention: negative = at least -Arity
+	// arguments), set when the table is built.
+	Arity   int
 	Flags   Flags
 	Route   Route
 	Handler Handler
 	// Meta is what COMMAND INFO and COMMAND DOCS report, and the ACL
 	// categories: Redis 7.0.15's own description (meta_redis.go) or lockd's
-	// (meta.go). Where it and the row disagree (Arity, "write"), Meta is what
+	// (meta.go). Where it and the row disagree ("write"), Meta is what
 	// COMMAND reports and the row is what lockd does.
 	Meta CommandMeta
 	// keys are lockd's key positions where they differ from Meta's key
@@ -163,6 +161,11 @@ func (s *Spec) Parse(args [][]byte) (Op, error) {
 	}
 	return s.parse(s.Name, args)
 }
+
+// Writes reports whether the command may change replicated state and so goes
+// through the log (FlagWrite); a read is served by a leader after a quorum
+// check.
+func (s *Spec) Writes() bool { return s.Flags.Has(FlagWrite) }
 
 // RunsScript reports whether the command runs a script (EVAL, EVALSHA and
 // their _RO forms): FlagScript.
@@ -201,13 +204,13 @@ func (s *Spec) Keys(args [][]byte) [][]byte {
 
 // row is a row as its family's file writes it: what lockd knows beyond the
 // metadata. index completes it.
-func row(name string, arity int, flags Flags, route Route, h Handler, p func(string, [][]byte) (Op, error)) *Spec {
-	return &Spec{Name: name, Arity: arity, Flags: flags, Route: route, Handler: h, parse: p}
+func row(name string, flags Flags, route Route, h Handler, p func(string, [][]byte) (Op, error)) *Spec {
+	return &Spec{Name: name, Flags: flags, Route: route, Handler: h, parse: p}
 }
 
 // fsmRow is a keyspace command: parsed here, run by the FSM.
-func fsmRow(name string, arity int, flags Flags, route Route, p func(string, [][]byte) (Op, error)) *Spec {
-	return row(name, arity, flags, route, HandlerFSM, p)
+func fsmRow(name string, flags Flags, route Route, p func(string, [][]byte) (Op, error)) *Spec {
+	return row(name, flags, route, HandlerFSM, p)
 }
 
 // withKeys sets lockd's own key positions on s.
@@ -219,10 +222,11 @@ func withKeys(s *Spec, keys ...KeySpec) *Spec {
 // rows is the command table, by name ("container|sub" for a subcommand).
 var rows = index(keyspaceRows, lockRows, sessionRows, namespaceRows, scriptRows, doorRows)
 
-// index builds the table from the families' rows: it derives the Redis flags
-// and attaches the metadata. A name written twice is a programming error: it
-// panics, so the package cannot start with it. A row without metadata is
-// described as COMMAND describes a command it knows nothing more about.
+// index builds the table from the families' rows: it attaches each row's
+// metadata, and with it the arity and the Redis flags, which are the
+// metadata's only. A name written twice, or a row without metadata (every
+// command lockd answers is described in meta_redis.go or meta.go), is a
+// programming error: it panics, so the package cannot start with it.
 func index(families ...[]*Spec) map[string]*Spec {
 	out := map[string]*Spec{}
 	for _, f := range families {
@@ -232,13 +236,12 @@ func index(families ...[]*Spec) map[string]*Spec {
 			}
 			m, ok := metaTable[s.Name]
 			if !ok {
-				m = CommandMeta{Arity: s.Arity, Doc: Doc{Group: "generic"}}
+				panic("command: no metadata for " + s.Name)
 			}
-			s.Meta = m
+			s.Meta, s.Arity = m, m.Arity
 			for _, f := range m.Flags {
 				s.Flags |= redisFlags[f]
 			}
-			s.Write = s.Flags.Has(FlagWrite)
 			out[s.Name] = s
 		}
 	}

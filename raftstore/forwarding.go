@@ -133,7 +133,7 @@ func failedForward(reqs []command.Request, notSent bool) []resp.Value {
 	out := make([]resp.Value, len(reqs))
 	for i, r := range reqs {
 		switch {
-		case !r.Spec.Write:
+		case !r.Spec.Writes():
 			out[i] = errorReply(ErrNotReadable)
 		case notSent:
 			out[i] = errorReply(ErrNotApplied)

@@ -110,7 +110,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 				continue
 			}
 		}
-		if !r.Spec.Write {
+		if !r.Spec.Writes() {
 			flush()
 			if !verified {
 				if err := s.readBarrier(ctx); err != nil {

@@ -35,7 +35,7 @@ func (s *fsmStore) Do(_ context.Context, reqs []command.Request) []resp.Value {
 	defer s.mu.Unlock()
 	out := make([]resp.Value, len(reqs))
 	for i, r := range reqs {
-		if !r.Spec.Write {
+		if !r.Spec.Writes() {
 			out[i] = s.ks.Read(r.Op, s.ks.Now(), 0)
 			continue
 		}

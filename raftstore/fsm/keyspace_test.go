@@ -49,7 +49,7 @@ func (h *harness) apply(a [][]byte) string {
 // read serves cmd as a read outside the log.
 func (h *harness) read(cmd string) string {
 	op, spec, err := command.Parse(args(cmd))
-	if err != nil || spec == nil || spec.Write {
+	if err != nil || spec == nil || spec.Writes() {
 		h.t.Fatalf("read %q: not a read (%v)", cmd, err)
 	}
 	return string(resp.Append(nil, h.ks.Read(op, h.now, wall+h.now), 2))

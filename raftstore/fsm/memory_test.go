@@ -277,7 +277,7 @@ func TestLargeReadsAreNotCopied(t *testing.T) {
 	}
 	read := func(a [][]byte) resp.Value {
 		op, spec, err := command.Parse(a)
-		if err != nil || spec.Write {
+		if err != nil || spec.Writes() {
 			t.Fatalf("%s: %v", a[0], err)
 		}
 		return h.ks.Read(op, h.now, wall+h.now)

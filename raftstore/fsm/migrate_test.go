@@ -44,7 +44,7 @@ func (g *group) read(cmd string) string {
 		return string(resp.Append(nil, v, 2))
 	}
 	op, spec, err := command.Parse(a)
-	if err != nil || spec == nil || spec.Write {
+	if err != nil || spec == nil || spec.Writes() {
 		g.t.Fatalf("%s: read %q: not a read (%v)", g.name, cmd, err)
 	}
 	return string(resp.Append(nil, g.ks.Read(op, g.now, wall+g.now), 2))

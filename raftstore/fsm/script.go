@@ -106,10 +106,10 @@ func (h *scriptHost) Call(args [][]byte) resp.Value {
 	if v, denied := h.authorize(args); denied {
 		return v
 	}
-	if spec.Write && (h.ro || !h.c.Write) {
+	if spec.Writes() && (h.ro || !h.c.Write) {
 		return resp.Error(lua.ErrWriteFromRO)
 	}
-	if spec.Write && h.k.maxWrite > 0 {
+	if spec.Writes() && h.k.maxWrite > 0 {
 		if n := command.Size(args); n > h.k.maxWrite {
 			v := resp.Failed(outcome.TooLarge, fmt.Sprintf("%s: %d bytes, at most %d", ErrTooLargeText, n, h.k.maxWrite))
 			if h.k.tooLarge.Kind != resp.KindError {
