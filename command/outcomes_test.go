@@ -2,6 +2,7 @@ package command
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/lockd/lockd/lua"
@@ -95,6 +96,15 @@ func TestErrorReplies(t *testing.T) {
 		if !c.v.IsError() || c.v.Outcome != c.o || c.v.String() != c.text {
 			t.Errorf("%q: outcome %v, want %v (text %q)", c.v.String(), c.v.Outcome, c.o, c.text)
 		}
+	}
+	// A wrapped Failure keeps its outcome and shows the wrapper's text; an
+	// error that is no Replier is the command's own answer.
+	tooLarge := &Failure{Outcome: outcome.TooLarge, Text: "ERR write too large for the log"}
+	if v := ErrorReply(fmt.Errorf("%w: 5 bytes, at most 4", tooLarge)); v.Outcome != outcome.TooLarge || v.String() != "ERR write too large for the log: 5 bytes, at most 4" {
+		t.Errorf("wrapped Failure: %q with outcome %v", v.String(), v.Outcome)
+	}
+	if v := ErrorReply(errors.New("ERR plain")); v.Outcome != outcome.Done || v.String() != "ERR plain" {
+		t.Errorf("plain error: %q with outcome %v", v.String(), v.Outcome)
 	}
 	if MovedReply(7).Int != 7 || MovingReply(9).Int != 9 {
 		t.Error("slot refusals do not carry their slot")

@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strings"
 
@@ -39,20 +40,38 @@ func (e Denied) Error() string { return string(e) }
 // Reply is e as an error reply (outcome.Denied).
 func (e Denied) Reply() resp.Value { return resp.Failed(outcome.Denied, string(e)) }
 
-// Replier is an error that knows its reply (Error, Denied): layers that turn
-// errors into replies use it before falling back to a plain error reply.
+// Replier is an error that knows its reply (Error, Denied, *Failure).
 type Replier interface {
 	error
 	Reply() resp.Value
 }
 
-// ErrorReply is err as an error reply: a Replier's own, else err's text
-// with outcome.Done.
+// Failure is an error that names its outcome: a request refused or cut short
+// inside lockd (raftstore's ErrNotApplied, ErrUnknownOutcome, …). Its text is
+// the reply a client sees.
+type Failure struct {
+	Outcome outcome.Outcome
+	Text    string
+}
+
+func (f *Failure) Error() string { return f.Text }
+
+// Reply is f as an error reply with its outcome.
+func (f *Failure) Reply() resp.Value { return resp.Failed(f.Outcome, f.Text) }
+
+// ErrorReply is err as an error reply: the reply of the Replier err is or
+// wraps, with err's whole text (a wrapper's detail included), else err's text
+// with outcome.Done. It is the one mapping from errors to replies.
 func ErrorReply(err error) resp.Value {
-	if r, ok := err.(Replier); ok {
-		return r.Reply()
+	var r Replier
+	if !errors.As(err, &r) {
+		return resp.Error(err.Error())
 	}
-	return resp.Error(err.Error())
+	v := r.Reply()
+	if r != err {
+		v.Str = []byte(err.Error())
+	}
+	return v
 }
 
 // The error texts shared by many commands, byte for byte as Redis 7 words them.

@@ -126,7 +126,7 @@ func (s *Store) awaitGrant(ctx context.Context, r command.Request, op command.Lo
 	case <-ctx.Done():
 		release = true
 	case <-s.closed:
-		return errorReply(ErrUnknownOutcome)
+		return command.ErrorReply(ErrUnknownOutcome)
 	}
 	v := s.cancelWaiter(op.Name, id, release, ch)
 	if release && !v.IsError() {

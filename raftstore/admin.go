@@ -21,7 +21,7 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		return resp.Array(resp.Int(int64(s.raft.AppliedIndex())), resp.Int(int64(s.raft.LastIndex())), resp.BulkString(s.cfg.ClientAddr))
 	}
 	if s.raft.State() != raft.Leader {
-		return errorReply(ErrNotApplied)
+		return command.ErrorReply(ErrNotApplied)
 	}
 	var f raft.Future
 	switch op.Action {

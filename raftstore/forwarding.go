@@ -134,11 +134,11 @@ func failedForward(reqs []command.Request, notSent bool) []resp.Value {
 	for i, r := range reqs {
 		switch {
 		case !r.Spec.Writes():
-			out[i] = errorReply(ErrNotReadable)
+			out[i] = command.ErrorReply(ErrNotReadable)
 		case notSent:
-			out[i] = errorReply(ErrNotApplied)
+			out[i] = command.ErrorReply(ErrNotApplied)
 		default:
-			out[i] = errorReply(ErrUnknownOutcome)
+			out[i] = command.ErrorReply(ErrUnknownOutcome)
 		}
 	}
 	return out

@@ -61,7 +61,7 @@ func (n *Node) moveSlots(ctx context.Context, from, to uint16, dst int) resp.Val
 	n.moveMu.Lock()
 	defer n.moveMu.Unlock()
 	if err := n.groups[0].readBarrier(ctx); err != nil { // the latest map is applied here
-		return errorReply(err)
+		return command.ErrorReply(err)
 	}
 	n.loadShardMap()
 	moved, m := 0, n.ShardMap()

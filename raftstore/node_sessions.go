@@ -163,7 +163,7 @@ func (n *Node) attach(ctx context.Context, g int, id uint64, user string) resp.V
 	owner, open, err := n.groups[0].appliedSessionOwner(ctx, id)
 	switch {
 	case err != nil:
-		return errorReply(err)
+		return command.ErrorReply(err)
 	case !open:
 		return command.ErrNoSession.Reply()
 	case owner != "":

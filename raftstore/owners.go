@@ -203,7 +203,7 @@ func (s *Store) doForwarded(ctx context.Context, reqs []command.Request) []resp.
 				if out == nil {
 					out = make([]resp.Value, len(reqs))
 				}
-				out[i] = errorReply(err)
+				out[i] = command.ErrorReply(err)
 				continue
 			}
 		}

@@ -37,7 +37,7 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 	if op.Source != nil || !s.dry.Exists(sha) {
 		var err error
 		if sha, err = s.dry.Load(src); err != nil {
-			return errorReply(err), false
+			return command.ErrorReply(err), false
 		}
 	}
 	// A bounded script is admitted without a dry run only when no command it

@@ -58,7 +58,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		}
 		if f, err := s.propose(ctx, kind, args); err != nil {
 			for _, i := range group {
-				out[i] = errorReply(err)
+				out[i] = command.ErrorReply(err)
 			}
 		} else {
 			inflight = append(inflight, pending{reqs: group, f: f, at: time.Now()})
@@ -79,7 +79,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			took := time.Since(p.at).Seconds()
 			for j, i := range p.reqs {
 				if err != nil {
-					out[i] = errorReply(ErrUnknownOutcome)
+					out[i] = command.ErrorReply(ErrUnknownOutcome)
 					continue
 				}
 				s.metrics.commit.Observe(took) // one sample per write, batched or not
@@ -98,7 +98,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		if op, ok := r.Op.(command.SessionKeepalive); ok {
 			flush()
 			if err := s.waitReady(ctx); err != nil {
-				out[i] = errorReply(err)
+				out[i] = command.ErrorReply(err)
 			} else {
 				out[i] = s.keepalive(op, r.User)
 			}
@@ -114,7 +114,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			flush()
 			if !verified {
 				if err := s.readBarrier(ctx); err != nil {
-					out[i] = errorReply(err)
+					out[i] = command.ErrorReply(err)
 					continue
 				}
 				verified = true
@@ -171,7 +171,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		}
 		if n, most := command.Size(args), s.maxEntry(kind); n > most {
 			s.metrics.tooLarge.Add(1)
-			out[i] = errorReply(fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, n, most))
+			out[i] = command.ErrorReply(fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, n, most))
 			continue
 		}
 		op, acquire := r.Op.(command.LockAcquire)
@@ -193,7 +193,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			f, err = s.propose(ctx, kind, args)
 		}
 		if err != nil {
-			out[i] = errorReply(err)
+			out[i] = command.ErrorReply(err)
 			continue
 		}
 		inflight = append(inflight, pending{reqs: []int{i}, f: f, at: time.Now()})
@@ -297,7 +297,7 @@ func (s *Store) applyNow(e command.Entry) error {
 // entry's reply (j 0), or a batch entry's reply to that command.
 func (s *Store) reply(f raft.ApplyFuture, j int) resp.Value {
 	if err := f.Error(); err != nil {
-		return errorReply(mapApplyErr(err))
+		return command.ErrorReply(mapApplyErr(err))
 	}
 	switch r := f.Response().(type) {
 	case resp.Value:
