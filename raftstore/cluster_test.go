@@ -25,13 +25,6 @@ type cluster struct {
 	tweak   func(i int, cfg *Config) // adjusts node i's Config at each start; nil: none
 }
 
-// freeAddr returns a 127.0.0.1 address that was free a moment ago and that
-// was not handed out before in this test binary (clustertest.Addrs).
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	return clustertest.Addrs(t, 1)[0]
-}
-
 func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil) }
 
 // newClusterWith is newCluster with tweak applied to each node's Config.

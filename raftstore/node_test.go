@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/command"
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
 )
@@ -28,7 +29,7 @@ func newNodeCluster(t *testing.T, n, groups int) *nodeCluster { return newNodeCl
 func newNodeClusterTB(t testing.TB, n, groups int, hooks ...func() error) *nodeCluster {
 	c := &nodeCluster{t: t, nodes: make([]*Node, n), beforeLogWrite: hooks}
 	for i := range n {
-		c.peers = append(c.peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: freeAddr(t)})
+		c.peers = append(c.peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: clustertest.Addrs(t, 1)[0]})
 		c.dirs = append(c.dirs, t.TempDir())
 	}
 	for i := range n {
@@ -96,7 +97,7 @@ func (c *nodeCluster) start(i, groups int) {
 // the test ends.
 func openLoneNode(t *testing.T, cfg Config) *Node {
 	t.Helper()
-	cfg.NodeID, cfg.DataDir, cfg.PeerAddr = "n1", t.TempDir(), freeAddr(t)
+	cfg.NodeID, cfg.DataDir, cfg.PeerAddr = "n1", t.TempDir(), clustertest.Addrs(t, 1)[0]
 	nd, err := OpenNode(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -379,7 +380,7 @@ func TestNodeSessionGoneInGroupZeroEndsEverywhere(t *testing.T) {
 func TestNodeJoinTakesItsShare(t *testing.T) {
 	c := newNodeCluster(t, 3, 4)
 	c.waitSpread()
-	c.peers = append(c.peers, Peer{ID: "n4", Addr: freeAddr(t)})
+	c.peers = append(c.peers, Peer{ID: "n4", Addr: clustertest.Addrs(t, 1)[0]})
 	c.dirs = append(c.dirs, t.TempDir())
 	nd, err := OpenNode(Config{NodeID: "n4", DataDir: c.dirs[3], PeerAddr: c.peers[3].Addr, Join: true,
 		ClientAddr: "127.0.0.1:16003", ApplyTimeout: 3 * time.Second, Groups: 4})

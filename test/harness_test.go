@@ -82,16 +82,10 @@ type lockdProc struct {
 // lockdAddrs are the listen addresses of one process.
 type lockdAddrs struct{ resp, peer, http string }
 
-// freeAddrs returns n distinct free 127.0.0.1 addresses, none handed out
-// before in this test binary (clustertest.Addrs). They are free now; a
-// process that binds them later can still lose a race, and its start is
-// retried.
-var freeAddrs = clustertest.Addrs
-
-// freeLockdAddrs is freeAddrs for the three listen addresses of one process.
+// freeLockdAddrs is clustertest.Addrs for the three listen addresses of one process.
 func freeLockdAddrs(t testing.TB) lockdAddrs {
 	t.Helper()
-	a := freeAddrs(t, 3)
+	a := clustertest.Addrs(t, 3)
 	return lockdAddrs{resp: a[0], peer: a[1], http: a[2]}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockd/lockd/internal/clustertest"
 )
 
 // readyStatus is GET /readyz's status code, 0 when the node does not answer.
@@ -24,7 +26,7 @@ func readyStatus(addr string) int {
 // cluster, 503 on a node left without a quorum, and 200 again once a quorum is
 // back.
 func TestReadyzFollowsQuorum(t *testing.T) {
-	as := freeAddrs(t, 9)
+	as := clustertest.Addrs(t, 9)
 	var peers []string
 	for i := range 3 {
 		peers = append(peers, fmt.Sprintf("r%d=%s", i+1, as[3*i+1]))
