@@ -226,48 +226,19 @@ func chaosGroupStats(info map[string]string, groups int) []map[string]string {
 	return out
 }
 
-// groupLeaders is every group's leader and term ("n2@7"), as the running,
-// unpaused nodes report them, or nil while a node is down or paused or a
-// group has no leader.
-func (cc *chaosCluster) groupLeaders() []string {
-	nodes := cc.running()
-	if len(nodes) != len(cc.nodes) {
-		return nil
-	}
-	out := make([]string, cc.groups)
-	terms := make([]int, cc.groups)
-	for _, nd := range nodes {
-		if cc.isPaused(nd) {
-			return nil
-		}
-		info, err := raftInfo(nd.addrs.resp)
-		if err != nil {
-			return nil
-		}
-		for g, st := range chaosGroupStats(info, cc.groups) {
-			if st == nil || st["state"] != "leader" {
-				continue
-			}
-			if term, _ := strconv.Atoi(st["term"]); out[g] == "" || term > terms[g] {
-				out[g], terms[g] = nd.id+"@"+st["term"], term
-			}
-		}
-	}
-	if slices.Contains(out, "") {
-		return nil
-	}
-	return out
-}
-
-// awaitSettled waits, at most bound, until every node runs and every group
-// has had the same leader in the same term for settle: the previous fault's
-// recovery (a restart catching up, leaders spread back to their preferred
-// nodes) is over. It reports whether that happened in time.
+// awaitSettled waits, at most bound, until every node runs, none is paused,
+// and every running node has named the same leader of every group
+// (lockdCluster.groupLeaders) for settle: the previous fault's recovery (a
+// restart catching up, leaders spread back to their preferred nodes) is
+// over. It reports whether that happened in time.
 func (cc *chaosCluster) awaitSettled(settle, bound time.Duration) bool {
-	var last []string
+	var last []*clusterNode
 	var since time.Time
 	return clustertest.Until(bound, pollEvery, func() bool {
-		cur := cc.groupLeaders()
+		var cur []*clusterNode
+		if len(cc.running()) == len(cc.nodes) && !slices.ContainsFunc(cc.nodes, cc.isPaused) {
+			cur, _ = cc.groupLeaders()
+		}
 		if cur == nil || !slices.Equal(cur, last) {
 			last, since = cur, time.Now()
 			return false
