@@ -41,7 +41,7 @@ func (k *Keyspace) hashRead(op command.HashOp, c Ctx) resp.Value {
 	}
 	var fields []field
 	if it != nil {
-		fields = *it.fields
+		fields = it.coll.fields
 	}
 	switch op := op.(type) {
 	case command.HGet:
@@ -97,7 +97,7 @@ func (k *Keyspace) hashWrite(op command.HashOp, c Ctx) resp.Value {
 	var fields []field
 	var deadline int64
 	if it != nil {
-		fields = append([]field(nil), *it.fields...)
+		fields = append([]field(nil), it.coll.fields...)
 		deadline = it.deadline
 	}
 	store := func(reply resp.Value) resp.Value {
@@ -108,7 +108,7 @@ func (k *Keyspace) hashWrite(op command.HashOp, c Ctx) resp.Value {
 			return reply
 		}
 		it := newItem(key, "")
-		it.fields, it.deadline, it.token = &fields, deadline, c.Index
+		it.coll, it.deadline, it.token = &collection{fields: fields}, deadline, c.Index
 		k.putItem(it)
 		return reply
 	}

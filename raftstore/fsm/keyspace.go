@@ -38,23 +38,38 @@ type field struct {
 	name, val []byte
 }
 
+// collection is the payload of a key that holds a collection: exactly one
+// member is set, and it is never empty (a collection emptied by a command is
+// deleted, as in Redis). One pointer in item serves every collection kind,
+// which keeps item at 64 bytes (TestItemSize). Like items, a collection in the
+// trees is never changed in place: a write builds a new one (or a
+// copy-on-write clone) and puts a new item.
+type collection struct {
+	fields []field // KindHash, in insertion order
+}
+
+// kind is the kind of value c holds.
+func (c *collection) kind() Kind {
+	return KindHash
+}
+
 // item is one key. An item whose deadline has passed is absent for every command,
 // even before a tick entry removes it.
 //
 // Its kind is told by which payload is set: lock (KindLock; val then holds
-// the record's first holder's owner), fields (KindHash), else val
+// the record's first holder's owner), coll (a collection: KindHash …), else val
 // (KindString). The key and the value share one string (one malloc and one
 // size-class round-up per key instead of two); the layout is kept to 64
 // bytes (a malloc size class): there is one item per key.
 type item struct {
-	hash     uint32    // scan order; stable across replicas and restarts
-	klen     uint32    // kv[:klen] is the key
-	kv       string    // the key, then the value (KindString) or the first holder's owner (KindLock)
-	lock     *lockData // KindLock
-	fields   *[]field  // KindHash; never empty (an emptied hash is deleted)
-	deadline int64     // log time in ms; 0 = no TTL
-	token    uint64    // logical index of the entry that wrote the value
-	mod      uint64    // logical index of the entry that last changed the item (WATCH)
+	hash     uint32      // scan order; stable across replicas and restarts
+	klen     uint32      // kv[:klen] is the key
+	kv       string      // the key, then the value (KindString) or the first holder's owner (KindLock)
+	lock     *lockData   // KindLock
+	coll     *collection // KindHash (and every other collection kind); nil otherwise
+	deadline int64       // log time in ms; 0 = no TTL
+	token    uint64      // logical index of the entry that wrote the value
+	mod      uint64      // logical index of the entry that last changed the item (WATCH)
 }
 
 // key is the item's key.
@@ -110,8 +125,8 @@ func (it *item) kind() Kind {
 	switch {
 	case it.lock != nil:
 		return KindLock
-	case it.fields != nil:
-		return KindHash
+	case it.coll != nil:
+		return it.coll.kind()
 	}
 	return KindString
 }

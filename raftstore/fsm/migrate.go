@@ -275,7 +275,7 @@ func (k *Keyspace) export(from, to uint16, c Ctx) *Export {
 		case KindString:
 			x.Value = []byte(it.val())
 		case KindHash:
-			for _, f := range *it.fields {
+			for _, f := range it.coll.fields {
 				x.Fields = append(x.Fields, HashField{Name: f.name, Value: f.val})
 			}
 		case KindLock:
@@ -425,7 +425,7 @@ func (k *Keyspace) applyImport(args [][]byte, wall int64) resp.Value {
 				fields[i] = field{clone(f.Name), clone(f.Value)}
 			}
 			it := newItem(x.Key, "")
-			it.fields, it.deadline, it.token = &fields, deadline, x.Token
+			it.coll, it.deadline, it.token = &collection{fields: fields}, deadline, x.Token
 			k.putItem(it)
 		case KindLock:
 			rec := lockRec{mode: x.Lock.Mode, limit: x.Lock.Limit, granted: x.Token}

@@ -124,8 +124,8 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			buf = binary.AppendUvarint(buf, it.granted())
 			buf = binary.AppendVarint(buf, it.lock.wake())
 		case KindHash:
-			buf = binary.AppendUvarint(buf, uint64(len(*it.fields)))
-			for _, f := range *it.fields {
+			buf = binary.AppendUvarint(buf, uint64(len(it.coll.fields)))
+			for _, f := range it.coll.fields {
 				buf = binary.AppendUvarint(buf, uint64(len(f.name)))
 				buf = append(buf, f.name...)
 				buf = binary.AppendUvarint(buf, uint64(len(f.val)))
@@ -480,7 +480,7 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 			fields = append(fields, field{name, val})
 		}
 		it = newItem(key, "")
-		it.fields = &fields
+		it.coll = &collection{fields: fields}
 	default:
 		return nil, fmt.Errorf("unknown kind %d", kind)
 	}
