@@ -8,7 +8,7 @@ PKGS    := ./...
 # the tests that inject faults run; build, run, cluster and bench do not.
 FAULTS  := -tags faults
 
-.PHONY: all build run test deps lint unit compat e2e bench bench-ab bench-groups bench-memory chaos cluster cluster-stop clean fuzz
+.PHONY: all build run test deps lint unit compat e2e bench bench-ab bench-groups bench-memory chaos cluster cluster-stop clean fuzz compat-fuzz
 
 all: build
 
@@ -48,11 +48,26 @@ fuzz:
 		rm -f /tmp/lockd-fuzz.$$$$.log; \
 	done
 
+## compat-fuzz: a long run of the seeded random differential test against a
+## real redis-server (compat/differential_test.go; `make test` runs 200
+## sequences of seed 1): N sequences (default 1000000) of LEN commands (default
+## 30) from SEED (a random one when empty, printed), no new sequence after
+## DURATION (default 10m; at most about 2h under the 3h test timeout). A
+## divergence is printed shrunk, as redis-cli lines with both replies, and the
+## COMPAT_FUZZ_SEED/COMPAT_FUZZ_SEQ that rerun it.
+N   ?= 1000000
+LEN ?= 30
+compat-fuzz: deps
+	COMPAT_FUZZ_SEED=$(or $(SEED),random) COMPAT_FUZZ_N=$(N) COMPAT_FUZZ_LEN=$(LEN) COMPAT_FUZZ_DURATION=$(DURATION) \
+		$(GO) test $(FAULTS) -count=1 -timeout 3h -run 'TestDifferential$$' -v ./compat/
+
 ## deps: what the suite needs that Go does not bring: a real redis-server as the
 ## reference of the compat suite, redis-cli / redis-benchmark, etcd / etcdctl
 ## (the peer that lockbench -etcd and make bench measure), PostgreSQL (the
 ## fenced payout example; its test runs initdb and postgres in a temp directory),
-## and promtool / systemd-analyze (deploy/'s tests check the rules and units).
+## promtool / systemd-analyze (deploy/'s tests check the rules and units), and
+## Debian's python3-redis for /usr/bin/python3 (redis-py's RedisCluster, a
+## cluster-aware client in another language, against a lockd cluster in test/).
 deps:
 	@if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \
 		echo "installing redis-server and redis-tools"; \
@@ -73,6 +88,11 @@ deps:
 		echo "installing promtool (package prometheus) and systemd-analyze (the deploy/ checks)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus systemd >/dev/null; \
+	fi
+	@if ! /usr/bin/python3 -c 'import redis.cluster' >/dev/null 2>&1; then \
+		echo "installing python3-redis (redis-py's RedisCluster against a lockd cluster, test/)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-redis >/dev/null; \
 	fi
 	@redis-server --version
 

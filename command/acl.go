@@ -652,6 +652,9 @@ func CommandKeys(args [][]byte) [][]byte {
 	if len(args) == 0 {
 		return nil
 	}
+	if inner := popWaitInner(args); inner != nil {
+		return CommandKeys(inner) // POP.WAIT tag BLPOP … (list.go)
+	}
 	s := rowOf(args)
 	if s == nil {
 		return nil
@@ -774,6 +777,9 @@ func (u *User) Authorize(fullName string, args [][]byte) error {
 // lower-case name, or "container|sub" when the command has subcommands and
 // args[1] is one of them.
 func FullName(args [][]byte) string {
+	if inner := popWaitInner(args); inner != nil {
+		return FullName(inner) // POP.WAIT tag BLPOP …: the inner command's rules (list.go)
+	}
 	name := strings.ToLower(string(args[0]))
 	if len(args) > 1 {
 		full := name + "|" + strings.ToLower(string(args[1]))

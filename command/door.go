@@ -39,6 +39,10 @@ var doorRows = []*Spec{
 	door("client|kill"),
 	door("client|no-evict"),
 	door("client|no-touch"),
+	door("client|tracking"),
+	door("client|caching"),
+	door("client|getredir"),
+	door("client|trackinginfo"),
 	door("client|help"),
 
 	door("config"),

@@ -32,14 +32,20 @@ type LockAcquire struct {
 }
 
 // Blocks reports whether the request may block its connection: its row has
-// FlagBlocking and its Op waits (a LOCK.ACQUIRE with WAIT). A request built
-// from an Op alone (no Spec) is judged by its Op.
+// FlagBlocking and its Op waits (a LOCK.ACQUIRE with WAIT, a blocking pop:
+// BLPOP … BZPOPMAX, list.go). A request built from an Op alone (no Spec) is
+// judged by its Op.
 func (r Request) Blocks() bool {
 	if r.Spec != nil && !r.Spec.Flags.Has(FlagBlocking) {
 		return false
 	}
-	op, ok := r.Op.(LockAcquire)
-	return ok && op.Wait > 0
+	switch op := r.Op.(type) {
+	case LockAcquire:
+		return op.Wait > 0
+	case BlockingPop:
+		return true
+	}
+	return false
 }
 
 // MaxLockWait bounds WAIT (one hour): a waiter is a replicated record, and a
@@ -87,7 +93,7 @@ func (LockInfo) isOp()     {}
 func (LockCancel) isOp()   {}
 
 var lockRows = []*Spec{
-	fsmRow("lock.acquire", FlagWrite|FlagBlocking, RouteKeys, parseLockAcquire),
+	fsmRow("lock.acquire", FlagWrite|FlagBlocking|FlagSession, RouteKeys, parseLockAcquire),
 	fsmRow("lock.release", FlagWrite, RouteKeys, func(_ string, a [][]byte) (Op, error) {
 		t, err := parseToken(a[2])
 		return LockRelease{Name: a[1], Token: t}, err

@@ -188,6 +188,22 @@ var lockdMeta = map[string]CommandMeta{
 		KeySpecs:   []KeySpec{{Flags: words("RO access"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
 		Doc:        Doc{Summary: "Show a lock's mode, holders and waiters (lockd)", Since: "0.1.0", Group: "lock", Complexity: "O(N) where N is the number of holders"},
 	},
+	"pop.cancel": {
+		Arity: 3, Flags: words("write fast"), FirstKey: 1, LastKey: 1, Step: 1,
+		Categories: words("@write @list @fast"),
+		KeySpecs:   []KeySpec{{Flags: words("RW"), Begin: atIndex(1), Find: keysRange(0, 1, 0)}},
+		Doc:        Doc{Summary: "Withdraw a blocked pop (BLPOP, BLMOVE, BZPOPMIN …) waiting on a key under its node's tag (lockd)", Since: "0.3.0", Group: "list", Complexity: "O(log N) where N is the number of blocked pops"},
+	},
+	"pop.renew": {
+		Arity: -2, Flags: words("write fast"),
+		Categories: words("@write @list @fast"),
+		Doc:        Doc{Summary: "Renew the leases of the blocked pops a node holds the clients of (lockd)", Since: "0.3.0", Group: "list", Complexity: "O(N log M) for N tags and M blocked pops"},
+	},
+	"pop.wait": {
+		Arity: -4, Flags: words("write"),
+		Categories: words("@write @list @slow @blocking"),
+		Doc:        Doc{Summary: "A blocking pop (BLPOP … BZPOPMAX) tagged by the node that holds its client (lockd)", Since: "0.3.0", Group: "list", Complexity: "The inner command's"},
+	},
 	"lock.cancel": {
 		Arity: -3, Flags: words("write fast"), FirstKey: 1, LastKey: 1, Step: 1,
 		Categories: words("@write @fast"),

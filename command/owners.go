@@ -86,6 +86,13 @@ const (
 	// commands are checked against owners, and forwarded requests carry their
 	// user whatever their kind (wire tag 'W').
 	FeatureOwners uint64 = 1 << iota
+	// FeatureWatchDeletes: the group keeps tombstones of deleted keys, and an
+	// absent key's WATCH version changes when it was created and deleted
+	// again (raftstore/fsm/watch.go; snapshot version 6).
+	FeatureWatchDeletes
+	// FeatureCollections: sorted sets and lists (new value kinds in entries,
+	// snapshots and slot moves); their commands are refused until it is on.
+	FeatureCollections
 )
 
 // Settings is what a KindSettings entry sets.

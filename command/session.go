@@ -78,12 +78,12 @@ func ParseSessionExpireArgs(a [][]byte) (uint64, error) {
 // A session is opened in group 0 (its id is the index of that group's entry)
 // and lives in every group that holds one of its locks.
 var sessionRows = []*Spec{
-	fsmRow("session.open", FlagWrite, RouteGroupZero, parseSessionOpen),
-	fsmRow("session.keepalive", 0, RouteSessions, func(_ string, a [][]byte) (Op, error) {
+	fsmRow("session.open", FlagWrite|FlagSession, RouteGroupZero, parseSessionOpen),
+	fsmRow("session.keepalive", FlagSession, RouteSessions, func(_ string, a [][]byte) (Op, error) {
 		id, err := parseSessionID(a[1])
 		return SessionKeepalive{ID: id}, err
 	}),
-	fsmRow("session.close", FlagWrite, RouteSessions, func(_ string, a [][]byte) (Op, error) {
+	fsmRow("session.close", FlagWrite|FlagSession, RouteSessions, func(_ string, a [][]byte) (Op, error) {
 		id, err := parseSessionID(a[1])
 		return SessionClose{ID: id}, err
 	}),

@@ -16,6 +16,17 @@ type Error string
 
 func (e Error) Error() string { return string(e) }
 
+// Echo is the Error prefix + arg + suffix worded as Redis's
+// addReplyErrorFormat words an error that echoes an argument ("%s"): arg as a
+// C string, cut at its first NUL byte, and CR and LF at the end of the text
+// trimmed (inside it they are written as spaces, as for every error).
+func Echo(prefix string, arg []byte, suffix string) Error {
+	if i := bytes.IndexByte(arg, 0); i >= 0 {
+		arg = arg[:i]
+	}
+	return Error(strings.TrimRight(prefix+string(arg)+suffix, "\r\n"))
+}
+
 // Reply is e as an error reply with its outcome: ErrNoSession and
 // ErrWrongType name theirs (by identity); any other Error is the command's
 // own answer (outcome.Done).
@@ -322,7 +333,7 @@ func parseExpire(name string, a [][]byte) (Op, error) {
 		case "lt":
 			op.LT = true
 		default:
-			return nil, Error("ERR Unsupported option " + string(o))
+			return nil, Echo("ERR Unsupported option ", o, "")
 		}
 	}
 	if op.NX && (op.XX || op.GT || op.LT) {

@@ -46,6 +46,14 @@ const (
 	// rules check it as a key, but it is configuration of every group, not a
 	// key of one slot (SlotKeys leaves it out).
 	FlagPrefixKey
+	// FlagSession (lockd's): the command may name a session (SessionIDs), so
+	// the leader checks, before it proposes, that the caller may use it.
+	FlagSession
+	// FlagCollection (lockd's): the command writes a sorted set or a list,
+	// kinds that a group holds only once its settings turn
+	// FeatureCollections on (the state machine refuses it before); a leader
+	// that has not turned it on yet tries to first.
+	FlagCollection
 )
 
 // redisFlags are the flags whose meaning is Redis's: a row has one exactly
@@ -220,7 +228,7 @@ func withKeys(s *Spec, keys ...KeySpec) *Spec {
 }
 
 // rows is the command table, by name ("container|sub" for a subcommand).
-var rows = index(keyspaceRows, lockRows, sessionRows, namespaceRows, scriptRows, doorRows)
+var rows = index(keyspaceRows, zsetRows, lockRows, sessionRows, namespaceRows, scriptRows, doorRows, listRows)
 
 // index builds the table from the families' rows: it attaches each row's
 // metadata, and with it the arity and the Redis flags, which are the
@@ -284,6 +292,27 @@ func Lookup(name []byte) (*Spec, bool) {
 func Row(name string) (*Spec, bool) {
 	s, ok := rows[strings.ToLower(name)]
 	return s, ok
+}
+
+// NoScript reports whether a script may not call the command args names
+// (Redis's noscript flag, from the row's metadata): the subcommand's flag when
+// args name a known subcommand; for a container (SCRIPT, CLIENT, ACL), which
+// has no flags of its own, whether every one of its subcommands has it. An
+// unknown command is not noscript (it is unknown).
+func NoScript(args [][]byte) bool {
+	s := rowOf(args)
+	if s == nil {
+		return false
+	}
+	if subs := Subcommands(s.Name); len(subs) > 0 && !strings.Contains(s.Name, "|") {
+		for _, sub := range subs {
+			if !sub.Flags.Has(FlagNoScript) {
+				return false
+			}
+		}
+		return true
+	}
+	return s.Flags.Has(FlagNoScript)
 }
 
 // rowOf is the row of the request args: its subcommand's row when the

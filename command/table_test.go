@@ -119,9 +119,10 @@ func TestRoutesAndFlags(t *testing.T) {
 			t.Errorf("Specs() lists %s, handler %d", s.Name, s.Handler)
 		}
 	}
-	blocking := []string{"lock.acquire"}
+	blocking := map[string]bool{"lock.acquire": true, "blpop": true, "brpop": true, "blmpop": true, "blmove": true,
+		"brpoplpush": true, "bzpopmin": true, "bzpopmax": true, "pop.wait": true}
 	for name, s := range rows {
-		want := name == blocking[0]
+		want := blocking[name]
 		if s.Flags.Has(FlagBlocking) != want {
 			t.Errorf("%s: FlagBlocking %v", name, !want)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 )
 
 // TestRealClients runs real, unchanged Redis lock clients against redis-server
@@ -206,4 +207,66 @@ func redisCliEvalScenario(t *testing.T, addr string) []string {
 	}
 	v, _ := c.Get(context.Background(), "k").Result()
 	return append(log, "k="+v)
+}
+
+// TestCachingClient runs rueidis, a client with client-side caching on by
+// default (RESP3, CLIENT TRACKING ON OPTIN, and for each cached read CLIENT
+// CACHING YES, MULTI, PTTL, GET, EXEC), reading a key that another client
+// changes: on redis-server through another connection, on a three-node lockd
+// cluster through another node than the one rueidis reads from. The two
+// stories must be the same: a cached read is served from the cache until the
+// write, and after the write's invalidation the new value is read. rueidis
+// keeps its defaults but ForceSingleClient, which keeps it on the node it was
+// given rather than following the cluster's slot map.
+func TestCachingClient(t *testing.T) {
+	redisAddr := startRedis(t)
+	want := cachingScenario(t, redisAddr, redisAddr)
+	addrs := startLockdCluster(t, 3)
+	got := cachingScenario(t, addrs[0], addrs[1])
+	if strings.Join(want, "\n") != strings.Join(got, "\n") {
+		t.Fatalf("outcomes differ\nredis-server:\n  %s\nlockd:\n  %s", strings.Join(want, "\n  "), strings.Join(got, "\n  "))
+	}
+	t.Logf("%d outcomes match:\n  %s", len(got), strings.Join(got, "\n  "))
+}
+
+func cachingScenario(t *testing.T, readAt, writeAt string) []string {
+	ctx := context.Background()
+	w := newClient(t, writeAt)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{readAt}, ForceSingleClient: true})
+	if err != nil {
+		t.Fatalf("rueidis: %v", err)
+	}
+	defer rc.Close()
+	var log []string
+	add := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
+	get := func() (string, bool) {
+		r := rc.DoCache(ctx, rc.B().Get().Key("cfg").Cache(), time.Minute)
+		v, err := r.ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+			v = "(nil)"
+		case err != nil:
+			v = "error: " + err.Error()
+		}
+		return v, r.IsCacheHit()
+	}
+	if err := w.Set(ctx, "cfg", "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	v, hit := get()
+	add("first read: %s (from the cache: %v)", v, hit)
+	// A node that follows applies a write after its leader answered it: an
+	// invalidation of the write before the first read may still come. So
+	// the cache is polled, bounded, until it serves the value.
+	hitOK := waitUntil(5*time.Second, func() bool { v, hit = get(); return hit })
+	add("a later read: %s (from the cache within 5s: %v)", v, hitOK)
+	add("write v2: %s", clientOutcome(w.Set(ctx, "cfg", "v2", 0).Err()))
+	ok := waitUntil(5*time.Second, func() bool { v, _ = get(); return v == "v2" })
+	add("read after the write: %s (within 5s: %v)", v, ok)
+	hitOK = waitUntil(5*time.Second, func() bool { v, hit = get(); return hit })
+	add("a later read: %s (from the cache within 5s: %v)", v, hitOK)
+	add("delete: %s", clientOutcome(w.Del(ctx, "cfg").Err()))
+	ok = waitUntil(5*time.Second, func() bool { v, _ = get(); return v == "(nil)" })
+	add("read after the delete: %s (within 5s: %v)", v, ok)
+	return log
 }

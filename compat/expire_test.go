@@ -172,6 +172,18 @@ var expireCases = []tcase{
 		cmd("EXPIRE", "k", "0", "NX", "XX"),
 		cmd("EXISTS", "k"),
 	}},
+	// The option is echoed as a C string (cut at a NUL), a CR or LF at the
+	// end of the text trimmed and inside it written as a space (found by
+	// TestDifferential).
+	{name: "EXPIRE unsupported option echoed", steps: []step{
+		cmd("SET", "k", "v"),
+		cmd("EXPIRE", "k", "100", "\x00\xff\r\nbin"),
+		cmd("EXPIRE", "k", "100", "ab\x00cd"),
+		cmd("PEXPIRE", "k", "100000", "a\r\nb"),
+		cmd("EXPIREAT", "k", "${unix+100}", "x\r\n"),
+		cmd("PEXPIREAT", "k", "${unixms+100000}", "\ny\r"),
+		cmd("TTL", "k"),
+	}},
 	{name: "TTL PTTL", steps: []step{
 		cmd("TTL", "missing"),
 		cmd("PTTL", "missing"),

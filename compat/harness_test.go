@@ -225,6 +225,7 @@ type step struct {
 	conn  int        // which of the case's connections (0 = the first)
 	scan  bool       // args are SCAN options: iterate from cursor 0 to 0, compare the key sets
 	want  string     // poll: repeat args until the reply is want (bounded), on each side
+	wait  bool       // send nothing: read the replies of a command sent earlier (a blocked one)
 }
 
 // cmd sends one command and compares its reply.
@@ -364,7 +365,11 @@ func (s step) run(c *conn, args []string) []outcome {
 	// Write concurrently with reading: a server may answer (and close) before
 	// it has read a large request.
 	wrote := make(chan error, 1)
-	go func() { wrote <- c.send(req) }()
+	if s.wait {
+		wrote <- nil
+	} else {
+		go func() { wrote <- c.send(req) }()
+	}
 	var outs []outcome
 	for i := 0; i < s.reads; i++ {
 		o := c.read(replyTimeout)
@@ -640,12 +645,18 @@ var families = []struct {
 	{"expire", expireCases},
 	{"counters", counterCases},
 	{"hashes", hashCases},
+	{"lists", listCases},
+	{"lists-blocking", blockingListCases},
+	{"sorted-sets", zsetCases},
+	{"sorted-sets-pairs", zsetPairCases},
 	{"transactions", multiCases},
 	{"pubsub", pubsubCases},
 	{"command", commandCases},
 	{"scripting", scriptCases},
 	{"scripting-patterns", patternCases},
 	{"scripting-every-command", everyCommandFromScripts},
+	{"cluster", clusterCases},
+	{"tracking", trackingCases},
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }

@@ -39,6 +39,15 @@ func (s *state) toLua(v resp.Value) glua.LValue {
 		return glua.LString(v.Str)
 	case resp.KindArray, resp.KindPush:
 		return s.luaArray(v.Elems)
+	case resp.KindPairs:
+		if !resp3 {
+			return s.luaArray(v.Elems)
+		}
+		t := L.CreateTable(len(v.Elems)/2, 0)
+		for i := 0; i+1 < len(v.Elems); i += 2 {
+			t.RawSetInt(i/2+1, s.luaArray(v.Elems[i:i+2]))
+		}
+		return t
 	case resp.KindSet:
 		if !resp3 {
 			return s.luaArray(v.Elems)

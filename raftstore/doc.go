@@ -1,32 +1,30 @@
-// Package raftstore is lockd's replicated store: the keyspace of
-// raftstore/fsm, replicated by hashicorp/raft in one or more groups.
+// Package raftstore is lockd's replicated store: a Node, one lockd
+// process's share of the cluster, runs one or more Raft groups (package
+// raftstore/group: each a group.Store, the keyspace of raftstore/fsm
+// replicated by hashicorp/raft) on one peer port, and routes every request
+// to the group that owns its keys. raftstore imports group, never the
+// reverse.
 //
 // The request path, from a front door (redisproto, httpapi) to a reply:
 //
 //  1. Node.Do (route.go) sends each request of a connection's batch to the
 //     group that owns its keys, splitting or fanning out the few that span
-//     groups (the command table's route kind), and answers in order.
-//  2. Store.Do (write.go) runs a group's part: on a follower it forwards the
-//     part to the leader (forwarding.go, bounded by leaderwatch.go); on the
-//     leader, doLocal proposes runs of writes as batch entries and waits for
-//     their futures in proposal order (replyLoop); reads pass the read barrier
-//     first (read.go); scripts pass admission (scripts.go).
-//  3. hashicorp/raft replicates the entries (pipe.go, parallelsync.go,
-//     logstore) and the machine (apply.go) applies them, all of a batch at
-//     once, through fsm.Keyspace; replies come back in the futures.
-//  4. A LOCK.ACQUIRE … WAIT that joined a queue answers Queued: acquire.go
-//     holds the client until this node applies the grant (or the wait ends).
-//  5. Every reply carries its outcome (resp.Value.Outcome): what the layers
-//     above decide by, never the text (errors.go).
+//     groups (the command table's route kind), and answers in order; a
+//     request refused because its slot moved, or because no leader was
+//     ready, is sent again (bounded).
+//  2. group.Store.Do runs a group's part: forwarded to the leader from a
+//     follower, proposed to Raft on the leader, applied by every replica
+//     through fsm.Keyspace (the group package's doc has this part).
+//  3. Every reply carries its outcome (resp.Value.Outcome): what the router
+//     decides by (moved, refused, no session), never the text.
 //
-// Files: store.go (Config, Open, Close, the Raft settings), write.go,
-// read.go, apply.go, acquire.go, scripts.go, forwarding.go, leaderwatch.go,
-// contact.go (a silent leader), errors.go; leader.go (takeover, expiry,
-// nudges), linger.go, sessions.go, owners.go, ratelimit.go, clock.go (log
-// time), admin.go (membership); the adapters around hashicorp/raft:
-// parallelsync.go, pipe.go, logbytes.go, logcache.go, hclogslog.go,
-// dialvia.go, peerauth.go; the sharded node: node.go, route.go,
-// node_move.go, node_sessions.go, node_info.go. Fault injection (faults.go,
-// clockfault.go) builds only with the tag faults. DESIGN.md has the
-// mechanism in full and the decisions with their numbers.
+// Files: node.go (OpenNode, Close, the shard map this node routes by),
+// route.go (Node.Do), node_move.go (slot moves), node_sessions.go (sessions
+// across groups), node_info.go (INFO, RAFT GROUPS, the cluster view, leader
+// spreading), api.go (the group's names the rest of lockd uses through
+// raftstore: Config, Peer, the defaults), faults.go (FaultClock; only with
+// the tag faults). One group is package group; the adapters around
+// hashicorp/raft that need no group (log cache, log bridge, proxy dials) are
+// package raftio. DESIGN.md has the mechanism of both levels in full and
+// the decisions with their numbers.
 package raftstore

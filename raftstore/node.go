@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/internal/durable"
+	"github.com/lockd/lockd/raftstore/group"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/resp"
@@ -31,8 +32,8 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	peer    *mux.Mux
-	members *memberCheck // the peer port's TLS check (used with Config.PeerTLSMembers)
-	groups  []*Store
+	members *group.MemberCheck // the peer port's TLS check (used with Config.PeerTLSMembers)
+	groups  []*group.Store
 
 	mapMu sync.RWMutex
 	smap  shard.Map // the shard map this node routes by (group 0's, cached)
@@ -111,13 +112,13 @@ func OpenNode(cfg Config) (*Node, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	members := newMemberCheck(cfg)
-	peer, err := mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(peerTLS(cfg, members)), mux.WithSecret(cfg.PeerSecret))
+	members := group.NewMemberCheck(cfg)
+	peer, err := mux.ListenAdvertise(cfg.PeerAddr, cfg.AdvertiseAddr, lg, mux.WithTLS(group.PeerTLS(cfg, members)), mux.WithSecret(cfg.PeerSecret))
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Peers) > 0 {
-		if err := checkPeers(cfg.Peers, cfg.NodeID, peer.Addr().String()); err != nil {
+		if err := group.CheckPeers(cfg.Peers, cfg.NodeID, peer.Addr().String()); err != nil {
 			peer.Close()
 			return nil, err
 		}
@@ -129,12 +130,12 @@ func OpenNode(cfg Config) (*Node, error) {
 	}
 	nd := &Node{cfg: cfg, log: lg, peer: peer, members: members, closed: make(chan struct{})}
 	nd.smap, _ = shard.NewMap(n)
-	metrics := newStoreMetrics()
+	metrics := group.NewMetrics()
 	if n > 1 {
 		// One badger DB for every group's log: concurrent writes of several
 		// groups share one fsync (with a DB each, 8 groups on one disk ran
 		// 4x slower than one group), and one set of memtables.
-		nd.sharedLog, err = logstore.OpenShared(filepath.Join(cfg.DataDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.observeWrite, BeforeWrite: cfg.BeforeLogWrite})
+		nd.sharedLog, err = logstore.OpenShared(filepath.Join(cfg.DataDir, "raft"), logstore.Options{Logger: lg, ObserveWrite: metrics.ObserveWrite, BeforeWrite: cfg.BeforeLogWrite})
 		if err != nil {
 			peer.Close()
 			return nil, err
@@ -142,16 +143,16 @@ func OpenNode(cfg Config) (*Node, error) {
 	}
 	for g := range n {
 		gc := cfg
-		gc.Group, gc.peer = g, peer
+		gc.Group = g
 		gc.LogBytes = max(cmp.Or(cfg.LogBytes, DefaultLogBytes)/uint64(n), 1) // the node's bound, shared
 		if n > 1 {
 			gc.Logger = lg.With("group", g)
 		}
+		sh := group.Shared{Peer: peer, Log: nd.sharedLog, Metrics: metrics}
 		if g == 0 {
-			gc.onShardMap, gc.nodeAdmin = nd.noteShardMap, nd.nodeAdmin
+			sh.OnShardMap, sh.NodeAdmin = nd.noteShardMap, nd.nodeAdmin
 		}
-		gc.metrics, gc.sharedLog = metrics, nd.sharedLog
-		st, err := Open(gc)
+		st, err := group.OpenShared(gc, sh)
 		if err != nil {
 			for _, s := range nd.groups {
 				s.Close()
@@ -164,7 +165,7 @@ func OpenNode(cfg Config) (*Node, error) {
 		}
 		nd.groups = append(nd.groups, st)
 	}
-	members.setGroups(nd.groups)
+	members.SetGroups(nd.groups)
 	go peer.Serve()
 	nd.loadShardMap()
 	nd.wg.Add(1)
@@ -173,7 +174,7 @@ func OpenNode(cfg Config) (*Node, error) {
 }
 
 // Group returns group g.
-func (n *Node) Group(g int) *Store { return n.groups[g] }
+func (n *Node) Group(g int) *group.Store { return n.groups[g] }
 
 // Groups is the number of Raft groups the node hosts.
 func (n *Node) Groups() int { return len(n.groups) }
@@ -195,7 +196,7 @@ func (n *Node) noteShardMap(b []byte) {
 
 // loadShardMap reads the map group 0 has applied so far (at start).
 func (n *Node) loadShardMap() {
-	if b := n.groups[0].shardMap(); b != nil {
+	if b := n.groups[0].ShardMap(); b != nil {
 		n.noteShardMap(b)
 	}
 }
@@ -295,7 +296,7 @@ func (n *Node) Close() error {
 func (n *Node) proposeInternal(ctx context.Context, g int, kind command.Kind, args [][]byte) resp.Value {
 	e := command.Entry{Kind: kind, Args: args}
 	req := command.Request{Op: command.Admin{Action: "propose", Addr: string(e.Encode())}, Spec: command.AdminSpec}
-	deadline := time.Now().Add(electionWait)
+	deadline := time.Now().Add(group.ElectionWait)
 	for {
 		v := n.groups[g].Do(ctx, []command.Request{req})[0]
 		if !v.Outcome.Retryable() || time.Now().After(deadline) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/command"
+	"github.com/lockd/lockd/raftstore/group"
 	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,19 +34,19 @@ func (n *Node) groupStatuses() []groupStatus {
 	}
 	out := make([]groupStatus, len(n.groups))
 	for g, s := range n.groups {
-		st := s.raft.Stats()
-		_, leader := s.raft.LeaderWithID()
+		st := s.Raft().Stats()
+		_, leader := s.Raft().LeaderWithID()
 		num := func(k string) int64 { return atoi(st[k]) }
 		var ids []string
-		for _, srv := range s.configuration() {
+		for _, srv := range s.Configuration() {
 			if srv.Suffrage == raft.Voter {
 				ids = append(ids, string(srv.ID))
 			}
 		}
 		slices.Sort(ids)
-		out[g] = groupStatus{group: g, state: strings.ToLower(s.raft.State().String()), leader: string(leader), members: strings.Join(ids, ";"),
+		out[g] = groupStatus{group: g, state: strings.ToLower(s.Raft().State().String()), leader: string(leader), members: strings.Join(ids, ";"),
 			term: num("term"), commit: num("commit_index"), applied: num("applied_index"), lastLog: num("last_log_index"),
-			voters: int64(len(s.configuration())), slots: slots[g], appliedToken: int64(s.appliedToken())}
+			voters: int64(len(s.Configuration())), slots: slots[g], appliedToken: int64(s.AppliedToken())}
 	}
 	return out
 }
@@ -63,7 +64,7 @@ func (n *Node) Stats() [][2]string {
 		case "raft_log_write_batches": // the node's log writes, every group's
 			var sum uint64
 			for _, g := range n.groups {
-				sum += g.logs.Batches()
+				sum += g.Logs().Batches()
 			}
 			out[i][1] = strconv.FormatUint(sum, 10)
 		}
@@ -82,7 +83,7 @@ func (n *Node) Stats() [][2]string {
 func (n *Node) KeyspaceInfo() string {
 	keys, expires := 0, 0
 	for _, s := range n.groups {
-		k, e := s.counts()
+		k, e := s.Counts()
 		keys += k
 		expires += e
 	}
@@ -121,7 +122,7 @@ func (n *Node) LockCounters() LockCounters {
 }
 
 // LockInfo is INFO's "# Locks" section over every group.
-func (n *Node) LockInfo() [][2]string { return lockInfo(n.LockCounters()) }
+func (n *Node) LockInfo() [][2]string { return group.LockInfoOf(n.LockCounters()) }
 
 // Collectors returns the node's store instruments (shared by its groups), and
 // where the groups share one log the count of its synced writes (one journal
@@ -138,13 +139,26 @@ func (n *Node) Collectors() []prometheus.Collector {
 	return cs
 }
 
+// Voters returns how many voters group 0's latest configuration has: more
+// than one on a cluster, one on a lone node. It reads this node's own copy of
+// the configuration: no network, never blocks (HELLO's and INFO's face).
+func (n *Node) Voters() int {
+	v := 0
+	for _, srv := range n.groups[0].Configuration() {
+		if srv.Suffrage == raft.Voter {
+			v++
+		}
+	}
+	return v
+}
+
 // ClusterView is this node's picture of the cluster, built from local Raft
 // state and the address book (no network call, except a refresh of the book
 // when a voter's RESP address is still unknown, at most every 200 ms).
 func (n *Node) ClusterView() shard.View {
 	v := shard.View{Map: n.ShardMap(), Self: n.cfg.NodeID}
 	book := n.addrs.snapshot()
-	for _, srv := range n.groups[0].configuration() {
+	for _, srv := range n.groups[0].Configuration() {
 		if _, ok := book[string(srv.ID)]; !ok && string(srv.ID) != n.cfg.NodeID && n.addrs.due(200*time.Millisecond) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			n.refreshAddrs(ctx)
@@ -153,21 +167,21 @@ func (n *Node) ClusterView() shard.View {
 			break
 		}
 	}
-	if n.cfg.NodeID != "" && n.groups[0].cfg.ClientAddr != "" {
-		book[n.cfg.NodeID] = n.groups[0].cfg.ClientAddr
+	if n.cfg.NodeID != "" && n.cfg.ClientAddr != "" {
+		book[n.cfg.NodeID] = n.cfg.ClientAddr
 	}
 	seen := map[string]shard.NodeAddress{}
 	for _, s := range n.groups {
-		_, leader := s.raft.LeaderWithID()
+		_, leader := s.Raft().LeaderWithID()
 		var gv shard.GroupView
-		for _, srv := range s.configuration() {
+		for _, srv := range s.Configuration() {
 			if srv.Suffrage != raft.Voter {
 				continue
 			}
 			id := string(srv.ID)
 			m := shard.Member{ID: id, RESPAddr: book[id], PeerAddr: string(srv.Address), Leader: srv.ID == leader && leader != ""}
 			if id == n.cfg.NodeID {
-				m.Applied = s.raft.AppliedIndex()
+				m.Applied = s.Raft().AppliedIndex()
 			}
 			if m.Leader {
 				gv.Members = append([]shard.Member{m}, gv.Members...)
@@ -227,7 +241,7 @@ func (b *addrBook) set(id, addr string) {
 
 // refreshAddrs asks the members of group 0 for their RESP addresses.
 func (n *Node) refreshAddrs(ctx context.Context) {
-	v := n.groups[0].members(ctx)
+	v := n.groups[0].Members(ctx)
 	for _, m := range v.Elems {
 		var id, addr string
 		for i := 0; i+1 < len(m.Elems); i += 2 {
@@ -300,12 +314,12 @@ func (n *Node) balanceLoop() {
 			if !s.IsLeader() || time.Since(last[g]) < transferBackoff {
 				continue
 			}
-			pref, ok := preferredLeader(s.configuration(), g)
+			pref, ok := preferredLeader(s.Configuration(), g)
 			if !ok || pref.ID == raft.ServerID(n.cfg.NodeID) || !n.caughtUp(s, pref) {
 				continue
 			}
 			last[g] = time.Now()
-			if err := s.raft.LeadershipTransferToServer(pref.ID, pref.Address).Error(); err != nil {
+			if err := s.Raft().LeadershipTransferToServer(pref.ID, pref.Address).Error(); err != nil {
 				n.log.Info("handing a group to its preferred leader failed", "group", g, "to", pref.ID, "err", err)
 			} else {
 				n.log.Info("handed a group to its preferred leader", "group", g, "to", pref.ID)
@@ -334,10 +348,10 @@ func preferredLeader(servers []raft.Server, g int) (raft.Server, bool) {
 
 // caughtUp asks srv (over the peer port) for its applied index in group s and
 // reports whether it answers and is close to this leader's log.
-func (n *Node) caughtUp(s *Store, srv raft.Server) bool {
+func (n *Node) caughtUp(s *group.Store, srv raft.Server) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	b, err := s.fwd.Call(ctx, string(srv.Address), command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "status"}, Spec: command.AdminSpec}}))
+	b, err := s.Call(ctx, string(srv.Address), command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "status"}, Spec: command.AdminSpec}}))
 	if err != nil {
 		return false
 	}
@@ -346,5 +360,5 @@ func (n *Node) caughtUp(s *Store, srv raft.Server) bool {
 		return false
 	}
 	applied := uint64(max(v.Elems[0].Elems[0].Int, 0))
-	return applied+1000 >= s.raft.LastIndex()
+	return applied+1000 >= s.Raft().LastIndex()
 }

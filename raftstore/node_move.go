@@ -60,7 +60,7 @@ func (n *Node) nodeAdmin(ctx context.Context, op command.Admin) (resp.Value, boo
 func (n *Node) moveSlots(ctx context.Context, from, to uint16, dst int) resp.Value {
 	n.moveMu.Lock()
 	defer n.moveMu.Unlock()
-	if err := n.groups[0].readBarrier(ctx); err != nil { // the latest map is applied here
+	if err := n.groups[0].ReadBarrier(ctx); err != nil { // the latest map is applied here
 		return command.ErrorReply(err)
 	}
 	n.loadShardMap()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/outcome"
+	"github.com/lockd/lockd/raftstore/group"
 	"github.com/lockd/lockd/resp"
 )
 
@@ -79,7 +80,7 @@ func (n *Node) sessionAll(ctx context.Context, r command.Request) resp.Value {
 // closeEverywhere ends a session that group 0 no longer knows in every other
 // group (bounded; a group that cannot be reached ends it by its own timer).
 func (n *Node) closeEverywhere(ctx context.Context, id uint64) {
-	r, err := request("", [][]byte{[]byte("SESSION.CLOSE"), strconv.AppendUint(nil, id, 10)})
+	r, err := group.ParseRequest("", [][]byte{[]byte("SESSION.CLOSE"), strconv.AppendUint(nil, id, 10)})
 	if err != nil {
 		return
 	}
@@ -140,7 +141,7 @@ func withWait(r command.Request, ms int64) command.Request {
 			break
 		}
 	}
-	if w, err := request(r.User, args); err == nil {
+	if w, err := group.ParseRequest(r.User, args); err == nil {
 		return w
 	}
 	return r
@@ -152,7 +153,7 @@ func withWait(r command.Request, ms int64) command.Request {
 // owner (read from this node's replica of group 0 once it has applied the
 // session's opening).
 func (n *Node) attach(ctx context.Context, g int, id uint64, user string) resp.Value {
-	keepalive, err := request(user, [][]byte{[]byte("SESSION.KEEPALIVE"), strconv.AppendUint(nil, id, 10)})
+	keepalive, err := group.ParseRequest(user, [][]byte{[]byte("SESSION.KEEPALIVE"), strconv.AppendUint(nil, id, 10)})
 	if err != nil {
 		return resp.Error("ERR internal: " + err.Error())
 	}
@@ -160,7 +161,7 @@ func (n *Node) attach(ctx context.Context, g int, id uint64, user string) resp.V
 	if ttl.IsError() {
 		return ttl
 	}
-	owner, open, err := n.groups[0].appliedSessionOwner(ctx, id)
+	owner, open, err := n.groups[0].AppliedSessionOwner(ctx, id)
 	switch {
 	case err != nil:
 		return command.ErrorReply(err)

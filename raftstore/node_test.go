@@ -10,6 +10,8 @@ import (
 
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/internal/clustertest"
+	"github.com/lockd/lockd/raftstore/group"
+	"github.com/lockd/lockd/raftstore/group/grouptest"
 	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
 )
@@ -62,7 +64,7 @@ func (c *nodeCluster) waitSpread() {
 	for {
 		spread := true
 		for g := range c.nodes[0].groups {
-			pref, _ := preferredLeader(c.nodes[0].groups[g].configuration(), g)
+			pref, _ := preferredLeader(c.nodes[0].groups[g].Configuration(), g)
 			for _, nd := range c.nodes {
 				if string(pref.ID) == nd.cfg.NodeID && !nd.groups[g].IsLeader() {
 					spread = false
@@ -110,6 +112,15 @@ func openLoneNode(t *testing.T, cfg Config) *Node {
 	}
 	return nd
 }
+
+// waitFor polls cond every 5 ms for at most limit (clustertest.WaitFor).
+var waitFor = clustertest.WaitFor
+
+// queueLength reads LOCK.INFO's queue_length through g (grouptest.QueueLength).
+func queueLength(g *group.Store, name string) int64 { return grouptest.QueueLength(g, name) }
+
+// req parses cmd as the front door would (grouptest.Req).
+func req(cmd ...string) command.Request { return grouptest.Req(cmd...) }
 
 func ndo(n *Node, cmd ...string) resp.Value {
 	return n.Do(context.Background(), []command.Request{req(cmd...)})[0]
@@ -400,8 +411,8 @@ func TestNodeJoinTakesItsShare(t *testing.T) {
 		t.Fatalf("RAFT ADD: %v", v)
 	}
 	for g := range 4 {
-		if n := len(nd.Group(g).configuration()); n != 4 {
-			waitFor(t, 10*time.Second, "n4 in every group's configuration", func() bool { return len(nd.Group(g).configuration()) == 4 })
+		if n := len(nd.Group(g).Configuration()); n != 4 {
+			waitFor(t, 10*time.Second, "n4 in every group's configuration", func() bool { return len(nd.Group(g).Configuration()) == 4 })
 		}
 	}
 	c.waitSpread() // every one of the 4 nodes leads its preferred group

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/command"
+	"github.com/lockd/lockd/raftstore/group"
 	"github.com/lockd/lockd/resp"
 )
 
@@ -89,6 +90,12 @@ func (n *Node) target(r command.Request) route {
 			return route{kind: barrier, group: g}
 		}
 		return route{group: g}
+	case command.BlockingPop: // alone, as a barrier (node_bpop.go)
+		t := n.keysRoute(command.CommandKeys(r.Args), false)
+		if t.kind == toGroup {
+			t.kind = barrier
+		}
+		return t
 	}
 	return n.keysRoute(command.CommandKeys(r.Args), false)
 }
@@ -211,6 +218,9 @@ func (n *Node) doSpecial(ctx context.Context, r command.Request, t route) resp.V
 	case adminAll:
 		return n.adminAll(ctx, r)
 	case barrier:
+		if _, ok := r.Op.(command.BlockingPop); ok {
+			return n.blockingPop(ctx, r, t.group)
+		}
 		return n.acquire(ctx, r, t.group)
 	}
 	return n.runGroup(ctx, t.group, []command.Request{r})[0]
@@ -231,10 +241,10 @@ func isMoveReply(v resp.Value) bool { return v.Outcome.SlotRefused() }
 func isRefused(v resp.Value) bool { return v.Outcome.Refused() }
 
 // doRetrying runs a sub-batch on group g, and runs it again (bounded by
-// electionWait) while every reply is a refusal: nothing was applied, so a
+// group.ElectionWait) while every reply is a refusal: nothing was applied, so a
 // leadership hand-over costs the client a pause instead of an error.
 func (n *Node) doRetrying(ctx context.Context, g int, reqs []command.Request) []resp.Value {
-	end := time.Now().Add(electionWait)
+	end := time.Now().Add(group.ElectionWait)
 	for {
 		out := n.groups[g].Do(ctx, reqs)
 		refused := true
@@ -403,7 +413,7 @@ func (n *Node) doSplit(ctx context.Context, r command.Request) resp.Value {
 		for _, i := range idx {
 			args = append(args, keys[i])
 		}
-		part, err := request(r.User, args)
+		part, err := group.ParseRequest(r.User, args)
 		if err != nil {
 			return resp.Error("ERR internal: " + err.Error())
 		}

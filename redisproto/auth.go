@@ -28,7 +28,7 @@ import (
 // script's redis.call reaches are not checked (see SECURITY.md).
 
 // ACLSource is implemented by a Store that replicates ACL users
-// (raftstore.Store). Without it, the only user is the configured default.
+// (raftstore/group.Store). Without it, the only user is the configured default.
 type ACLSource interface {
 	// ACL returns the replicated users; nil when none was defined.
 	ACL() *command.ACLTable

@@ -6,34 +6,48 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
-	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
 )
 
-// CLUSTER KEYSLOT|INFO|MYID|SLOTS|SHARDS|NODES, READONLY, READWRITE, ASKING:
-// the view a cluster-aware client (go-redis ClusterClient, redis-cli -c) needs.
+// CLUSTER KEYSLOT|INFO|MYID|SLOTS|SHARDS|NODES|HELP, READONLY, READWRITE,
+// ASKING: the view a cluster-aware client (go-redis ClusterClient, redis-py
+// RedisCluster, redis-cli -c) needs, shown only where there is a cluster.
 //
-// When the store is a ClusterViewer (several Raft groups), the replies are
-// built from its View, fetched afresh for each command: a range of slots
-// belongs to its group, whose leader is the range's master and whose other
-// members are its replicas; in CLUSTER NODES every node is a master holding
-// the slots of the groups it leads now. Otherwise every slot belongs to the
-// store's one Raft group (from RAFT MEMBERS) and its followers are replicas.
+// The face: a node whose store is a ClusterViewer whose View knows several
+// nodes (the voters of its Raft groups) looks like a Redis Cluster node
+// (clustered): HELLO says mode cluster, INFO redis_mode:cluster and
+// cluster_enabled:1, and these commands answer from the View, fetched afresh
+// for each command. Any other node (one member, or a store without a View)
+// looks like a standalone Redis 7.0.15: every one of these commands, given a
+// valid arity, answers "-ERR This instance has cluster support disabled", as
+// redis-server without cluster-enabled does, so that clients that probe
+// CLUSTER SLOTS (or INFO's cluster_enabled) choose a plain client. The face
+// follows the Raft configuration, not a flag: it changes when the first
+// member is added or the last other one removed.
+//
+// On a cluster, a range of slots belongs to its group, whose leader is the
+// range's master and whose other members are its replicas; in CLUSTER NODES
+// every node is a master holding the slots of the groups it leads now.
 //
 // Any node serves any key (a follower forwards), so a plain client is never
 // redirected; a connection that asks for the slot layout (SLOTS, SHARDS,
-// NODES) or sends READONLY, READWRITE or ASKING becomes cluster-aware and may
-// be answered -MOVED (moved.go).
+// NODES) or sends READONLY, READWRITE or ASKING on a cluster becomes
+// cluster-aware and may be answered -MOVED (moved.go).
 func init() {
-	handle("cluster|keyslot", func(_ *conn, a [][]byte) resp.Value { return resp.Int(int64(shard.Slot(a[2]))) })
-	handle("cluster|myid", cmdClusterMyID)
-	handle("cluster|info", cmdClusterInfo)
-	handle("cluster|slots", aware(cmdClusterSlots))
-	handle("cluster|shards", aware(cmdClusterShards))
-	handle("cluster|nodes", aware(cmdClusterNodes))
-	handle("cluster|help", func(*conn, [][]byte) resp.Value {
+	handle("cluster|keyslot", clusterOnly(func(_ *conn, a [][]byte, _ *shard.View) resp.Value {
+		return resp.Int(int64(shard.Slot(a[2])))
+	}))
+	handle("cluster|myid", clusterOnly(func(_ *conn, _ [][]byte, v *shard.View) resp.Value {
+		return resp.BulkString(nodeID(v.Self))
+	}))
+	handle("cluster|info", clusterOnly(cmdClusterInfo))
+	handle("cluster|slots", clusterOnly(aware(cmdClusterSlots)))
+	handle("cluster|shards", clusterOnly(aware(cmdClusterShards)))
+	handle("cluster|nodes", clusterOnly(aware(cmdClusterNodes)))
+	handle("cluster|help", clusterOnly(func(*conn, [][]byte, *shard.View) resp.Value {
 		return help("CLUSTER", "INFO", "    Return information about the cluster.", "KEYSLOT <key>",
 			"    Return the hash slot for <key>.", "MYID", "    Return the node id.", "NODES",
 			"    Return cluster configuration seen by node. Output format:",
@@ -41,75 +55,71 @@ func init() {
 			"SHARDS", "    Return information about slot range mappings and the nodes associated with them.",
 			"SLOTS", "    Return information about slots range mappings. Each range is made of:",
 			"    start, end, master and replicas IP addresses, ports and ids")
-	})
+	}))
 	for _, n := range []string{"readonly", "readwrite", "asking"} {
-		handle(n, aware(func(*conn, [][]byte) resp.Value { return resp.OK }))
+		handle(n, clusterOnly(aware(func(*conn, [][]byte, *shard.View) resp.Value { return resp.OK })))
+	}
+}
+
+// errClusterDisabled is redis-server's answer, without cluster mode, to
+// every CLUSTER subcommand, READONLY, READWRITE and ASKING.
+const errClusterDisabled = "ERR This instance has cluster support disabled"
+
+// clusterOnly wraps a cluster command: on a clustered node it runs with a
+// View fetched now; on any other node it answers errClusterDisabled and
+// changes nothing.
+func clusterOnly(run func(*conn, [][]byte, *shard.View) resp.Value) func(*conn, [][]byte) resp.Value {
+	return func(c *conn, a [][]byte) resp.Value {
+		v, ok := c.srv.clusterFace(0)
+		if !ok {
+			return resp.Error(errClusterDisabled)
+		}
+		return run(c, a, v)
 	}
 }
 
 // aware wraps a command that makes its connection cluster-aware.
-func aware(run func(*conn, [][]byte) resp.Value) func(*conn, [][]byte) resp.Value {
-	return func(c *conn, a [][]byte) resp.Value {
+func aware(run func(*conn, [][]byte, *shard.View) resp.Value) func(*conn, [][]byte, *shard.View) resp.Value {
+	return func(c *conn, a [][]byte, v *shard.View) resp.Value {
 		c.clusterAware = true
-		return run(c, a)
+		return run(c, a, v)
 	}
 }
 
-// view returns a View fetched now when the store has one.
-func (c *conn) view() (*shard.View, bool) {
-	cv, ok := c.srv.clusterViewer()
+// clusterFace returns a View at most maxAge old (0: fetched now) and true
+// when this node shows the Redis Cluster face: its store is a ClusterViewer
+// and the View knows more than one node. Safe for concurrent use.
+func (s *Server) clusterFace(maxAge time.Duration) (*shard.View, bool) {
+	cv, ok := s.clusterViewer()
 	if !ok {
 		return nil, false
 	}
-	return c.srv.clusterView(cv, 0), true
+	v := s.clusterView(cv, maxAge)
+	return v, len(v.Nodes) > 1
 }
 
-func cmdClusterMyID(c *conn, _ [][]byte) resp.Value {
-	if v, ok := c.view(); ok {
-		return resp.BulkString(nodeID(v.Self))
+// clustered reports whether this node shows the Redis Cluster face now, on a
+// View up to viewMaxAge old (HELLO's mode, INFO's redis_mode and
+// cluster_enabled).
+func (s *Server) clustered() bool {
+	if vc, ok := s.store.(voterCounter); ok {
+		return vc.Voters() > 1 // never blocks, unlike a View's refresh
 	}
-	return resp.BulkString(nodeID(c.myRaftID()))
+	_, ok := s.clusterFace(viewMaxAge)
+	return ok
 }
 
-// member is one Raft member as RAFT MEMBERS reports it.
-type member struct {
-	raftID, peerAddr, respAddr string
-	leader                     bool
-	applied                    int64
-}
+// voterCounter is a store that counts its cluster's voters without the
+// network (raftstore.Node).
+type voterCounter interface{ Voters() int }
 
-// members asks the store for the membership, leader first.
-func (c *conn) members() []member {
-	v := c.storeOp(command.Admin{Action: "members"}, command.AdminSpec)
-	var out []member
-	for _, m := range v.Elems {
-		var x member
-		for i := 0; i+1 < len(m.Elems); i += 2 {
-			val := m.Elems[i+1]
-			switch m.Elems[i].String() {
-			case "id":
-				x.raftID = val.String()
-			case "addr":
-				x.peerAddr = val.String()
-			case "resp_addr":
-				x.respAddr = val.String()
-			case "leader":
-				x.leader = val.Kind == resp.KindBool && val.Int != 0 || val.Kind == resp.KindInt && val.Int == 1
-			case "applied_index":
-				x.applied = val.Int
-			}
-		}
-		if x.leader {
-			out = append([]member{x}, out...)
-		} else {
-			out = append(out, x)
-		}
+// mode is HELLO's mode and INFO's redis_mode: "cluster" or "standalone".
+func (s *Server) mode() string {
+	if s.clustered() {
+		return "cluster"
 	}
-	return out
+	return "standalone"
 }
-
-// myRaftID is this node's Raft id.
-func (c *conn) myRaftID() string { return pairValue(c.srv.store.Stats(), "raft_node_id", "") }
 
 // nodeID is the 40-hex-digit cluster node id of a Raft id.
 func nodeID(raftID string) string {
@@ -127,17 +137,6 @@ func hostPort(addr string) (string, int64) {
 }
 
 func term(c *conn) string { return pairValue(c.srv.store.Stats(), "raft_term", "0") }
-
-func cmdClusterInfo(c *conn, _ [][]byte) resp.Value {
-	if v, ok := c.view(); ok {
-		return viewInfo(c, v)
-	}
-	ms := c.members()
-	if len(ms) > 0 && ms[0].leader {
-		return infoReply(c, shard.Slots, len(ms), 1, true)
-	}
-	return infoReply(c, 0, len(ms), 1, false)
-}
 
 // infoReply is CLUSTER INFO: ok slots (their group has a leader), known
 // nodes, nodes serving slots, and whether every group has a leader.
@@ -203,80 +202,6 @@ func nodesLine(b *strings.Builder, raftID, respAddr, peerAddr string, flags []st
 		strings.Join(flags, ",") + " " + of + " 0 0 " + epoch + " " + link + slots + "\n")
 }
 
-// reachable lists the members with a known RESP address, leader first; nil
-// while there is no leader.
-func reachable(ms []member) []member {
-	if len(ms) == 0 || !ms[0].leader {
-		return nil
-	}
-	var out []member
-	for _, m := range ms {
-		if m.respAddr != "" {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func cmdClusterSlots(c *conn, _ [][]byte) resp.Value {
-	if v, ok := c.view(); ok {
-		return viewSlots(v)
-	}
-	ms := reachable(c.members())
-	if len(ms) == 0 {
-		return resp.EmptyList
-	}
-	entry := []resp.Value{resp.Int(0), resp.Int(shard.Slots - 1)}
-	for _, m := range ms { // the group's leader first, then its replicas
-		entry = append(entry, slotsNode(m.raftID, m.respAddr))
-	}
-	return resp.Array(resp.Array(entry...))
-}
-
-func cmdClusterShards(c *conn, _ [][]byte) resp.Value {
-	if v, ok := c.view(); ok {
-		return viewShards(v)
-	}
-	ms := c.members()
-	if len(ms) == 0 || !ms[0].leader {
-		return resp.EmptyList
-	}
-	var nodes []resp.Value
-	for i, m := range ms {
-		nodes = append(nodes, shardsNode(m.raftID, m.respAddr, i == 0, m.applied))
-	}
-	return resp.Array(resp.Map(
-		resp.BulkString("slots"), resp.Array(resp.Int(0), resp.Int(shard.Slots-1)),
-		resp.BulkString("nodes"), resp.Array(nodes...),
-	))
-}
-
-func cmdClusterNodes(c *conn, _ [][]byte) resp.Value {
-	if v, ok := c.view(); ok {
-		return viewNodes(c, v)
-	}
-	ms := c.members()
-	me := c.myRaftID()
-	epoch := term(c)
-	master := "-"
-	if len(ms) > 0 && ms[0].leader {
-		master = nodeID(ms[0].raftID)
-	}
-	var b strings.Builder
-	for i, m := range ms {
-		var flags []string
-		if m.raftID == me {
-			flags = append(flags, "myself")
-		}
-		role, of, slots := "slave", master, ""
-		if i == 0 && m.leader {
-			role, of, slots = "master", "-", " 0-16383"
-		}
-		nodesLine(&b, m.raftID, m.respAddr, m.peerAddr, append(flags, role), of, epoch, slots)
-	}
-	return resp.Verbatim(b.String())
-}
-
 // group returns group g of v (no members when v does not know it).
 func group(v *shard.View, g int) shard.GroupView {
 	if g < 0 || g >= len(v.Groups) {
@@ -285,10 +210,10 @@ func group(v *shard.View, g int) shard.GroupView {
 	return v.Groups[g]
 }
 
-// viewInfo is CLUSTER INFO from a View: ok while every group has a leader;
+// cmdClusterInfo is CLUSTER INFO from a View: ok while every group has a leader;
 // the slots ok are those whose group has one; the size counts the nodes that
 // lead at least one group.
-func viewInfo(c *conn, v *shard.View) resp.Value {
+func cmdClusterInfo(c *conn, _ [][]byte, v *shard.View) resp.Value {
 	slotsOK := 0
 	for _, r := range v.Map.Ranges() {
 		if _, ok := group(v, r.Group).Leader(); ok {
@@ -307,11 +232,11 @@ func viewInfo(c *conn, v *shard.View) resp.Value {
 	return infoReply(c, slotsOK, len(v.Nodes), len(leaders), allLed)
 }
 
-// viewSlots is CLUSTER SLOTS from a View: each range of the map, in slot
+// cmdClusterSlots is CLUSTER SLOTS from a View: each range of the map, in slot
 // order, with its group's leader then the other members with a known RESP
 // address. A range whose group has no leader (or a leader with no known
 // address) is left out: a client sends its keys to any node, which forwards.
-func viewSlots(v *shard.View) resp.Value {
+func cmdClusterSlots(_ *conn, _ [][]byte, v *shard.View) resp.Value {
 	var out []resp.Value
 	for _, r := range v.Map.Ranges() {
 		g := group(v, r.Group)
@@ -333,10 +258,10 @@ func viewSlots(v *shard.View) resp.Value {
 	return resp.Array(out...)
 }
 
-// viewShards is CLUSTER SHARDS from a View: one shard per group that has a
+// cmdClusterShards is CLUSTER SHARDS from a View: one shard per group that has a
 // leader, in group order, with its ranges as a flat from, to, from, to… list
 // and its members, the leader (master) first, then the replicas.
-func viewShards(v *shard.View) resp.Value {
+func cmdClusterShards(_ *conn, _ [][]byte, v *shard.View) resp.Value {
 	ranges := v.Map.Ranges()
 	var out []resp.Value
 	for gi := range v.Map.Groups {
@@ -364,10 +289,10 @@ func viewShards(v *shard.View) resp.Value {
 	return resp.Array(out...)
 }
 
-// viewNodes is CLUSTER NODES from a View: one line per known node, each a
+// cmdClusterNodes is CLUSTER NODES from a View: one line per known node, each a
 // master ("myself," for this node) listing, as maximal runs, the slots of the
 // groups it leads now; a node that leads none lists no slots.
-func viewNodes(c *conn, v *shard.View) resp.Value {
+func cmdClusterNodes(c *conn, _ [][]byte, v *shard.View) resp.Value {
 	runs := map[string][]shard.Range{} // node id -> its slots, in order
 	for _, r := range v.Map.Ranges() {
 		l, ok := group(v, r.Group).Leader()

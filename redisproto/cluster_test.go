@@ -26,6 +26,7 @@ type fakeCluster struct {
 	m       shard.Map
 	addrs   map[string]string // node id -> RESP address
 	leaders [4]string         // group -> leader node id ("": none)
+	members []string          // the nodes in the View (all of nodeIDs unless shrunk)
 	stores  map[string]*viewStore
 	servers map[string]*Server
 }
@@ -100,7 +101,7 @@ func startFakeCluster(t *testing.T, cfg Config) *fakeCluster {
 		t.Fatal(err)
 	}
 	cl := &fakeCluster{m: m, addrs: map[string]string{}, stores: map[string]*viewStore{}, servers: map[string]*Server{},
-		leaders: [4]string{"A", "B", "C", "A"}}
+		leaders: [4]string{"A", "B", "C", "A"}, members: nodeIDs}
 	for _, id := range nodeIDs {
 		st := &viewStore{self: id, cl: cl}
 		s := startServer(t, cfg, st)
@@ -119,13 +120,22 @@ func (cl *fakeCluster) setLeaders(l0, l1, l2, l3 string) {
 	cl.leaders = [4]string{l0, l1, l2, l3}
 }
 
-// view is the cluster as node self sees it: every group has all three nodes
+// setMembers makes ids the cluster's only nodes, every group led by the
+// first (one id: a single node; nodeIDs and setLeaders: the three again).
+func (cl *fakeCluster) setMembers(ids ...string) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	cl.members = ids
+	cl.leaders = [4]string{ids[0], ids[0], ids[0], ids[0]}
+}
+
+// view is the cluster as node self sees it: every group has all the members
 // as members, its leader first.
 func (cl *fakeCluster) view(self string) shard.View {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	v := shard.View{Map: cl.m, Self: self}
-	for i, id := range nodeIDs {
+	for i, id := range cl.members {
 		v.Nodes = append(v.Nodes, shard.NodeAddress{ID: id, RESPAddr: cl.addrs[id], PeerAddr: "127.0.0.1:" + strconv.Itoa(7391+i)})
 	}
 	for _, l := range cl.leaders {
@@ -133,7 +143,7 @@ func (cl *fakeCluster) view(self string) shard.View {
 		if l != "" {
 			g.Members = append(g.Members, cl.member(l, true))
 		}
-		for _, id := range nodeIDs {
+		for _, id := range cl.members {
 			if id != l {
 				g.Members = append(g.Members, cl.member(id, false))
 			}
@@ -486,4 +496,125 @@ func TestClusterClientRoutesAndFollowsMoved(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// standaloneProbes are the cluster probes and what a standalone redis-server
+// 7.0.15 answers them (checked byte for byte against it in compat/).
+var standaloneProbes = []struct {
+	args []string
+	want string
+}{
+	{[]string{"CLUSTER", "SLOTS"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"CLUSTER", "SHARDS"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"CLUSTER", "NODES"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"CLUSTER", "INFO"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"CLUSTER", "MYID"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"cluster", "keyslot", "foo"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"CLUSTER", "HELP"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"READONLY"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"READWRITE"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"ASKING"}, "-" + errClusterDisabled + "\r\n"},
+	{[]string{"CLUSTER", "KEYSLOT"}, "-ERR wrong number of arguments for 'cluster|keyslot' command\r\n"},
+	{[]string{"CLUSTER", "SLOTS", "x"}, "-ERR wrong number of arguments for 'cluster|slots' command\r\n"},
+	{[]string{"READONLY", "x"}, "-ERR wrong number of arguments for 'readonly' command\r\n"},
+	{[]string{"CLUSTER", "FOO"}, "-ERR unknown subcommand 'FOO'. Try CLUSTER HELP.\r\n"},
+	{[]string{"INFO", "cluster"}, "$30\r\n# Cluster\r\ncluster_enabled:0\r\n\r\n"},
+}
+
+// checkFace asserts, through a fresh connection to addr, HELLO's mode and
+// INFO's redis_mode and cluster_enabled.
+func checkFace(t *testing.T, addr, mode, enabled string) {
+	t.Helper()
+	c := dialClient(t, addr)
+	if got := c.do("HELLO", "2"); !strings.Contains(got, "$4\r\nmode\r\n$"+strconv.Itoa(len(mode))+"\r\n"+mode+"\r\n") {
+		t.Errorf("HELLO 2 = %q, want mode %s", got, mode)
+	}
+	if got := c.do("INFO", "server"); !strings.Contains(got, "\r\nredis_mode:"+mode+"\r\n") {
+		t.Errorf("INFO server = %q, want redis_mode:%s", got, mode)
+	}
+	want := "# Cluster\r\ncluster_enabled:" + enabled + "\r\n"
+	if got := c.do("INFO"); !strings.Contains(got, "\r\n"+want+"\r\n# Keyspace\r\n") {
+		t.Errorf("INFO = %q, want %q before # Keyspace", got, want)
+	}
+}
+
+// TestStandaloneFace: a node that is no cluster — a store without a View,
+// or a View of one node — answers every cluster probe as a standalone
+// redis-server does (cluster support disabled; arity and unknown-subcommand
+// errors first), says mode standalone in HELLO and INFO, and cluster_enabled:0;
+// READONLY there changes nothing (the connection is not made cluster-aware),
+// and a probe queued in MULTI fails in EXEC's reply.
+func TestStandaloneFace(t *testing.T) {
+	cl := startFakeCluster(t, Config{})
+	cl.setMembers("A")
+	for name, addr := range map[string]string{
+		"no view":    startServer(t, Config{}, newFSMStore()).Addr(),
+		"one member": cl.servers["A"].Addr(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := dialClient(t, addr)
+			for _, p := range standaloneProbes {
+				if got := c.do(p.args...); got != p.want {
+					t.Errorf("%q = %q, want %q", p.args, got, p.want)
+				}
+			}
+			checkFace(t, addr, "standalone", "0")
+			for _, step := range [][2]string{{"MULTI", okReply}, {"CLUSTER INFO", "+QUEUED\r\n"}, {"READONLY", "+QUEUED\r\n"},
+				{"EXEC", "*2\r\n-" + errClusterDisabled + "\r\n-" + errClusterDisabled + "\r\n"}} {
+				if got := c.do(strings.Fields(step[0])...); got != step[1] {
+					t.Errorf("%s = %q, want %q", step[0], got, step[1])
+				}
+			}
+		})
+	}
+	// The connection that sent READONLY on one node stays plain once the
+	// cluster has three: it is served, never redirected.
+	c := dialClient(t, cl.servers["A"].Addr())
+	c.do("READONLY")
+	cl.setMembers(nodeIDs...)
+	cl.setLeaders("A", "B", "C", "A")
+	kB := cl.keyIn(t, 1)
+	if got := c.do("GET", kB); got != "$11\r\nserved by A\r\n" {
+		t.Fatalf("GET %s after a refused READONLY = %q, want it served", kB, got)
+	}
+}
+
+// TestClusterFace: a node of several says mode cluster and cluster_enabled:1;
+// when the others are removed it turns standalone (CLUSTER SLOTS at once,
+// HELLO and INFO within the cached View's age), and back again.
+func TestClusterFace(t *testing.T) {
+	cl := startFakeCluster(t, Config{})
+	addr := cl.servers["B"].Addr()
+	checkFace(t, addr, "cluster", "1")
+	c := dialClient(t, addr)
+	if got := c.do("CLUSTER", "KEYSLOT", "{user1000}.following"); got != ":3443\r\n" {
+		t.Fatalf("CLUSTER KEYSLOT on a cluster = %q", got)
+	}
+	if got := c.do("INFO", "cluster"); got != "$30\r\n# Cluster\r\ncluster_enabled:1\r\n\r\n" {
+		t.Fatalf("INFO cluster on a cluster = %q", got)
+	}
+	waitMode := func(mode string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(c.do("HELLO", "2"), "\r\n"+mode+"\r\n") {
+			if time.Now().After(deadline) {
+				t.Fatalf("HELLO still not mode %s after 5s", mode)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	cl.setMembers("B")
+	if got := c.do("CLUSTER", "SLOTS"); got != "-"+errClusterDisabled+"\r\n" {
+		t.Fatalf("CLUSTER SLOTS on a node left alone = %q", got)
+	}
+	waitMode("standalone")
+	checkFace(t, addr, "standalone", "0")
+
+	cl.setMembers(nodeIDs...)
+	if got := c.do("CLUSTER", "MYID"); got != "$40\r\n"+nodeID("B")+"\r\n" {
+		t.Fatalf("CLUSTER MYID with the others back = %q", got)
+	}
+	waitMode("cluster")
+	checkFace(t, addr, "cluster", "1")
 }

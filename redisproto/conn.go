@@ -66,6 +66,7 @@ type conn struct {
 	quit    bool
 	auth    authState         // user and authentication (auth.go; user guarded by mu)
 	subs    subState          // pub/sub subscriptions (guarded by mu)
+	trk     trackState        // CLIENT TRACKING (tracking.go; guarded by the tracker's mu)
 	tx      *txState          // open MULTI, or nil
 	watches []command.Watched // WATCHed keys and their versions
 
@@ -165,9 +166,15 @@ func (c *conn) serve() (toLoop bool) {
 			if args == nil {
 				break
 			}
+			if n == 0 {
+				c.trackHold() // invalidations for c wait for this batch's replies (tracking.go)
+			}
 			q := request{args: args}
 			var f fate
-			switch batch, f = c.step(&q, &a, batch); f {
+			if batch, f = c.step(&q, &a, batch); f != fateLocal {
+				c.trackAfter(args[0]) // a local command's is after it ran
+			}
+			switch f {
 			case fateAnswered:
 				if c.quit {
 					break read
@@ -197,6 +204,7 @@ func (c *conn) serve() (toLoop bool) {
 			}
 			started := time.Now()
 			v := c.local(args)
+			c.trackAfter(args[0])
 			c.observe(localName(args), args, v, time.Since(started))
 			a.add(v, c.protocol())
 			if c.quit {
@@ -211,6 +219,7 @@ func (c *conn) serve() (toLoop bool) {
 		if !c.sendReplies(a.replies, a.protos, a.units) {
 			return false
 		}
+		c.trackRelease() // after the replies: what was held back (tracking.go)
 		if perr != nil || c.quit {
 			return false
 		}

@@ -26,7 +26,7 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 		{"Server", func() [][2]string {
 			up := time.Since(s.start)
 			return [][2]string{
-				{"redis_version", RedisVersion}, {"lockd_version", s.cfg.Version}, {"redis_mode", "standalone"},
+				{"redis_version", RedisVersion}, {"lockd_version", s.cfg.Version}, {"redis_mode", s.mode()},
 				{"os", runtime.GOOS + " " + runtime.GOARCH}, {"arch_bits", "64"}, {"go_version", runtime.Version()},
 				{"multiplexing_api", s.multiplexingAPI()},
 				{"process_id", strconv.Itoa(os.Getpid())}, {"tcp_port", portOf(s.Addr())},
@@ -56,6 +56,12 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 		}},
 		{"Raft", s.store.Stats},
 		{"Locks", s.store.LockInfo},
+		{"Cluster", func() [][2]string { // as Redis, before Keyspace; see cluster.go for the face
+			if s.clustered() {
+				return [][2]string{{"cluster_enabled", "1"}}
+			}
+			return [][2]string{{"cluster_enabled", "0"}}
+		}},
 		{"Keyspace", func() [][2]string {
 			if v := s.store.KeyspaceInfo(); v != "" {
 				return [][2]string{{"db0", v}}

@@ -114,6 +114,10 @@ func init() {
 			"LIST [options ...]", "    Return information about client connections.", "SETNAME <name>",
 			"    Assign the name <name> to the current connection.", "SETINFO <option> <value>",
 			"    Set client meta attr. Options are:", "    * LIB-NAME: the client lib name.", "    * LIB-VER: the client lib version.",
+			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]", "         [OPTIN] [OPTOUT] [NOLOOP]",
+			"    Control server assisted client side caching.", "TRACKINGINFO", "    Report tracking status for the current connection.",
+			"CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+			"GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
 			"NO-EVICT (ON|OFF)", "    Accepted for compatibility; lockd never evicts.", "NO-TOUCH (ON|OFF)", "    Accepted for compatibility.")
 	})
 
@@ -155,7 +159,7 @@ func (c *conn) local(args [][]byte) resp.Value {
 	if s.sub != nil && len(args) >= 2 {
 		sub, ok := s.sub[strings.ToLower(string(args[1]))]
 		if !ok {
-			return resp.Error("ERR unknown subcommand '" + trunc(cstr(args[1]), 128) + "'. Try " + strings.ToUpper(name) + " HELP.")
+			return errUnknownSubcommand(args[0], args[1])
 		}
 		s = sub
 	}
@@ -181,6 +185,13 @@ func (c *conn) rejectArity(name string) resp.Value {
 		c.tx.dirty = true
 	}
 	return resp.Error(msg)
+}
+
+// errUnknownSubcommand words the reply to an unknown subcommand of a
+// container, as Redis 7 does (the subcommand cut at a NUL and at 128 bytes),
+// outside MULTI or inside, where it also flags the transaction.
+func errUnknownSubcommand(container, sub []byte) resp.Value {
+	return resp.Error("ERR unknown subcommand '" + trunc(cstr(sub), 128) + "'. Try " + strings.ToUpper(string(container)) + " HELP.")
 }
 
 func trunc(s string, n int) string {
@@ -276,7 +287,7 @@ func cmdHello(c *conn, a [][]byte) resp.Value {
 		resp.BulkString("version"), resp.BulkString(RedisVersion),
 		resp.BulkString("proto"), resp.Int(int64(proto)),
 		resp.BulkString("id"), resp.Int(c.id),
-		resp.BulkString("mode"), resp.BulkString("standalone"),
+		resp.BulkString("mode"), resp.BulkString(c.srv.mode()), // cluster.go
 		resp.BulkString("role"), resp.BulkString("master"),
 		resp.BulkString("modules"), resp.EmptyList,
 	)
@@ -355,14 +366,19 @@ func cmdClientList(c *conn, a [][]byte) resp.Value {
 
 // infoLine is this connection's line in CLIENT LIST / CLIENT INFO.
 func (c *conn) infoLine() string {
+	tflags, redir := c.trackFlags() // tracking.go
+	flags := "N"
+	if tflags != "" {
+		flags = tflags
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
 	return "id=" + strconv.FormatInt(c.id, 10) + " addr=" + c.addr + " laddr=" + c.laddr + " fd=0 name=" + c.name +
 		" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10) +
 		" idle=" + strconv.FormatInt(int64(now.Sub(c.lastAt)/time.Second), 10) +
-		" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
-		c.lastCmd + " user=" + c.userName() + " redir=-1 resp=" + strconv.Itoa(c.proto) + "\n"
+		" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
+		c.lastCmd + " user=" + c.userName() + " redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.proto) + "\n"
 }
 
 // TIME — the server's wall clock (not log time).
@@ -417,6 +433,7 @@ func cmdConfigGet(c *conn, a [][]byte) resp.Value {
 		}
 	}
 	values = append(values, c.srv.slowlogConfig()...)
+	values = append(values, [2]string{"tracking-table-max-keys", c.srv.trackingMaxKeys()}) // tracking.go
 	for _, pat := range a[2:] {
 		lp := []byte(strings.ToLower(string(pat)))
 		for _, kv := range values {
@@ -437,9 +454,16 @@ func cmdConfigSet(c *conn, a [][]byte) resp.Value {
 	}
 	// Validate everything first: a failed CONFIG SET changes nothing.
 	var notify *string
+	maxKeys := int64(-1)
 	for i := 2; i < len(a); i += 2 {
 		name := strings.ToLower(string(a[i]))
 		switch name {
+		case "tracking-table-max-keys":
+			n, v, ok := parseTrackingMaxKeys(a[i+1]) // tracking.go
+			if !ok {
+				return v
+			}
+			maxKeys = n
 		case "notify-keyspace-events":
 			v, ok := parseNotify(string(a[i+1]))
 			if !ok {
@@ -461,6 +485,9 @@ func cmdConfigSet(c *conn, a [][]byte) resp.Value {
 	}
 	if notify != nil {
 		c.srv.notify.Store(notify)
+	}
+	if maxKeys >= 0 {
+		c.srv.trk().maxKeys.Store(maxKeys)
 	}
 	return resp.OK
 }

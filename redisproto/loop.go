@@ -173,7 +173,7 @@ func (c *conn) handBack(plain bool) bool {
 // loop: read to the end, in no state the loop does not track, and no output
 // queued. (Its socket is plain TCP: a server with the loop serves no TLS.)
 func (c *conn) loopReady() bool {
-	if c.quit || c.tx != nil || c.clusterAware || c.rd.buffered() {
+	if c.quit || c.tx != nil || c.clusterAware || c.trk.on || c.rd.buffered() {
 		return false
 	}
 	if c.subCount() > 0 || c.srv.monitors.has(c) {

@@ -10,11 +10,12 @@ import (
 	"github.com/lockd/lockd/shard"
 )
 
-// ClusterViewer is implemented by a Store that runs several Raft groups and
-// knows their leaders (raftstore's Node). With it, CLUSTER SLOTS, SHARDS,
-// NODES, INFO and MYID are built from the View and cluster-aware connections
-// are answered -MOVED for keys whose group another node leads; without it the
-// door shows one group holding every slot and never redirects.
+// ClusterViewer is implemented by a Store that knows its Raft groups, their
+// members and leaders (raftstore's Node). With it, on a node whose View knows
+// several nodes, CLUSTER SLOTS, SHARDS, NODES, INFO and MYID are built from
+// the View and cluster-aware connections are answered -MOVED for keys whose
+// group another node leads; without it, or with a View of one node, the door
+// shows a standalone Redis's face (cluster.go) and never redirects.
 type ClusterViewer interface {
 	// ClusterView returns this node's current picture of the cluster. It is
 	// called from connection goroutines, concurrently, and must not block on

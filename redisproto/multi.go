@@ -25,7 +25,9 @@ func init() {
 	})
 }
 
-// txControl names the commands that run at once even inside MULTI.
+// txControl names the commands that run at once even inside MULTI. Redis
+// decides this by command too, not by a flag (processCommand in server.c
+// lists the same six), so the list is kept here rather than in the rows.
 func txControl(name []byte) bool {
 	switch strings.ToLower(string(name)) {
 	case "exec", "discard", "multi", "watch", "quit", "reset":
@@ -55,9 +57,12 @@ func (c *conn) enqueue(args [][]byte) resp.Value {
 			return errUnknownCommand(args)
 		}
 		if s.sub != nil && len(args) >= 2 {
-			if sub, ok := s.sub[strings.ToLower(string(args[1]))]; ok {
-				s = sub
+			sub, ok := s.sub[strings.ToLower(string(args[1]))]
+			if !ok {
+				c.tx.dirty = true
+				return errUnknownSubcommand(args[0], args[1])
 			}
+			s = sub
 		}
 		if !s.CheckArity(len(args)) {
 			c.tx.dirty = true
@@ -126,6 +131,7 @@ func cmdExec(c *conn, _ [][]byte) resp.Value {
 			ks = append(ks, args)
 		}
 	}
+	c.trackTx(ks) // before the store sees it (tracking.go)
 	var applied resp.Value
 	if len(ks) > 0 || len(watches) > 0 {
 		applied = c.storeOp(command.Tx{Watch: watches, Cmds: ks}, command.TxSpec)

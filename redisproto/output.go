@@ -170,6 +170,15 @@ func replySize(v *resp.Value, proto int) int64 {
 			size += replySize(&v.Elems[i], proto)
 		}
 		return size
+	case resp.KindPairs:
+		size := intLen(int64(len(v.Elems))) + 3
+		if proto >= 3 {
+			size = intLen(int64(len(v.Elems)/2)) + 3 + int64(len(v.Elems)/2)*4 // *n, then *2 per pair
+		}
+		for i := range v.Elems {
+			size += replySize(&v.Elems[i], proto)
+		}
+		return size
 	case resp.KindDouble:
 		s := resp.FormatDouble(v.Float)
 		if proto >= 3 {

@@ -115,6 +115,7 @@ func (c *conn) step(q *request, a *answers, batch []command.Request) ([]command.
 		c.observe(spec.Name, args, v, 0)
 		return batch, fateAnswered
 	}
+	c.trackRequest(spec, args) // before the store sees it (tracking.go)
 	batch = append(batch, command.Request{Args: args, Op: op, Spec: spec, User: c.userName()})
 	a.add(resp.Value{}, proto)
 	a.units += replyUnits(op)

@@ -35,6 +35,12 @@ func newBroker() *broker {
 // that match it, and returns how many deliveries it made. It never blocks on a
 // client: messages are queued on each connection.
 func (s *Server) Publish(channel, message []byte) int {
+	if len(channel) > 0 && channel[0] == 0 && string(channel) == trackingChannel {
+		if t := s.tracking.Load(); t != nil {
+			t.invalidate(message) // keys an applied command changed (tracking.go)
+		}
+		return 0
+	}
 	if len(channel) > 2 && channel[0] == '_' && !notifyAllows(s.notifyConfig(), string(channel)) {
 		return 0
 	}
@@ -130,7 +136,9 @@ func pubsubCommand(name []byte) bool {
 	return false
 }
 
-// allowedSubscribed names what a RESP2 connection in subscribed mode may send.
+// allowedSubscribed names what a RESP2 connection in subscribed mode may send:
+// Redis's own list in processCommand (server.c), which no flag expresses (the
+// "pubsub" flag is PUBLISH's and PUBSUB's too).
 func allowedSubscribed(name []byte) bool {
 	switch strings.ToLower(string(name)) {
 	case "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "ping", "quit", "reset":
@@ -260,6 +268,10 @@ func (c *conn) dropSubscriptions() {
 // notifications (__keyevent@…, __keyspace@…) only then. Cheap: recomputed
 // only after subscriptions change. Safe for concurrent use.
 func (s *Server) WantsEvents(channel string) bool {
+	if channel == trackingChannel {
+		t := s.tracking.Load()
+		return t != nil && t.active.Load()
+	}
 	b := s.pubsub
 	if b.dirty.Load() {
 		b.mu.RLock()

@@ -110,7 +110,8 @@ type Server struct {
 	wg        sync.WaitGroup
 	stats     stats
 	pubsub    *broker
-	notify    atomic.Pointer[string] // notify-keyspace-events (CONFIG SET)
+	tracking  atomic.Pointer[tracker] // CLIENT TRACKING's table (tracking.go), made on first use
+	notify    atomic.Pointer[string]  // notify-keyspace-events (CONFIG SET)
 	slowlog   slowlog
 	monitors  monitors
 	views     viewCache     // the cluster View for -MOVED (moved.go)
@@ -245,6 +246,7 @@ func (s *Server) serveConn(c *conn) {
 func (s *Server) endConn(c *conn) {
 	s.monitors.remove(c)
 	c.dropSubscriptions()
+	s.dropTracking(c)
 	c.closeSocket()
 	s.mu.Lock()
 	delete(s.conns, c)

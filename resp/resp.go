@@ -29,6 +29,12 @@ const (
 	KindBool                  // #t/#f in RESP3, :1/:0 in RESP2
 	KindVerbatim              // =n txt:... in RESP3, bulk in RESP2
 	KindPush                  // >n in RESP3, array in RESP2
+	// KindPairs is Elems taken two by two (a sorted set's member and score):
+	// an array of 2-element arrays in RESP3, one flat array in RESP2, as
+	// Redis 7 replies ZRANGE … WITHSCORES and ZPOPMIN with a count. The
+	// binary codec carries it in its full form (fieldOf does not list it),
+	// which every node's decoder accepts.
+	KindPairs
 )
 
 // Value is one reply. Only the fields of its Kind are meaningful.
@@ -104,6 +110,9 @@ func Bool(b bool) Value {
 	return Value{Kind: KindBool}
 }
 
+// Pairs returns a KindPairs reply from alternating members and scores.
+func Pairs(elems ...Value) Value { return Value{Kind: KindPairs, Elems: elems} }
+
 // Verbatim returns a verbatim-string reply of format "txt".
 func Verbatim(s string) Value { return Value{Kind: KindVerbatim, Str: []byte(s)} }
 
@@ -154,6 +163,17 @@ func Append(buf []byte, v Value, proto int) []byte {
 	case KindPush:
 		if proto >= 3 {
 			return appendAgg(buf, '>', v.Elems, proto)
+		}
+		return appendAgg(buf, '*', v.Elems, proto)
+	case KindPairs:
+		if proto >= 3 {
+			buf = append(buf, '*')
+			buf = strconv.AppendInt(buf, int64(len(v.Elems)/2), 10)
+			buf = append(buf, '\r', '\n')
+			for i := 0; i+1 < len(v.Elems); i += 2 {
+				buf = appendAgg(buf, '*', v.Elems[i:i+2], proto)
+			}
+			return buf
 		}
 		return appendAgg(buf, '*', v.Elems, proto)
 	case KindMap:

@@ -185,6 +185,18 @@ func TestClusterAwareClients(t *testing.T) {
 	if slot, err := plain.ClusterKeySlot(ctx, "{user1000}.following").Result(); err != nil || slot != 3443 {
 		t.Fatalf("CLUSTER KEYSLOT = %d, %v", slot, err)
 	}
+	// The cluster face on every node: HELLO mode cluster, INFO redis_mode:cluster
+	// and cluster_enabled:1 (which redis-py's RedisCluster checks).
+	for _, nd := range cl.nodes {
+		c := nd.proc.conn()
+		if r := must(t, c, "HELLO", "2"); fields(r)["mode"].str != "cluster" {
+			t.Errorf("HELLO 2 on %s = %v, want mode cluster", nd.id, r)
+		}
+		if r := must(t, c, "INFO", "server", "cluster"); !strings.Contains(r.str, "\r\nredis_mode:cluster\r\n") ||
+			!strings.Contains(r.str, "# Cluster\r\ncluster_enabled:1\r\n") {
+			t.Errorf("INFO server cluster on %s = %q, want redis_mode:cluster and cluster_enabled:1", nd.id, r.str)
+		}
+	}
 
 	// Keys of a group another node leads: a cluster-aware connection is sent
 	// there; a plain one is served.
@@ -287,6 +299,42 @@ func TestClusterAwareClients(t *testing.T) {
 	if n := mustInt(t, rc, "EXISTS", a, b, c); n != 0 {
 		t.Errorf("EXISTS %s %s %s after DEL = %d, want 0", a, b, c, n)
 	}
+}
+
+// redisPyTimeout bounds one run of testdata/rediscluster.py.
+const redisPyTimeout = 2 * time.Minute
+
+// runRedisPy runs testdata/rediscluster.py under /usr/bin/python3 (Debian's
+// python3-redis, which make deps installs) with args, bounded by
+// redisPyTimeout, and fails the test unless it prints "ok".
+func runRedisPy(t *testing.T, args ...string) {
+	t.Helper()
+	if err := exec.Command("/usr/bin/python3", "-c", "import redis.cluster").Run(); err != nil {
+		t.Fatalf("/usr/bin/python3 cannot import redis.cluster (%v): install Debian's python3-redis (make deps)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), redisPyTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "/usr/bin/python3", append([]string{filepath.Join("testdata", "rediscluster.py")}, args...)...).CombinedOutput()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("rediscluster.py %s: %v (context: %v)\n%s", strings.Join(args, " "), err, ctx.Err(), out)
+	}
+}
+
+// TestRedisPyCluster: redis-py's RedisCluster (Python, not Go), seeded with
+// every node of a three-node cluster, finds cluster mode enabled (INFO
+// cluster_enabled:1) and the slot map (CLUSTER SLOTS), sets and reads keys of
+// every group, takes and releases redis-py Locks (SET NX PX, Lua release and
+// extend scripts) in every group; a plain redis.Redis on each node reads what
+// it wrote. On a lone node RedisCluster is refused exactly as on a standalone
+// redis-server (compat's TestRedisPyStandalone compares the two).
+func TestRedisPyCluster(t *testing.T) {
+	cl := startCluster(t, 3)
+	cl.waitBalanced(spreadTimeout)
+	args := []string{"cluster"}
+	for _, nd := range cl.nodes {
+		args = append(args, nd.addrs.resp)
+	}
+	runRedisPy(t, args...)
 }
 
 // checkMoved: through nd, a connection that sent READONLY (cluster-aware) is
@@ -438,35 +486,41 @@ func TestNodeKillMovesLeaders(t *testing.T) {
 }
 
 // TestClusterCommandsRightAfterStart: a lone lockd asked for its cluster
-// layout (or sent -MOVED-eligible commands on a cluster-aware connection) as
-// soon as it answers PING, before its groups have settled, answers and keeps
+// layout (or sent -MOVED-eligible commands after READONLY) as soon as it
+// answers PING, before its groups have settled, answers as a standalone
+// redis-server does (a single node shows no cluster: "cluster support
+// disabled", and the GET after the refused READONLY is served) and keeps
 // running. One process per command, so that each is reported.
 func TestClusterCommandsRightAfterStart(t *testing.T) {
-	for _, cmds := range [][][]string{
-		{{"CLUSTER", "SLOTS"}}, {{"CLUSTER", "SHARDS"}}, {{"CLUSTER", "NODES"}}, {{"CLUSTER", "INFO"}}, {{"CLUSTER", "MYID"}},
-		{{"READONLY"}, {"GET", "k"}},
+	const disabled = "(error) ERR This instance has cluster support disabled"
+	for _, tc := range []struct {
+		cmds [][]string
+		want []string // each command's reply, as reply.String
+	}{
+		{[][]string{{"CLUSTER", "SLOTS"}}, []string{disabled}},
+		{[][]string{{"CLUSTER", "SHARDS"}}, []string{disabled}},
+		{[][]string{{"CLUSTER", "NODES"}}, []string{disabled}},
+		{[][]string{{"CLUSTER", "INFO"}}, []string{disabled}},
+		{[][]string{{"CLUSTER", "MYID"}}, []string{disabled}},
+		{[][]string{{"READONLY"}, {"GET", "k"}}, []string{disabled, "(nil)"}},
 	} {
 		var parts []string
-		for _, cmd := range cmds {
+		for _, cmd := range tc.cmds {
 			parts = append(parts, strings.Join(cmd, " "))
 		}
 		what := strings.Join(parts, ", then ")
 		t.Run(strings.ReplaceAll(parts[0], " ", "-"), func(t *testing.T) {
 			p := spawnPinged(t, "lockd", filepath.Join(t.TempDir(), "data"))
 			c := p.conn()
-			var r reply
-			var err error
-			for _, cmd := range cmds {
-				if r, err = c.do(cmd...); err != nil {
-					break
+			for i, cmd := range tc.cmds {
+				r, err := c.do(cmd...)
+				if err != nil {
+					p.waitExit(time.Second)
+					t.Fatalf("%s right after the start: %v; the process %s", what, err, exitNote(p))
 				}
-			}
-			if err != nil {
-				p.waitExit(time.Second)
-				t.Fatalf("%s right after the start: %v; the process %s", what, err, exitNote(p))
-			}
-			if r.isErr() {
-				t.Errorf("%s right after the start = %v", what, r)
+				if r.String() != tc.want[i] {
+					t.Errorf("%s right after the start: %s = %v, want %s", what, strings.Join(cmd, " "), r, tc.want[i])
+				}
 			}
 			if err := p.waitReady(opTimeout); err != nil {
 				t.Fatalf("after %s: %v; the process %s", what, err, exitNote(p))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,14 +20,29 @@ type route struct {
 	tag  string // "{…}" in its uncontended names; "" for contended
 }
 
-// planDirect asks the first address for CLUSTER SLOTS and gives each client
-// a node and, for the uncontended workload, a hash tag whose slot that node
-// leads: clients go round-robin over the leaders, and each leader's clients
-// round-robin over the slot ranges it leads. For the contended workload
-// (one name) every client connects to that name's leader.
+// planDirect asks the first address whether it is part of a cluster (INFO
+// cluster's cluster_enabled, as cluster-aware clients do). A single node
+// (cluster_enabled:0, or no such line: it answers CLUSTER SLOTS as a
+// standalone Redis, with an error) leads every slot: every client connects to
+// it, with no hash tag. On a cluster it asks CLUSTER SLOTS and gives each
+// client a node and, for the uncontended workload, a hash tag whose slot that
+// node leads: clients go round-robin over the leaders, and each leader's
+// clients round-robin over the slot ranges it leads. For the contended
+// workload (one name) every client connects to that name's leader.
 func planDirect(ctx context.Context, cfg *config, s *shared) ([]route, error) {
 	c := redis.NewClient(cfg.options(cfg.addrs[0]))
 	defer c.Close()
+	info, err := c.Info(ctx, "cluster").Result()
+	if err != nil {
+		return nil, fmt.Errorf("-direct: INFO cluster on %s: %w", cfg.addrs[0], err)
+	}
+	if !clusterEnabled(info) {
+		routes := make([]route, cfg.clients)
+		for i := range routes {
+			routes[i] = route{addr: cfg.addrs[0]}
+		}
+		return routes, nil
+	}
 	slots, err := c.ClusterSlots(ctx).Result()
 	if err != nil {
 		return nil, fmt.Errorf("-direct: CLUSTER SLOTS on %s: %w", cfg.addrs[0], err)
@@ -80,4 +96,14 @@ func planDirect(ctx context.Context, cfg *config, s *shared) ([]route, error) {
 		}
 	}
 	return routes, nil
+}
+
+// clusterEnabled reports whether an INFO reply says cluster_enabled:1.
+func clusterEnabled(info string) bool {
+	for _, line := range strings.Split(info, "\n") {
+		if strings.TrimSpace(line) == "cluster_enabled:1" {
+			return true
+		}
+	}
+	return false
 }

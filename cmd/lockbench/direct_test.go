@@ -14,10 +14,18 @@ import (
 )
 
 // fakeSlots serves CLUSTER SLOTS on 127.0.0.1 as a two-leader cluster would:
-// slots 0-8191 led by leaderA, 8192-16383 by leaderB. Other commands get +OK
-// (HELLO an error, so that go-redis stays on RESP2).
+// slots 0-8191 led by leaderA, 8192-16383 by leaderB, and INFO with
+// cluster_enabled:1. Other commands get +OK (HELLO an error, so that go-redis
+// stays on RESP2).
 func fakeSlots(t *testing.T, leaderA, leaderB string) string {
+	return fakeNode(t, leaderA, leaderB, true)
+}
+
+// fakeNode is fakeSlots, or with clustered false a standalone server: INFO
+// says cluster_enabled:0 and CLUSTER is refused as redis-server refuses it.
+func fakeNode(t *testing.T, leaderA, leaderB string, clustered bool) string {
 	t.Helper()
+	enabled, clusterReply := "0", "-ERR This instance has cluster support disabled\r\n"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +36,12 @@ func fakeSlots(t *testing.T, leaderA, leaderB string) string {
 		id := "id-" + port
 		return fmt.Sprintf("*3\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(host), host, len(port), port, len(id), id)
 	}
-	slots := "*2\r\n*3\r\n:0\r\n:8191\r\n" + node(leaderA) + "*3\r\n:8192\r\n:16383\r\n" + node(leaderB)
+	if clustered {
+		enabled = "1"
+		clusterReply = "*2\r\n*3\r\n:0\r\n:8191\r\n" + node(leaderA) + "*3\r\n:8192\r\n:16383\r\n" + node(leaderB)
+	}
+	info := "# Cluster\r\ncluster_enabled:" + enabled + "\r\n"
+	info = "$" + strconv.Itoa(len(info)) + "\r\n" + info + "\r\n"
 	serve := func(c net.Conn) {
 		defer c.Close()
 		r := bufio.NewReader(c)
@@ -52,7 +65,9 @@ func fakeSlots(t *testing.T, leaderA, leaderB string) string {
 			reply := "+OK\r\n"
 			switch {
 			case len(args) > 0 && args[0] == "cluster":
-				reply = slots
+				reply = clusterReply
+			case len(args) > 0 && args[0] == "info":
+				reply = info
 			case len(args) > 0 && args[0] == "hello":
 				reply = "-ERR unknown command 'HELLO'\r\n"
 			}
@@ -120,6 +135,30 @@ func TestPlanDirect(t *testing.T) {
 	for i, r := range routes {
 		if r.addr != want || r.tag != "" {
 			t.Errorf("contended client %d: route %+v, want every client on %s", i, r, want)
+		}
+	}
+}
+
+// On a single node (cluster_enabled:0) planDirect sends every client to the
+// first address, with no hash tag, and never asks CLUSTER SLOTS (which a
+// standalone server refuses).
+func TestPlanDirectSingleNode(t *testing.T) {
+	addr := fakeNode(t, "127.0.0.1:7001", "127.0.0.1:7002", false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, w := range []string{"uncontended", "contended"} {
+		cfg := &config{addrs: []string{addr}, clients: 4, workload: w, names: 1, resp: 2, timeout: 5 * time.Second}
+		routes, err := planDirect(ctx, cfg, &shared{cfg: cfg, keyPrefix: "lockbench:x"})
+		if err != nil {
+			t.Fatalf("%s: %v", w, err)
+		}
+		if len(routes) != 4 {
+			t.Fatalf("%s: %d routes, want 4", w, len(routes))
+		}
+		for i, r := range routes {
+			if r.addr != addr || r.tag != "" {
+				t.Errorf("%s client %d: route %+v, want %s with no tag", w, i, r, addr)
+			}
 		}
 	}
 }

@@ -133,7 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.retries, "retries", 0, "retries of a failed command by go-redis (it retries TRYAGAIN, not UNKNOWNOUTCOME); 0 shows every error")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "read and write timeout of one command")
 	fs.StringVar(&cfg.prefix, "prefix", "lockbench", "key prefix; a random run ID follows it")
-	fs.BoolVar(&cfg.direct, "direct", false, "lockd clusters: send every command straight to its name's group leader, as a cluster-aware client does: CLUSTER SLOTS on the first -addr gives each client a leader to connect to and, uncontended, names (with a hash tag) in slots that leader leads; contended with -names 1: every client on that name's leader")
+	fs.BoolVar(&cfg.direct, "direct", false, "lockd clusters: send every command straight to its name's group leader, as a cluster-aware client does: CLUSTER SLOTS on the first -addr gives each client a leader to connect to and, uncontended, names (with a hash tag) in slots that leader leads; contended with -names 1: every client on that name's leader; on a single node (INFO cluster_enabled:0) every client on the first -addr")
 	fs.BoolVar(&cfg.sessions, "sessions", false, "mixed on lockd's sessions: each client opens a session (SESSION.OPEN TTL -ttl) and holds its locks on it (LOCK.ACQUIRE name owner SESSION id, LOCK.RELEASE name token); a keepalive is SESSION.KEEPALIVE, which renews every lock the client holds and writes nothing to the log")
 	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines")

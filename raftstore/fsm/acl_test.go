@@ -56,7 +56,7 @@ func TestACLSetUserAndDelUser(t *testing.T) {
 
 // Users are in snapshots (version 3), and a version 2 snapshot still restores.
 func TestACLSnapshot(t *testing.T) {
-	h := newHarness(t)
+	h := &harness{t: t, ks: New()} // no settings: the version before them
 	h.do("SET k v")
 	h.do("NAMESPACE.SET payouts/ MAXTTL 5000")
 	h.do("ACL SETUSER bob on nopass ~a* &ch +get -@all +set +client|id")

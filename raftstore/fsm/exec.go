@@ -87,6 +87,10 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.scan(op, c)
 	case command.HGet, command.HMGet, command.HGetAll, command.HExists, command.HLen, command.HKeys, command.HVals:
 		return k.hashRead(op.(command.HashOp), c)
+	case command.ZCard, command.ZScore, command.ZMScore, command.ZRank, command.ZRange, command.ZCount, command.ZScan:
+		return k.zsetRead(op.(command.ZSetOp), c) // zset.go
+	case command.LLen, command.LRange, command.LIndex, command.LPos:
+		return k.listRead(op, c) // list.go
 	case command.ScriptExists:
 		out := make([]resp.Value, len(op.SHAs))
 		for i, sha := range op.SHAs {
@@ -216,7 +220,13 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return resp.Zero
 	case command.HSet, command.HDel, command.HIncrBy:
 		return k.hashWrite(op.(command.HashOp), c)
+	case command.ZAdd, command.ZRem, command.ZRemRange, command.ZPop:
+		return k.zsetWrite(op.(command.ZSetOp), c) // zset.go
+	case command.ListPush, command.ListPop, command.LSet, command.LRem, command.LTrim, command.LInsert,
+		command.LMove, command.LMPop, command.BlockingPop, command.PopCancel, command.PopRenew:
+		return k.listWrite(op, c) // list.go, bpop.go
 	case command.FlushAll:
+		k.noteFlush() // watch.go
 		k.items.Scan(func(it *item) bool {
 			k.dropWaiters(it)
 			return true
@@ -224,6 +234,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		k.items.Clear()
 		k.deadlines.Clear()
 		k.lockTimers.Clear()
+		k.touchAll() // events.go
 		k.stats.Locks, k.stats.Holders, k.stats.Waiters = 0, 0, 0
 		return resp.OK
 	case command.LockCancel:
@@ -245,6 +256,10 @@ func (kind Kind) String() string {
 		return "string"
 	case KindHash:
 		return "hash"
+	case KindZSet:
+		return "zset"
+	case KindList:
+		return "list"
 	case KindLock:
 		return "lock"
 	}

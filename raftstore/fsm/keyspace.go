@@ -46,10 +46,18 @@ type field struct {
 // copy-on-write clone) and puts a new item.
 type collection struct {
 	fields []field // KindHash, in insertion order
+	zset   *zset   // KindZSet (zset.go)
+	list   *list   // KindList (list.go)
 }
 
 // kind is the kind of value c holds.
 func (c *collection) kind() Kind {
+	if c.zset != nil {
+		return KindZSet
+	}
+	if c.list != nil {
+		return KindList
+	}
 	return KindHash
 }
 
@@ -166,6 +174,7 @@ type Keyspace struct {
 	shardMap      []byte               // the newest shard.Map stored (KindShardMap), encoded; nil none
 	shardVer      uint64               // shardMap's version
 	events        []Event              // messages published by the entry being applied
+	touched       []string             // keys the command being applied changed, while tracked (events.go)
 	scripts       *lua.Engine          // the replicated script cache (EVAL, SCRIPT LOAD)
 	budget        int64                // scripts' instruction budget; 0 = ApplyBudget
 	inScript      bool                 // a script is running (its PUBLISHes are not Direct)
@@ -177,8 +186,10 @@ type Keyspace struct {
 	namespaces    []Namespace          // by prefix
 	acl           *command.ACLTable    // ACL users (acl.go); nil = none defined
 	settings      command.Settings     // KindSettings: owners on, the per-user session cap (session.go)
+	tombs         *tombstones          // FeatureWatchDeletes: deleted keys' indexes (watch.go); nil before
 	owned         map[string]int       // open sessions per owner; derived from sessions (never in a snapshot)
 	wakes         []Wake               // what became of waiters, since the last TakeWakes
+	pops          *popQueues           // blocked pops (bpop.go); nil until the first
 	wants         func(string) bool    // SetEventFilter; nil: every event channel
 	stats         LockStats            // metrics only (see LockStats)
 	expiredRecent map[uint64]string    // metrics only: tokens whose lease ran out lately -> name
@@ -198,6 +209,7 @@ type Event struct {
 // TakeEvents returns and forgets the events of the entries applied since the last
 // call. Call it from the apply goroutine.
 func (k *Keyspace) TakeEvents() []Event {
+	k.flushTouched() // events.go
 	ev := k.events
 	k.events = nil
 	return ev
@@ -231,6 +243,9 @@ func (k *Keyspace) NextDeadline() (int64, bool) {
 	}
 	if it, found := k.firstUnfrozen(k.lockTimers); found && (!ok || it.lock.wake() < d) {
 		d, ok = it.lock.wake(), true
+	}
+	if pd, found := k.nextPopDeadline(); found && (!ok || pd < d) {
+		d, ok = pd, true // a blocked pop's timeout (bpop.go)
 	}
 	return d, ok
 }
@@ -333,6 +348,7 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 	case command.KindTick:
 		k.expireDue()
 		k.settleDue(c)
+		k.expirePops(c) // bpop.go
 		return resp.OK
 	case command.KindNoop:
 		return resp.OK
@@ -374,7 +390,9 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		if err != nil {
 			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
 		}
-		return k.execTx(tx, c)
+		v := k.execTx(tx, c)
+		k.serveReady(c) // blocked pops, once the whole transaction ran (bpop.go)
+		return v
 	}
 	// A command entry; a KindScriptAs entry is one too, run for its user.
 	args, user := e.Args, ""
@@ -392,7 +410,9 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		return resp.Error(fmt.Sprintf("ERR unknown command '%s'", args[0]))
 	}
 	c.Top, c.User = true, user
-	return k.Exec(op, c)
+	v := k.Exec(op, c)
+	k.serveReady(c) // blocked pops, once the command (or script) ran (bpop.go)
+	return v
 }
 
 // execTx applies a MULTI/EXEC transaction: nothing if a watched key changed (a
@@ -419,12 +439,12 @@ func (k *Keyspace) execTx(tx command.Tx, c Ctx) resp.Value {
 }
 
 // version is what WATCH compares: the index of the entry that last changed the
-// key, 0 when it is absent.
+// key; when it is absent, what absentVersionOf says (watch.go).
 func (k *Keyspace) version(key []byte, now int64) uint64 {
 	if it := k.lookup(key, now); it != nil {
 		return it.mod
 	}
-	return 0
+	return k.absentVersionOf(key)
 }
 
 // Read executes a read-only op at log time now (which must not be earlier than
@@ -452,7 +472,7 @@ func errReply(err error) resp.Value {
 // lookup returns the live item for key, or nil.
 func (k *Keyspace) lookup(key []byte, now int64) *item {
 	it, ok := k.items.Get(probe(key))
-	if !ok || (it.deadline != 0 && it.deadline <= now) {
+	if !ok || !it.live(now) {
 		return nil
 	}
 	return it
@@ -461,6 +481,9 @@ func (k *Keyspace) lookup(key []byte, now int64) *item {
 // remove deletes it from both indexes.
 // Waiters of a removed lock are told they will not be granted.
 func (k *Keyspace) remove(it *item) {
+	if it.live(k.now) {
+		k.noteDeleted(it.key()) // a present key deleted (watch.go)
+	}
 	k.deleteItem(it)
 	k.dropWaiters(it)
 }
@@ -469,6 +492,7 @@ func (k *Keyspace) remove(it *item) {
 func (k *Keyspace) deleteItem(it *item) {
 	k.items.Delete(it)
 	k.unindexItem(it)
+	k.touch(it.key()) // events.go
 }
 
 // waits reports whether it is a lock record with waiters: one that has a wake
@@ -509,6 +533,7 @@ func (k *Keyspace) setDeadline(it *item, d int64) {
 	cp.mod = k.Logical()
 	k.items.Set(cp)
 	k.indexItem(cp)
+	k.touch(cp.key())
 }
 
 // put stores a string value under key, replacing any earlier item (live or not).
@@ -520,6 +545,7 @@ func (k *Keyspace) put(key, val []byte, deadline int64, token uint64) *item {
 		k.dropWaiters(old)
 	}
 	k.indexItem(it)
+	k.touch(it.key())
 	return it
 }
 
@@ -534,6 +560,10 @@ func (k *Keyspace) putItem(it *item) {
 		}
 	}
 	k.indexItem(it)
+	k.touch(it.key())
+	if k.pops != nil && it.coll != nil {
+		k.signalReady([]byte(it.key())) // a list or sorted set: blocked pops may be served (bpop.go)
+	}
 }
 
 // MaxExpirePerTick bounds the keys one tick entry removes, so that a backlog of

@@ -25,7 +25,14 @@ type harness struct {
 	now   int64
 }
 
-func newHarness(t *testing.T) *harness { return &harness{t: t, ks: New()} }
+// newHarness returns a harness on an empty keyspace whose group holds sorted
+// sets and lists (as a group of this version does once its leader's first
+// settings entry applied), without spending an index on it.
+func newHarness(t *testing.T) *harness {
+	ks := New()
+	ks.settings.Features = command.FeatureCollections
+	return &harness{t: t, ks: ks}
+}
 
 func args(cmd string) [][]byte {
 	var out [][]byte

@@ -257,10 +257,26 @@ func (d *lockData) waiters() []waiter {
 // a grant (its wait or its session ended, or the lock was deleted). Moved is
 // set (Token 0) when the lock's slot left this group while the waiter still
 // waited: the node re-queues the acquire in the group the slot went to.
+//
+// A blocked pop's wake (bpop.go) has Pop set, the node's Tag of the request
+// (command.BlockingPop.Tag; "" for an untagged pop) and the pop's whole
+// reply in Reply: computed by the entry that answered a tagged pop at once,
+// served it (the popped elements, or WRONGTYPE for a BLMOVE whose
+// destination holds another type) or timed it out (a null array); with Moved
+// set, Reply is nil and the node queues the pop again where the slot went.
+// A POP.CANCEL's own wake has Cancel set and its reply (1 withdrawn, 0 not
+// waiting); a tagged pop answered at once has Waiter 0. Every node applies the entry, so the node that holds the client
+// learns the reply from its own apply: nothing is kept in the state machine
+// for it.
 type Wake struct {
 	Waiter uint64
 	Token  uint64
 	Moved  bool
+	Pop    bool
+	Cancel bool
+	Lapsed bool // a blocked pop's lease ran out (no POP.RENEW): its node queues it again
+	Tag    string
+	Reply  *resp.Value
 }
 
 // TakeWakes returns and forgets the wakes of the entries applied since the last
@@ -454,6 +470,9 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	deadline = max(deadline, rec.delay)
 	if deadline <= c.Now {
 		if old != nil {
+			if old.live(k.now) {
+				k.noteDeleted(old.key()) // the record was present until now (watch.go)
+			}
 			k.deleteItem(old) // its waiters were granted or dropped above
 		}
 		return

@@ -278,6 +278,13 @@ func (k *Keyspace) export(from, to uint16, c Ctx) *Export {
 			for _, f := range it.coll.fields {
 				x.Fields = append(x.Fields, HashField{Name: f.name, Value: f.val})
 			}
+		case KindZSet:
+			x.Members = exportZSet(it.coll.zset) // zset.go
+		case KindList:
+			it.coll.list.tree.Scan(func(n lnode) bool {
+				x.Elems = append(x.Elems, n.val)
+				return true
+			})
 		case KindLock:
 			rec, _, _ := k.view(it, c.Now)
 			l := &ExportLock{Mode: rec.mode, Limit: rec.limit}
@@ -323,6 +330,7 @@ func (k *Keyspace) export(from, to uint16, c Ctx) *Export {
 // their wait was still on (the node re-queues them where the slot went), as
 // not granted when it had ended.
 func (k *Keyspace) drop(from, to uint16, c Ctx) int {
+	k.dropPops(from, to) // blocked pops queue again where the slots went (bpop.go)
 	doomed := k.itemsIn(from, to)
 	for _, it := range doomed {
 		k.deleteItem(it)
@@ -427,6 +435,20 @@ func (k *Keyspace) applyImport(args [][]byte, wall int64) resp.Value {
 			it := newItem(x.Key, "")
 			it.coll, it.deadline, it.token = &collection{fields: fields}, deadline, x.Token
 			k.putItem(it)
+		case KindZSet:
+			if z, ok := importZSet(x.Members); ok { // DecodeExport checked it
+				it := newItem(x.Key, "")
+				it.coll, it.deadline, it.token = &collection{zset: z}, deadline, x.Token
+				k.putItem(it)
+			}
+		case KindList:
+			elems := make([][]byte, len(x.Elems))
+			for i, e := range x.Elems {
+				elems[i] = clone(e)
+			}
+			it := newItem(x.Key, "")
+			it.coll, it.deadline, it.token = &collection{list: listFrom(elems)}, deadline, x.Token
+			k.putItem(it)
 		case KindLock:
 			rec := lockRec{mode: x.Lock.Mode, limit: x.Lock.Limit, granted: x.Token}
 			if x.Lock.DelayLeft > 0 {
@@ -484,7 +506,11 @@ type ExportItem struct {
 	Value []byte
 	// Fields is a hash's fields in order (KindHash).
 	Fields []HashField
-	Lock   *ExportLock // KindLock
+	// Members is a sorted set's members in order (KindZSet).
+	Members []ZMember
+	// Elems is a list's elements from the head (KindList).
+	Elems [][]byte
+	Lock  *ExportLock // KindLock
 }
 
 // HashField is one field of an exported hash.
@@ -561,6 +587,17 @@ func (ex *Export) Encode() []byte {
 			for _, f := range x.Fields {
 				str(f.Name)
 				str(f.Value)
+			}
+		case KindZSet:
+			b = binary.AppendUvarint(b, uint64(len(x.Members)))
+			for _, m := range x.Members {
+				str(m.Name)
+				b = binary.AppendUvarint(b, scoreBits(m.Score))
+			}
+		case KindList:
+			b = binary.AppendUvarint(b, uint64(len(x.Elems)))
+			for _, e := range x.Elems {
+				str(e)
 			}
 		case KindLock:
 			b = append(b, byte(x.Lock.Mode))
@@ -716,6 +753,22 @@ func DecodeExport(b []byte) (*Export, error) {
 			}
 			for ; nf > 0 && r.err == nil; nf-- {
 				x.Fields = append(x.Fields, HashField{Name: r.bytes("field"), Value: r.bytes("field")})
+			}
+		case KindZSet:
+			nm := r.count("members", 2)
+			for ; nm > 0 && r.err == nil; nm-- {
+				x.Members = append(x.Members, ZMember{Name: r.bytes("member"), Score: scoreOfBits(r.uvarint("score"))})
+			}
+			if _, ok := importZSet(x.Members); r.err == nil && !ok {
+				r.fail("sorted set")
+			}
+		case KindList:
+			ne := r.count("elements", 1)
+			if r.err == nil && ne == 0 {
+				r.fail("empty list")
+			}
+			for ; ne > 0 && r.err == nil; ne-- {
+				x.Elems = append(x.Elems, r.bytes("element"))
 			}
 		case KindLock:
 			l := &ExportLock{Mode: command.LockMode(r.byte("mode"))}

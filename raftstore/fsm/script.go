@@ -31,14 +31,6 @@ const (
 // refused before it enters the log and runs on every replica.
 const DryRunMaxAlloc = 256 << 20
 
-// notInScripts names commands a script may not call (Redis's noscript flag).
-var notInScripts = map[string]bool{
-	"multi": true, "exec": true, "discard": true, "watch": true, "unwatch": true,
-	"subscribe": true, "psubscribe": true, "unsubscribe": true, "punsubscribe": true,
-	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "script": true,
-	"auth": true, "hello": true, "quit": true, "client": true, "wait": true, "acl": true, "monitor": true,
-}
-
 // scriptHost is what redis.call reaches: this keyspace at the entry's position
 // in the log (or the read's point in time for read-only scripts).
 type scriptHost struct {
@@ -92,12 +84,12 @@ func (h *scriptHost) Call(args [][]byte) resp.Value {
 			// The stamping leader's wall clock: the same on every replica.
 			t := time.UnixMilli(h.c.Wall)
 			return resp.Array(resp.BulkString(strconv.FormatInt(t.Unix(), 10)), resp.BulkString(strconv.Itoa(t.Nanosecond()/1000)))
-		case notInScripts[name]:
+		case command.NoScript(args):
 			return resp.Error(lua.ErrNotAllowed)
 		}
 		return resp.Error(lua.ErrUnknownCommand)
 	}
-	if notInScripts[name] {
+	if command.NoScript(args) {
 		return resp.Error(lua.ErrNotAllowed)
 	}
 	if !spec.CheckArity(len(args)) {

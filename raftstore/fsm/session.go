@@ -144,7 +144,11 @@ func (k *Keyspace) applySettings(args [][]byte) resp.Value {
 		return resp.Error("ERR bad settings entry")
 	}
 	s.Features |= k.settings.Features
+	turnsOn := s.Features &^ k.settings.Features
 	k.settings = s
+	if turnsOn&command.FeatureWatchDeletes != 0 {
+		k.startTombstones() // watch.go
+	}
 	return resp.OK
 }
 

@@ -29,6 +29,8 @@ type Snapshot struct {
 	gone     slotRanges
 	shardMap []byte
 	settings command.Settings
+	tombs    *tombstones               // a copy (watch.go); nil while not kept
+	pops     *btree.BTreeG[*popWaiter] // the blocked pops, a copy (bpop.go); nil: none
 }
 
 // Snapshot captures the current state. Call it from the apply goroutine.
@@ -41,18 +43,21 @@ func (k *Keyspace) Snapshot() *Snapshot {
 		sessions = append(sessions, sessionCopy{id: si.ID, ttl: s.ttl, name: s.name, owner: s.owner, locks: append([]string(nil), s.locks...)})
 	}
 	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions, nss: k.namespaces, acl: k.acl,
-		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap, settings: k.settings}
+		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap, settings: k.settings, tombs: k.tombs.clone(),
+		pops: k.popsCopy()}
 }
 
 // snapVersion 2 added waiters, lock-delay and grant index to lock records, the
 // wake time to items and the namespaces; 3 appended the ACL users after the
 // namespaces; 4 appended the token base, the frozen and the gone slot ranges
 // and the shard map (migrate.go); 5 appended the settings (KindSettings) and
-// the sessions' owners. Restore still reads versions 1 to 4. WriteTo writes
-// version 4 while the settings are unset and no session has an owner, so that
-// a node of the version before owners can install the snapshots of a group
-// that it is still a member of.
-const snapVersion = 5
+// the sessions' owners; 6 appended the tombstones (watch.go) and may hold
+// sorted sets and lists. Restore still reads versions 1 to 5. WriteTo writes
+// version 4 while the settings are unset and no session has an owner, and 5
+// until the settings turn FeatureWatchDeletes or FeatureCollections on, so
+// that a node of an earlier version can install the snapshots of a group
+// that it is still a member of (those features wait for every member).
+const snapVersion = 6
 
 // ErrBadSnapshot is returned by Restore for a stream that is not a snapshot.
 var ErrBadSnapshot = errors.New("fsm: bad snapshot")
@@ -68,6 +73,9 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	if owned > 0 || s.settings != (command.Settings{}) {
+		version = 5
+	}
+	if s.settings.Features&(command.FeatureWatchDeletes|command.FeatureCollections) != 0 || s.pops != nil {
 		version = snapVersion
 	}
 	var hdr []byte
@@ -131,6 +139,10 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 				buf = binary.AppendUvarint(buf, uint64(len(f.val)))
 				buf = append(buf, f.val...)
 			}
+		case KindZSet:
+			buf = appendZSet(buf, it.coll.zset) // zset.go
+		case KindList:
+			buf = appendList(buf, it.coll.list) // list.go
 		default:
 			buf = binary.AppendUvarint(buf, uint64(len(it.val())))
 			buf = append(buf, it.val()...)
@@ -212,6 +224,10 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 				buf = append(buf, ss.owner...)
 			}
 		}
+	}
+	if version >= 6 {
+		buf = writeTombstones(buf, s.tombs) // watch.go
+		buf = appendPops(buf, s.pops)       // bpop.go
 	}
 	n, err = bw.Write(buf)
 	total += int64(n)
@@ -431,6 +447,14 @@ func (k *Keyspace) Restore(r io.Reader) error {
 			return fmt.Errorf("%w: owners: %v", ErrBadSnapshot, err)
 		}
 	}
+	if version >= 6 {
+		if err := readTombstones(br, fresh); err != nil {
+			return fmt.Errorf("%w: tombstones: %v", ErrBadSnapshot, err)
+		}
+		if err := readPops(br, fresh); err != nil {
+			return fmt.Errorf("%w: blocked pops: %v", ErrBadSnapshot, err)
+		}
+	}
 	fresh.now, fresh.index = now, index
 	*k = *fresh
 	return nil
@@ -481,6 +505,20 @@ func readItem(br *bufio.Reader, version byte) (*item, error) {
 		}
 		it = newItem(key, "")
 		it.coll = &collection{fields: fields}
+	case KindZSet:
+		z, err := readZSet(br) // zset.go
+		if err != nil {
+			return nil, err
+		}
+		it = newItem(key, "")
+		it.coll = &collection{zset: z}
+	case KindList:
+		l, err := readList(br) // list.go
+		if err != nil {
+			return nil, err
+		}
+		it = newItem(key, "")
+		it.coll = &collection{list: l}
 	default:
 		return nil, fmt.Errorf("unknown kind %d", kind)
 	}
