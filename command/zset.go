@@ -2,10 +2,10 @@ package command
 
 import (
 	"bytes"
-	"errors"
 	"math"
-	"strconv"
 	"strings"
+
+	"github.com/lockd/lockd/internal/cnum"
 )
 
 // Sorted sets: the rows, Ops and parsers of Redis 7.0's ZADD … ZSCAN. Every
@@ -425,10 +425,10 @@ func ParseZScanOpts(opts [][]byte) (match []byte, count int64, err error) {
 // overflow to ±inf nor underflow to 0, not NaN. "inf", "+inf", "-inf" and
 // hexadecimal forms are accepted.
 func ParseFloat(b []byte) (float64, bool) {
-	if len(b) == 0 || isCSpace(b[0]) {
+	if len(b) == 0 || cnum.IsSpace(b[0]) {
 		return 0, false
 	}
-	f, n, rangeErr := strtod(b)
+	f, n, rangeErr := cnum.Strtod(b)
 	if n != len(b) || rangeErr || math.IsNaN(f) {
 		return 0, false
 	}
@@ -447,7 +447,7 @@ func parseScoreBound(b []byte) (ScoreBound, bool) {
 	if len(b) > 0 && b[0] == '(' {
 		sb.Ex, b = true, b[1:]
 	}
-	f, n, _ := strtod(b)
+	f, n, _ := cnum.Strtod(b)
 	if n != len(b) || math.IsNaN(f) {
 		return sb, false
 	}
@@ -476,102 +476,4 @@ func parseLexBound(b []byte) (LexBound, bool) {
 		return LexBound{V: b[1:]}, true
 	}
 	return LexBound{}, false
-}
-
-func isCSpace(c byte) bool { return c == ' ' || (c >= '\t' && c <= '\r') }
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-func isHexDigit(c byte) bool {
-	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-// strtod parses the longest prefix of b that glibc's strtod accepts (leading
-// spaces, a sign, decimal or hexadecimal digits with an exponent, "inf",
-// "infinity", "nan", "nan(chars)") and returns its value, its length (0 when
-// nothing was parsed) and whether strtod would set ERANGE for it: overflow
-// to ±inf or underflow to 0 (a subnormal result is not reported: no caller
-// refuses one).
-func strtod(b []byte) (f float64, n int, rangeErr bool) {
-	i := 0
-	for i < len(b) && isCSpace(b[i]) {
-		i++
-	}
-	neg := false
-	if i < len(b) && (b[i] == '+' || b[i] == '-') {
-		neg, i = b[i] == '-', i+1
-	}
-	sign := func(f float64) float64 {
-		if neg {
-			return -f
-		}
-		return f
-	}
-	rest := strings.ToLower(string(b[i:min(len(b), i+8)]))
-	switch {
-	case strings.HasPrefix(rest, "infinity"):
-		return sign(math.Inf(1)), i + 8, false
-	case strings.HasPrefix(rest, "inf"):
-		return sign(math.Inf(1)), i + 3, false
-	case strings.HasPrefix(rest, "nan"):
-		n := i + 3
-		if n < len(b) && b[n] == '(' {
-			j := n + 1
-			for j < len(b) && (isHexDigit(b[j]) || b[j] == '_' || (b[j]|0x20 >= 'a' && b[j]|0x20 <= 'z')) {
-				j++
-			}
-			if j < len(b) && b[j] == ')' {
-				n = j + 1
-			}
-		}
-		return math.NaN(), n, false
-	}
-	hex := len(rest) >= 3 && rest[0] == '0' && rest[1] == 'x' &&
-		(isHexDigit(rest[2]) || (rest[2] == '.' && len(rest) > 3 && isHexDigit(rest[3])))
-	digit, expCh := isDigit, byte('e')
-	start := i
-	if hex {
-		digit, expCh = isHexDigit, 'p'
-		i += 2
-	}
-	nonzero, digits := false, 0
-	for i < len(b) && digit(b[i]) {
-		nonzero = nonzero || b[i] != '0'
-		i++
-		digits++
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		for i < len(b) && digit(b[i]) {
-			nonzero = nonzero || b[i] != '0'
-			i++
-			digits++
-		}
-	}
-	if digits == 0 {
-		return 0, 0, false
-	}
-	mantEnd := i
-	if i < len(b) && (b[i]|0x20) == expCh {
-		j := i + 1
-		if j < len(b) && (b[j] == '+' || b[j] == '-') {
-			j++
-		}
-		if j < len(b) && isDigit(b[j]) {
-			for j < len(b) && isDigit(b[j]) {
-				j++
-			}
-			i = j
-		}
-	}
-	text := string(b[start:i])
-	if hex && mantEnd == i {
-		text += "p0" // Go wants the binary exponent that C lets one leave out
-	}
-	f, err := strconv.ParseFloat(text, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return 0, 0, false // not reached: the prefix is well formed
-	}
-	rangeErr = math.IsInf(f, 0) || (f == 0 && nonzero)
-	return sign(f), i, rangeErr
 }

@@ -3,6 +3,7 @@ package lua
 import (
 	"math"
 
+	"github.com/lockd/lockd/internal/cnum"
 	glua "github.com/yuin/gopher-lua"
 )
 
@@ -124,7 +125,7 @@ func luaTonumber(L *glua.LState) int {
 		}
 		n, end, _ := strtoul(s1, int(base))
 		if end > 0 {
-			for end < len(s1) && isSpace(s1[end]) {
+			for end < len(s1) && cnum.IsSpace(s1[end]) {
 				end++
 			}
 			if end == len(s1) {

@@ -3,6 +3,7 @@ package lua
 import (
 	"strings"
 
+	"github.com/lockd/lockd/internal/cnum"
 	glua "github.com/yuin/gopher-lua"
 )
 
@@ -108,7 +109,7 @@ func matchClass(c, cl byte) bool {
 	case 'p':
 		res = isPunct(c)
 	case 's':
-		res = isSpace(c)
+		res = cnum.IsSpace(c)
 	case 'u':
 		res = c >= 'A' && c <= 'Z'
 	case 'w':

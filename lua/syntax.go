@@ -2,6 +2,8 @@ package lua
 
 import (
 	"fmt"
+
+	"github.com/lockd/lockd/internal/cnum"
 )
 
 // checkSyntax parses a chunk as Lua 5.1 does (llex.c, lparser.c) and
@@ -163,7 +165,7 @@ func (l *lexer) txtToken(token int) string {
 func lisdigit(c int) bool { return c >= '0' && c <= '9' }
 func lisalpha(c int) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 func lisalnum(c int) bool { return lisalpha(c) || lisdigit(c) }
-func lisspace(c int) bool { return c >= 0 && isSpace(byte(c)) }
+func lisspace(c int) bool { return c >= 0 && cnum.IsSpace(byte(c)) }
 
 func (l *lexer) checkNext(set string) bool {
 	for i := 0; i < len(set); i++ {
