@@ -481,18 +481,19 @@ func (k *Keyspace) lookup(key []byte, now int64) *item {
 // remove deletes it from both indexes.
 // Waiters of a removed lock are told they will not be granted.
 func (k *Keyspace) remove(it *item) {
-	if it.live(k.now) {
-		k.noteDeleted(it.key()) // a present key deleted (watch.go)
-	}
 	k.deleteItem(it)
 	k.dropWaiters(it)
 }
 
-// deleteItem deletes it from every index, telling nobody.
+// deleteItem deletes it from every index, telling no waiter. A key present
+// until now leaves a tombstone (watch.go).
 func (k *Keyspace) deleteItem(it *item) {
 	k.items.Delete(it)
 	k.unindexItem(it)
 	k.touch(it.key()) // events.go
+	if it.live(k.now) {
+		k.noteDeleted(it.key())
+	}
 }
 
 // waits reports whether it is a lock record with waiters: one that has a wake

@@ -470,9 +470,6 @@ func (k *Keyspace) storeLock(name []byte, old *item, rec lockRec, dropped []uint
 	deadline = max(deadline, rec.delay)
 	if deadline <= c.Now {
 		if old != nil {
-			if old.live(k.now) {
-				k.noteDeleted(old.key()) // the record was present until now (watch.go)
-			}
 			k.deleteItem(old) // its waiters were granted or dropped above
 		}
 		return

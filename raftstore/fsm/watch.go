@@ -17,7 +17,8 @@ import (
 // created and deleted again in between, as Redis's does (Redis touches a
 // watched key on every write, whatever the key's state after it): so, once
 // the group's settings turn command.FeatureWatchDeletes on, the group keeps
-// tombstones — for each key a command deleted, the logical index of the
+// tombstones — for each present key an entry deleted (deleteItem: a command,
+// a lock's end, a slot handed to another group), the logical index of the
 // deleting entry — and an absent key's version is absentVersion | that index,
 // or absentVersion | the floor when no tombstone is kept for it.
 //

@@ -127,23 +127,11 @@ func (z *zset) interval(iv command.ZInterval) (lo, hi int) {
 // rankInterval is a rank range [start, stop] sanitised as Redis does, as
 // ranks [lo, hi); empty when lo == hi.
 func rankInterval(start, stop int64, n int) (lo, hi int) {
-	l := int64(n)
-	if start < 0 {
-		start += l
-	}
-	if stop < 0 {
-		stop += l
-	}
-	if start < 0 {
-		start = 0
-	}
-	if start > stop || start >= l {
+	s, e, ok := rangeOf(start, stop, int64(n)) // list.go: Redis sanitises both alike
+	if !ok {
 		return 0, 0
 	}
-	if stop >= l {
-		stop = l - 1
-	}
-	return int(start), int(stop) + 1
+	return int(s), int(e) + 1
 }
 
 func gteMin(v float64, b command.ScoreBound) bool {
