@@ -153,6 +153,26 @@ func (LMove) isOp()       {}
 func (LMPop) isOp()       {}
 func (BlockingPop) isOp() {}
 
+// ListOp is a list command on one key: the FSM looks the key up once and
+// dispatches it on what it finds. The commands on several keys (LMOVE,
+// LMPOP, the blocking pops, POP.CANCEL, POP.RENEW) are not ListOps.
+type ListOp interface {
+	Op
+	ListKey() []byte
+}
+
+// ListKey implements ListOp.
+func (o ListPush) ListKey() []byte { return o.Key }
+func (o ListPop) ListKey() []byte  { return o.Key }
+func (o LLen) ListKey() []byte     { return o.Key }
+func (o LRange) ListKey() []byte   { return o.Key }
+func (o LIndex) ListKey() []byte   { return o.Key }
+func (o LSet) ListKey() []byte     { return o.Key }
+func (o LRem) ListKey() []byte     { return o.Key }
+func (o LTrim) ListKey() []byte    { return o.Key }
+func (o LPos) ListKey() []byte     { return o.Key }
+func (o LInsert) ListKey() []byte  { return o.Key }
+
 // NullReply reports whether the pop answers a plain null when it finds
 // nothing (BLMOVE and BRPOPLPUSH in a transaction or script); the others
 // answer a null array.
@@ -175,7 +195,6 @@ func (o BlockingPop) WithTimeout(args [][]byte, ms int64) [][]byte {
 const (
 	errTimeoutFloat = Error("ERR timeout is not a float or out of range")
 	errTimeoutNeg   = Error("ERR timeout is negative")
-	errPositive     = Error("ERR value is out of range, must be positive")
 )
 
 var listRows = []*Spec{
@@ -318,7 +337,7 @@ func parseListPop(name string, a [][]byte) (Op, error) {
 	case 3:
 		n, ok := ParseInt(a[2])
 		if !ok || n < 0 {
-			return nil, errPositive
+			return nil, ErrNotPositive
 		}
 		op.Count, op.HasCount = n, true
 	default:

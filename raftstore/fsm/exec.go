@@ -90,7 +90,7 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 	case command.ZCard, command.ZScore, command.ZMScore, command.ZRank, command.ZRange, command.ZCount, command.ZScan:
 		return k.zsetRead(op.(command.ZSetOp), c) // zset.go
 	case command.LLen, command.LRange, command.LIndex, command.LPos:
-		return k.listRead(op, c) // list.go
+		return k.listRead(op.(command.ListOp), c) // list.go
 	case command.ScriptExists:
 		out := make([]resp.Value, len(op.SHAs))
 		for i, sha := range op.SHAs {
@@ -222,9 +222,10 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.hashWrite(op.(command.HashOp), c)
 	case command.ZAdd, command.ZRem, command.ZRemRange, command.ZPop:
 		return k.zsetWrite(op.(command.ZSetOp), c) // zset.go
-	case command.ListPush, command.ListPop, command.LSet, command.LRem, command.LTrim, command.LInsert,
-		command.LMove, command.LMPop, command.BlockingPop, command.PopCancel, command.PopRenew:
-		return k.listWrite(op, c) // list.go, bpop.go
+	case command.ListPush, command.ListPop, command.LSet, command.LRem, command.LTrim, command.LInsert:
+		return k.listWrite(op.(command.ListOp), c) // list.go
+	case command.LMove, command.LMPop, command.BlockingPop, command.PopCancel, command.PopRenew:
+		return k.popWrite(op, c) // list.go, bpop.go
 	case command.FlushAll:
 		k.noteFlush() // watch.go
 		k.items.Scan(func(it *item) bool {

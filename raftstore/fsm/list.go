@@ -237,45 +237,39 @@ func editList(it *item) *list {
 	return it.coll.list.clone()
 }
 
-// listRead answers LLEN, LRANGE, LINDEX and LPOS.
-func (k *Keyspace) listRead(op command.Op, c Ctx) resp.Value {
+// listRead answers LLEN, LRANGE, LINDEX and LPOS on the list at the op's key.
+func (k *Keyspace) listRead(op command.ListOp, c Ctx) resp.Value {
+	it, errv := k.listOf(op.ListKey(), c.Now)
+	if errv != nil {
+		return *errv
+	}
+	var l *list // nil when the key is absent
+	if it != nil {
+		l = it.coll.list
+	}
 	switch op := op.(type) {
 	case command.LLen:
-		it, errv := k.listOf(op.Key, c.Now)
-		if errv != nil {
-			return *errv
-		}
-		if it == nil {
+		if l == nil {
 			return resp.Zero
 		}
-		return resp.Int(it.coll.list.len())
+		return resp.Int(l.len())
 	case command.LRange:
-		it, errv := k.listOf(op.Key, c.Now)
-		if errv != nil {
-			return *errv
-		}
-		if it == nil {
+		if l == nil {
 			return resp.Array()
 		}
-		l := it.coll.list
 		s, e, ok := rangeOf(op.Start, op.Stop, l.len())
 		if !ok {
 			return resp.Array()
 		}
 		return resp.Array(l.elems(s, e, false)...)
 	case command.LIndex:
-		it, errv := k.listOf(op.Key, c.Now)
-		if errv != nil {
-			return *errv
-		}
-		if it == nil {
+		if l == nil {
 			return resp.Nil
 		}
 		i, ok := command.ParseInt(op.Index)
 		if !ok {
 			return command.ErrNotInt.Reply()
 		}
-		l := it.coll.list
 		if i < 0 {
 			i += l.len()
 		}
@@ -284,24 +278,20 @@ func (k *Keyspace) listRead(op command.Op, c Ctx) resp.Value {
 		}
 		return resp.Bulk(l.at(i).val)
 	case command.LPos:
-		return k.lpos(op, c)
+		return lpos(l, op)
 	}
 	return resp.Error("ERR internal: not a list read")
 }
 
-// LPOS key element [RANK r] [COUNT n] [MAXLEN m]
-func (k *Keyspace) lpos(op command.LPos, c Ctx) resp.Value {
-	it, errv := k.listOf(op.Key, c.Now)
-	if errv != nil {
-		return *errv
-	}
-	if it == nil {
+// LPOS key element [RANK r] [COUNT n] [MAXLEN m] on l (nil when the key is
+// absent).
+func lpos(l *list, op command.LPos) resp.Value {
+	if l == nil {
 		if op.Count != -1 {
 			return resp.Array()
 		}
 		return resp.Nil
 	}
-	l := it.coll.list
 	n := l.len()
 	rank, back, from := op.Rank, false, int64(0)
 	if rank < 0 {
@@ -337,18 +327,19 @@ func (k *Keyspace) lpos(op command.LPos, c Ctx) resp.Value {
 	return resp.Int(found)
 }
 
-// listWrite applies the list writes: pushes, pops, LSET, LREM, LTRIM,
-// LINSERT, LMOVE, LMPOP, the blocking pops and POP.CANCEL.
-func (k *Keyspace) listWrite(op command.Op, c Ctx) resp.Value {
+// listWrite applies the list writes on one key: pushes, pops, LSET, LREM,
+// LTRIM and LINSERT. A changed list is a clone (storeList).
+func (k *Keyspace) listWrite(op command.ListOp, c Ctx) resp.Value {
 	if v, off := k.collectionsOff(); off {
 		return v // watch.go
 	}
+	key := op.ListKey()
+	it, errv := k.listOf(key, c.Now)
+	if errv != nil {
+		return *errv
+	}
 	switch op := op.(type) {
 	case command.ListPush:
-		it, errv := k.listOf(op.Key, c.Now)
-		if errv != nil {
-			return *errv
-		}
 		if it == nil && op.X {
 			return resp.Zero
 		}
@@ -356,13 +347,9 @@ func (k *Keyspace) listWrite(op command.Op, c Ctx) resp.Value {
 		for _, e := range op.Elems {
 			l.push(clone(e), op.Left)
 		}
-		k.storeList(op.Key, it, l, c)
+		k.storeList(key, it, l, c)
 		return resp.Int(l.len())
 	case command.ListPop:
-		it, errv := k.listOf(op.Key, c.Now)
-		if errv != nil {
-			return *errv
-		}
 		if it == nil {
 			if op.HasCount {
 				return resp.NilArray
@@ -375,19 +362,15 @@ func (k *Keyspace) listWrite(op command.Op, c Ctx) resp.Value {
 		l := it.coll.list.clone()
 		if !op.HasCount {
 			v := l.pop(op.Left)
-			k.storeList(op.Key, it, l, c)
+			k.storeList(key, it, l, c)
 			return resp.Bulk(v)
 		}
 		out := popN(l, op.Left, op.Count)
-		k.storeList(op.Key, it, l, c)
+		k.storeList(key, it, l, c)
 		return resp.Array(out...)
 	case command.LSet:
-		it, errv := k.listOf(op.Key, c.Now)
-		if errv != nil {
-			return *errv
-		}
 		if it == nil {
-			return resp.Error("ERR no such key")
+			return resp.Error("ERR no such key") // before the index, as in Redis
 		}
 		i, ok := command.ParseInt(op.Index)
 		if !ok {
@@ -402,13 +385,9 @@ func (k *Keyspace) listWrite(op command.Op, c Ctx) resp.Value {
 		}
 		n := l.at(i)
 		l.tree.Set(lnode{pos: n.pos, val: clone(op.Elem)})
-		k.storeList(op.Key, it, l, c)
+		k.storeList(key, it, l, c)
 		return resp.OK
 	case command.LRem:
-		it, errv := k.listOf(op.Key, c.Now)
-		if errv != nil {
-			return *errv
-		}
 		if it == nil {
 			return resp.Zero
 		}
@@ -432,13 +411,9 @@ func (k *Keyspace) listWrite(op command.Op, c Ctx) resp.Value {
 		for _, n := range doomed {
 			l.tree.Delete(n)
 		}
-		k.storeList(op.Key, it, l, c)
+		k.storeList(key, it, l, c)
 		return resp.Int(int64(len(doomed)))
 	case command.LTrim:
-		it, errv := k.listOf(op.Key, c.Now)
-		if errv != nil {
-			return *errv
-		}
 		if it == nil {
 			return resp.OK
 		}
@@ -446,7 +421,7 @@ func (k *Keyspace) listWrite(op command.Op, c Ctx) resp.Value {
 		n := src.len()
 		s, e, ok := rangeOf(op.Start, op.Stop, n)
 		if !ok {
-			k.storeList(op.Key, it, newList(), c)
+			k.storeList(key, it, newList(), c)
 			return resp.OK
 		}
 		var l *list
@@ -465,13 +440,9 @@ func (k *Keyspace) listWrite(op command.Op, c Ctx) resp.Value {
 				l.tree.PopMax()
 			}
 		}
-		k.storeList(op.Key, it, l, c)
+		k.storeList(key, it, l, c)
 		return resp.OK
 	case command.LInsert:
-		it, errv := k.listOf(op.Key, c.Now)
-		if errv != nil {
-			return *errv
-		}
 		if it == nil {
 			return resp.Zero
 		}
@@ -492,8 +463,20 @@ func (k *Keyspace) listWrite(op command.Op, c Ctx) resp.Value {
 		}
 		l := src.clone()
 		l.insertAt(at, clone(op.Elem))
-		k.storeList(op.Key, it, l, c)
+		k.storeList(key, it, l, c)
 		return resp.Int(l.len())
+	}
+	return resp.Error("ERR internal: not a list write")
+}
+
+// popWrite applies the pops that reach past one key: LMOVE and RPOPLPUSH,
+// LMPOP, the blocking pops (of lists and sorted sets, bpop.go), POP.CANCEL
+// and POP.RENEW.
+func (k *Keyspace) popWrite(op command.Op, c Ctx) resp.Value {
+	if v, off := k.collectionsOff(); off {
+		return v // watch.go
+	}
+	switch op := op.(type) {
 	case command.LMove:
 		src, errv := k.listOf(op.Src, c.Now)
 		if errv != nil {
@@ -525,7 +508,7 @@ func (k *Keyspace) listWrite(op command.Op, c Ctx) resp.Value {
 	case command.PopRenew:
 		return k.popRenew(op, c)
 	}
-	return resp.Error("ERR internal: not a list write")
+	return resp.Error("ERR internal: not a pop")
 }
 
 // popN pops up to n elements from one end of l, in popping order.
