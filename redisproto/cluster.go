@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
@@ -16,13 +15,17 @@ import (
 // ASKING: the view a cluster-aware client (go-redis ClusterClient, redis-py
 // RedisCluster, redis-cli -c) needs, shown only where there is a cluster.
 //
-// The face: a node whose store is a ClusterViewer whose View knows several
-// nodes (the voters of its Raft groups) looks like a Redis Cluster node
-// (clustered): HELLO says mode cluster, INFO redis_mode:cluster and
-// cluster_enabled:1, and these commands answer from the View, fetched afresh
-// for each command. Any other node (one member, or a store without a View)
-// looks like a standalone Redis 7.0.15: every one of these commands, given a
-// valid arity, answers "-ERR This instance has cluster support disabled", as
+// The face: a node whose store is a ClusterViewer that counts more than one
+// voter (raftstore.Node's Voters: its own copy of the Raft configuration, no
+// network, never blocks) looks like a Redis Cluster node (clusterFace): HELLO
+// says mode cluster, INFO redis_mode:cluster and cluster_enabled:1, and these
+// commands answer from the View, fetched afresh for each command (only then:
+// a View may wait up to a second for a voter's address). A ClusterViewer
+// that counts no voters (the fake stores of this package's tests) is
+// clustered while a View fetched now knows several nodes. Any other node
+// (one member, or a store without a View) looks like a standalone Redis
+// 7.0.15: every one of these commands, given a valid arity, answers
+// "-ERR This instance has cluster support disabled", as
 // redis-server without cluster-enabled does, so that clients that probe
 // CLUSTER SLOTS (or INFO's cluster_enabled) choose a plain client. The face
 // follows the Raft configuration, not a flag: it changes when the first
@@ -70,11 +73,11 @@ const errClusterDisabled = "ERR This instance has cluster support disabled"
 // changes nothing.
 func clusterOnly(run func(*conn, [][]byte, *shard.View) resp.Value) func(*conn, [][]byte) resp.Value {
 	return func(c *conn, a [][]byte) resp.Value {
-		v, ok := c.srv.clusterFace(0)
+		cv, ok := c.srv.clusterFace()
 		if !ok {
 			return resp.Error(errClusterDisabled)
 		}
-		return run(c, a, v)
+		return run(c, a, c.srv.clusterView(cv, 0))
 	}
 }
 
@@ -86,32 +89,23 @@ func aware(run func(*conn, [][]byte, *shard.View) resp.Value) func(*conn, [][]by
 	}
 }
 
-// clusterFace returns a View at most maxAge old (0: fetched now) and true
-// when this node shows the Redis Cluster face: its store is a ClusterViewer
-// and the View knows more than one node. Safe for concurrent use.
-func (s *Server) clusterFace(maxAge time.Duration) (*shard.View, bool) {
+// clusterFace is the one rule for the face (see above), for every caller: it
+// returns the store as a ClusterViewer and true when this node shows the
+// Redis Cluster face now. Safe for concurrent use.
+func (s *Server) clusterFace() (ClusterViewer, bool) {
 	cv, ok := s.clusterViewer()
 	if !ok {
 		return nil, false
 	}
-	v := s.clusterView(cv, maxAge)
-	return v, len(v.Nodes) > 1
+	return cv, cv.Voters() > 1 // never blocks, unlike a View's refresh
 }
 
-// clustered reports whether this node shows the Redis Cluster face now, on a
-// View up to viewMaxAge old (HELLO's mode, INFO's redis_mode and
-// cluster_enabled).
+// clustered reports whether this node shows the Redis Cluster face now
+// (HELLO's mode, INFO's redis_mode and cluster_enabled).
 func (s *Server) clustered() bool {
-	if vc, ok := s.store.(voterCounter); ok {
-		return vc.Voters() > 1 // never blocks, unlike a View's refresh
-	}
-	_, ok := s.clusterFace(viewMaxAge)
+	_, ok := s.clusterFace()
 	return ok
 }
-
-// voterCounter is a store that counts its cluster's voters without the
-// network (raftstore.Node).
-type voterCounter interface{ Voters() int }
 
 // mode is HELLO's mode and INFO's redis_mode: "cluster" or "standalone".
 func (s *Server) mode() string {

@@ -85,6 +85,9 @@ func (s *viewStore) ClusterView() shard.View {
 	return s.cl.view(s.self)
 }
 
+// Voters counts the nodes of the View, without counting a View call.
+func (s *viewStore) Voters() int { return len(s.cl.view(s.self).Nodes) }
+
 func (s *viewStore) Replicas() int         { return 1 }
 func (s *viewStore) Stats() [][2]string    { return [][2]string{{"raft_term", "7"}} }
 func (s *viewStore) KeyspaceInfo() string  { return "" }

@@ -11,12 +11,15 @@ import (
 )
 
 // ClusterViewer is implemented by a Store that knows its Raft groups, their
-// members and leaders (raftstore's Node). With it, on a node whose View knows
-// several nodes, CLUSTER SLOTS, SHARDS, NODES, INFO and MYID are built from
-// the View and cluster-aware connections are answered -MOVED for keys whose
-// group another node leads; without it, or with a View of one node, the door
+// members and leaders (raftstore's Node). With it, on a node whose cluster
+// has several voters, CLUSTER SLOTS, SHARDS, NODES, INFO and MYID are built
+// from the View and cluster-aware connections are answered -MOVED for keys
+// whose group another node leads; without it, or with one voter, the door
 // shows a standalone Redis's face (cluster.go) and never redirects.
 type ClusterViewer interface {
+	// Voters returns how many voters the cluster has, from local state: it
+	// never blocks (HELLO and INFO ask it on every call).
+	Voters() int
 	// ClusterView returns this node's current picture of the cluster. It is
 	// called from connection goroutines, concurrently, and must not block on
 	// the network (a View read from local state, possibly a little stale).

@@ -35,7 +35,7 @@ func newBroker() *broker {
 // that match it, and returns how many deliveries it made. It never blocks on a
 // client: messages are queued on each connection.
 func (s *Server) Publish(channel, message []byte) int {
-	if len(channel) > 0 && channel[0] == 0 && string(channel) == trackingChannel {
+	if string(channel) == command.TrackingChannel {
 		if t := s.tracking.Load(); t != nil {
 			t.invalidate(message) // keys an applied command changed (tracking.go)
 		}
@@ -265,10 +265,13 @@ func (c *conn) dropSubscriptions() {
 
 // WantsEvents reports whether publishing on channel can reach anyone on this
 // node: the state machine builds lock events (lockd:events…) and keyspace
-// notifications (__keyevent@…, __keyspace@…) only then. Cheap: recomputed
-// only after subscriptions change. Safe for concurrent use.
+// notifications (__keyevent@…, __keyspace@…) only then, and the keys a
+// command changed (command.TrackingChannel) only while some connection here
+// tracks keys. Cheap: recomputed only after subscriptions change; for the
+// tracking channel, which the state machine asks about on every write, two
+// atomic loads. Safe for concurrent use.
 func (s *Server) WantsEvents(channel string) bool {
-	if channel == trackingChannel {
+	if channel == command.TrackingChannel {
 		t := s.tracking.Load()
 		return t != nil && t.active.Load()
 	}

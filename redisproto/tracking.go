@@ -2,7 +2,6 @@ package redisproto
 
 import (
 	"bytes"
-	"encoding/binary"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,9 +19,10 @@ import (
 // in BCAST mode it subscribes to key prefixes instead. When this node
 // applies a log entry — any node's write, a lock grant or release, an
 // expiry, FLUSHALL — the state machine names the keys it changed on its
-// tracking channel (trackingChannel; built only while some client here
-// tracks: WantsEvents), and the publish hook (Publish) hands them to invalidate, which sends each
-// connection that may hold one of them an invalidation: a RESP3 push
+// tracking channel (command.TrackingChannel; built only while some client
+// here tracks: WantsEvents), and the publish hook (Publish) hands them to
+// invalidate, which sends each connection that may hold one of them an
+// invalidation: a RESP3 push
 // `>2 invalidate [keys]` on its own connection, or, with REDIRECT, the same
 // push or (to a RESP2 connection in pub/sub mode) a `message` on
 // `__redis__:invalidate` to the connection it redirects to. FLUSHALL sends
@@ -73,29 +73,6 @@ import (
 // after the reply): at worst an invalidation more, never one less for
 // another client's write, which is counted apart (one per write request).
 
-// trackingChannel is raftstore/fsm's TrackingChannel (this package imports no
-// Raft; TestTrackingChannelMatchesFSM keeps them equal): what Publish takes
-// for this table. Each message is the keys an applied command changed, each
-// a uvarint length and the key; an empty one, every key (FLUSHALL). A
-// client's PUBLISH to this name (which starts with a NUL byte) reaches no
-// subscriber and at worst invalidates keys for nothing: never one less.
-const trackingChannel = "\x00lockd:tracking"
-
-// trackedKeys decodes a trackingChannel message (fsm.TrackedKeys): the keys,
-// aliasing msg, and false for a malformed message.
-func trackedKeys(msg []byte) ([][]byte, bool) {
-	var keys [][]byte
-	for len(msg) > 0 {
-		n, w := binary.Uvarint(msg)
-		if w <= 0 || n > uint64(len(msg)-w) {
-			return nil, false
-		}
-		keys = append(keys, msg[w:w+int(n)])
-		msg = msg[w+int(n):]
-	}
-	return keys, true
-}
-
 // defaultTrackingMaxKeys is Redis's tracking-table-max-keys default.
 const defaultTrackingMaxKeys = 1000000
 
@@ -105,15 +82,16 @@ const defaultTrackingMaxKeys = 1000000
 const maxDeferred = 1024
 
 // tracker is the node's tracking table. Its mutex also guards every
-// connection's trackState; a connection's goroutine (the only one that
-// changes its own state, under mu) reads its own state without it.
+// connection's trackState. A connection's goroutine reads without it the
+// fields that only it changes (under mu): on, the modes, caching, prefixes
+// and held; the apply goroutine changes broken, deferred and own, always
+// under mu.
 type tracker struct {
 	mu       sync.Mutex
 	active   atomic.Bool // some connection tracks: the state machine builds key events
 	maxKeys  atomic.Int64
 	clients  map[*conn]struct{}            // connections with tracking on
 	keys     map[string]map[*conn]struct{} // key → connections that may cache it
-	items    int                           // entries across keys
 	prefixes map[string]map[*conn]struct{} // BCAST prefix → its connections
 }
 
@@ -363,33 +341,19 @@ func cmdClientTrackingInfo(c *conn, _ [][]byte) resp.Value {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := &c.trk
-	flag := func(s string) resp.Value { return resp.BulkString(s) }
 	var flags []resp.Value
-	if st.on {
-		flags = append(flags, flag("on"))
-	} else {
-		flags = append(flags, flag("off"))
-	}
-	if st.bcast {
-		flags = append(flags, flag("bcast"))
-	}
-	if st.optin {
-		flags = append(flags, flag("optin"))
-		if st.caching {
-			flags = append(flags, flag("caching-yes"))
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{ // in Redis's order
+		{st.on, "on"}, {!st.on, "off"}, {st.bcast, "bcast"},
+		{st.optin, "optin"}, {st.optin && st.caching, "caching-yes"},
+		{st.optout, "optout"}, {st.optout && st.caching, "caching-no"},
+		{st.noloop, "noloop"}, {st.broken, "broken_redirect"},
+	} {
+		if f.set {
+			flags = append(flags, resp.BulkString(f.name))
 		}
-	}
-	if st.optout {
-		flags = append(flags, flag("optout"))
-		if st.caching {
-			flags = append(flags, flag("caching-no"))
-		}
-	}
-	if st.noloop {
-		flags = append(flags, flag("noloop"))
-	}
-	if st.broken {
-		flags = append(flags, flag("broken_redirect"))
 	}
 	redir := int64(-1)
 	if st.on {
@@ -506,10 +470,7 @@ func (t *tracker) remember(c *conn, keys [][]byte) {
 			conns = map[*conn]struct{}{}
 			t.keys[string(k)] = conns
 		}
-		if _, ok := conns[c]; !ok {
-			conns[c] = struct{}{}
-			t.items++
-		}
+		conns[c] = struct{}{}
 	}
 	limit := int(t.maxKeys.Load())
 	if limit <= 0 || len(t.keys) <= limit {
@@ -602,10 +563,10 @@ func (c *conn) trackRelease() {
 	}
 }
 
-// invalidate takes one trackingChannel message: the keys an applied
+// invalidate takes one command.TrackingChannel message: the keys an applied
 // command changed (none: every key). The apply goroutine.
 func (t *tracker) invalidate(msg []byte) {
-	keys, ok := trackedKeys(msg)
+	keys, ok := command.TrackedKeys(msg)
 	if !ok {
 		return
 	}
@@ -643,7 +604,6 @@ func (t *tracker) invalidateKeyLocked(key string, changed bool) {
 		return
 	}
 	delete(t.keys, key)
-	t.items -= len(conns)
 	var payload []byte
 	for c := range conns {
 		st := &c.trk
@@ -720,7 +680,6 @@ func (t *tracker) flushLocked() {
 		t.deliverLocked(c, nil)
 	}
 	t.keys = map[string]map[*conn]struct{}{}
-	t.items = 0
 }
 
 // keysPayload is the keys part of an invalidation: an array of bulks.

@@ -135,25 +135,22 @@ func invalidation(keys ...string) string {
 	return ">2\r\n$10\r\ninvalidate\r\n" + string(keysPayload(keys))
 }
 
-// TestTrackingChannelMatchesFSM: the channel and the message format are the
-// state machine's.
+// TestTrackingChannelMatchesFSM: the state machine's tracking events (on
+// command.TrackingChannel) decode, with command.TrackedKeys, to the keys the
+// command changed, in order.
 func TestTrackingChannelMatchesFSM(t *testing.T) {
-	if trackingChannel != fsm.TrackingChannel {
-		t.Fatalf("trackingChannel %q, fsm.TrackingChannel %q", trackingChannel, fsm.TrackingChannel)
-	}
 	ks := fsm.New()
-	ks.SetEventFilter(func(ch string) bool { return ch == fsm.TrackingChannel })
+	ks.SetEventFilter(func(ch string) bool { return ch == command.TrackingChannel })
 	ks.Apply(1, command.Entry{Kind: command.KindCommand, Args: cmdArgs("MSET", "a", "1", "b\x00\r\n", "2", "a", "3")})
 	ev := ks.TakeEvents()
-	if len(ev) != 1 || string(ev[0].Channel) != trackingChannel {
+	if len(ev) != 1 || string(ev[0].Channel) != command.TrackingChannel {
 		t.Fatalf("events %v", ev)
 	}
-	keys, ok := trackedKeys(ev[0].Message)
-	want, _ := fsm.TrackedKeys(ev[0].Message)
-	if !ok || fmt.Sprintf("%q", keys) != `["a" "b\x00\r\n" "a"]` || fmt.Sprintf("%q", keys) != fmt.Sprintf("%q", want) {
-		t.Fatalf("decoded %q (fsm: %q)", keys, want)
+	keys, ok := command.TrackedKeys(ev[0].Message)
+	if !ok || fmt.Sprintf("%q", keys) != `["a" "b\x00\r\n" "a"]` {
+		t.Fatalf("decoded %q", keys)
 	}
-	if _, ok := trackedKeys([]byte{5, 'a'}); ok {
+	if _, ok := command.TrackedKeys([]byte{5, 'a'}); ok {
 		t.Fatal("a truncated message decoded")
 	}
 	ks.SetEventFilter(func(string) bool { return false })
@@ -261,12 +258,12 @@ func TestTrackingForgetsClosedClients(t *testing.T) {
 	if got := c.do("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a"); got != okReply {
 		t.Fatal(got)
 	}
-	if !srv.WantsEvents(trackingChannel) {
+	if !srv.WantsEvents(command.TrackingChannel) {
 		t.Fatal("no key events with a tracking client")
 	}
 	c.nc.Close()
 	deadline := time.Now().Add(5 * time.Second)
-	for srv.WantsEvents(trackingChannel) {
+	for srv.WantsEvents(command.TrackingChannel) {
 		if time.Now().After(deadline) {
 			t.Fatal("key events still wanted after the tracking client closed")
 		}

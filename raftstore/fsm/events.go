@@ -3,6 +3,8 @@ package fsm
 import (
 	"encoding/binary"
 	"encoding/json"
+
+	"github.com/lockd/lockd/command"
 )
 
 // EventsChannel is the pub/sub channel every lock event is published on. The
@@ -84,24 +86,13 @@ func (k *Keyspace) publishExpired(key string) {
 		Event{Channel: []byte(KeyspacePrefix + key), Message: []byte("expired")})
 }
 
-// TrackingChannel is the internal channel on which the keyspace tells its node
-// which keys an applied command changed, for Redis's client-side caching
-// (CLIENT TRACKING: the node sends the invalidations). It is never delivered to
-// subscribers: the node's publish hook takes it. One event per applied command
-// that changed keys (a transaction and a script are one command), built only
-// while SetEventFilter's wants(TrackingChannel) says some client on this node
-// tracks keys; its Message is every key the command put, replaced, removed,
-// expired or whose TTL it changed, in the order they changed (a key may repeat),
-// each as a uvarint length followed by the key (TrackedKeys decodes it). An
-// empty Message means every key changed (FLUSHALL). No reply and no state
-// depends on it, so replicas may differ in who listens.
-const TrackingChannel = "\x00lockd:tracking"
-
 // touch notes that key changed in the command being applied, for
-// TrackingChannel. It costs one check when no client tracks keys. key is an
-// item's key (immutable): it is not copied.
+// command.TrackingChannel (client-side caching), whose event is built only
+// while SetEventFilter's wants says some client on this node tracks keys. It
+// costs one check when no client tracks keys. key is an item's key
+// (immutable): it is not copied.
 func (k *Keyspace) touch(key string) {
-	if k.wants != nil && !k.wants(TrackingChannel) {
+	if k.wants != nil && !k.wants(command.TrackingChannel) {
 		return
 	}
 	k.touched = append(k.touched, key)
@@ -111,13 +102,14 @@ func (k *Keyspace) touch(key string) {
 // changed before it need no event of their own.
 func (k *Keyspace) touchAll() {
 	k.touched = k.touched[:0]
-	if !k.wanted(TrackingChannel) {
+	if !k.wanted(command.TrackingChannel) {
 		return
 	}
-	k.events = append(k.events, Event{Channel: []byte(TrackingChannel), Message: []byte{}})
+	k.events = append(k.events, Event{Channel: []byte(command.TrackingChannel), Message: []byte{}})
 }
 
-// flushTouched turns the keys noted by touch into one TrackingChannel event.
+// flushTouched turns the keys noted by touch into one command.TrackingChannel
+// event.
 func (k *Keyspace) flushTouched() {
 	if len(k.touched) == 0 {
 		return
@@ -128,25 +120,8 @@ func (k *Keyspace) flushTouched() {
 	}
 	msg := make([]byte, 0, n)
 	for _, key := range k.touched {
-		msg = binary.AppendUvarint(msg, uint64(len(key)))
-		msg = append(msg, key...)
+		msg = command.AppendTrackedKey(msg, key)
 	}
 	k.touched = k.touched[:0]
-	k.events = append(k.events, Event{Channel: []byte(TrackingChannel), Message: msg})
-}
-
-// TrackedKeys decodes a TrackingChannel message: the keys it names, in order
-// (they alias msg), and false for a message that is not one. An empty message
-// (every key changed) decodes to no keys and true.
-func TrackedKeys(msg []byte) ([][]byte, bool) {
-	var keys [][]byte
-	for len(msg) > 0 {
-		n, w := binary.Uvarint(msg)
-		if w <= 0 || n > uint64(len(msg)-w) {
-			return nil, false
-		}
-		keys = append(keys, msg[w:w+int(n)])
-		msg = msg[w+int(n):]
-	}
-	return keys, true
+	k.events = append(k.events, Event{Channel: []byte(command.TrackingChannel), Message: msg})
 }

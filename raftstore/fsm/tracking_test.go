@@ -3,17 +3,19 @@ package fsm
 import (
 	"fmt"
 	"testing"
+
+	"github.com/lockd/lockd/command"
 )
 
-// trackedEvents takes the harness's events and returns the TrackingChannel
-// ones, each as its decoded keys ("*" for every key).
+// trackedEvents takes the harness's events and returns the
+// command.TrackingChannel ones, each as its decoded keys ("*" for every key).
 func (h *harness) trackedEvents() []string {
 	var out []string
 	for _, ev := range h.ks.TakeEvents() {
-		if string(ev.Channel) != TrackingChannel {
+		if string(ev.Channel) != command.TrackingChannel {
 			continue
 		}
-		keys, ok := TrackedKeys(ev.Message)
+		keys, ok := command.TrackedKeys(ev.Message)
 		if !ok {
 			h.t.Fatalf("undecodable tracking message %q", ev.Message)
 		}
@@ -33,7 +35,7 @@ func (h *harness) trackedEvents() []string {
 func TestTrackingEvents(t *testing.T) {
 	h := newHarness(t)
 	tracking := true
-	h.ks.SetEventFilter(func(ch string) bool { return tracking && ch == TrackingChannel })
+	h.ks.SetEventFilter(func(ch string) bool { return tracking && ch == command.TrackingChannel })
 	steps := []struct {
 		advance int64
 		cmd     string

@@ -299,10 +299,10 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	ks.SetEventFilter(m.wants)
 	m.mu.Lock()
 	m.ks = ks
-	if m.publish != nil && (m.wants == nil || m.wants(fsm.TrackingChannel)) {
+	if m.publish != nil && (m.wants == nil || m.wants(command.TrackingChannel)) {
 		// Any key may have changed: clients caching keys of this node are
 		// told so (an empty message: every key), as on FLUSHALL.
-		m.publish([]byte(fsm.TrackingChannel), []byte{})
+		m.publish([]byte(command.TrackingChannel), []byte{})
 	}
 	m.mu.Unlock()
 	if m.bytes != nil {
