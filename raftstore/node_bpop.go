@@ -19,15 +19,8 @@ func (n *Node) blockingPop(ctx context.Context, r command.Request, g int) resp.V
 	start := time.Now()
 	for {
 		v := n.doRetrying(ctx, g, []command.Request{r})[0]
-		if !isMoveReply(v) || time.Since(start) >= moveRetryFor {
+		if !isMoveReply(v) || time.Since(start) >= moveRetryFor || !n.pause(ctx, 10*time.Millisecond) {
 			return v
-		}
-		select {
-		case <-ctx.Done():
-			return v
-		case <-n.closed:
-			return v
-		case <-time.After(10 * time.Millisecond):
 		}
 		n.loadShardMap()
 		if op.Timeout > 0 {

@@ -109,12 +109,8 @@ func (n *Node) acquire(ctx context.Context, r command.Request, g int) resp.Value
 				return a
 			}
 		case isMoveReply(v) && time.Since(start) < moveRetryFor:
-			select {
-			case <-ctx.Done():
+			if !n.pause(ctx, 10*time.Millisecond) {
 				return v
-			case <-n.closed:
-				return v
-			case <-time.After(10 * time.Millisecond):
 			}
 			n.loadShardMap()
 			if op.Wait > 0 { // wait only what is left of the client's WAIT

@@ -251,16 +251,22 @@ func (n *Node) doRetrying(ctx context.Context, g int, reqs []command.Request) []
 		for _, v := range out {
 			refused = refused && isRefused(v)
 		}
-		if !refused || time.Now().After(end) {
+		if !refused || time.Now().After(end) || !n.pause(ctx, 20*time.Millisecond) {
 			return out
 		}
-		select {
-		case <-ctx.Done():
-			return out
-		case <-n.closed:
-			return out
-		case <-time.After(20 * time.Millisecond):
-		}
+	}
+}
+
+// pause waits d before a request is sent again, and reports false when ctx
+// ends or the node closes first (the caller answers what it has).
+func (n *Node) pause(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-n.closed:
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 
@@ -279,12 +285,8 @@ func (n *Node) runGroup(ctx context.Context, g int, reqs []command.Request) []re
 	}
 	end := time.Now().Add(moveRetryFor)
 	for len(again) > 0 && time.Now().Before(end) {
-		select {
-		case <-ctx.Done():
+		if !n.pause(ctx, 10*time.Millisecond) {
 			return out
-		case <-n.closed:
-			return out
-		case <-time.After(10 * time.Millisecond):
 		}
 		n.loadShardMap()
 		sub := make([]command.Request, len(again))

@@ -173,17 +173,17 @@ func (k *Keyspace) removePop(w *popWaiter) {
 	}
 }
 
-// waitersOn returns the waiters on key in FIFO order.
-func (q *popQueues) waitersOn(key string) []*popWaiter {
-	var out []*popWaiter
-	q.byKey.Ascend(popKey{key: key, w: &popWaiter{}}, func(p popKey) bool {
-		if p.key != key {
-			return false
+// nextOn returns key's first waiter in FIFO order whose id is from or more
+// (nil: none), reading only that one from the tree.
+func (q *popQueues) nextOn(key string, from uint64) *popWaiter {
+	var w *popWaiter
+	q.byKey.Ascend(popKey{key: key, w: &popWaiter{id: from}}, func(p popKey) bool {
+		if p.key == key {
+			w = p.w
 		}
-		out = append(out, p.w)
-		return true
+		return false
 	})
-	return out
+	return w
 }
 
 // PopWaiters is the number of blocked pops waiting.
@@ -201,7 +201,7 @@ func (k *Keyspace) signalReady(key []byte) {
 	if q == nil || q.byID.Len() == 0 || q.readySet[string(key)] {
 		return
 	}
-	if len(q.waitersOn(string(key))) == 0 {
+	if q.nextOn(string(key), 0) == nil {
 		return
 	}
 	q.readySet[string(key)] = true
@@ -224,9 +224,11 @@ func (k *Keyspace) serveReady(c Ctx) {
 	}
 }
 
-// serveKey serves key's waiters in FIFO order while it holds elements.
+// serveKey serves key's waiters in FIFO order while it holds elements. It
+// steps through the queue one waiter at a time, so a push that serves one of
+// many waiters reads only the ones it passes.
 func (k *Keyspace) serveKey(key []byte, c Ctx) {
-	for _, w := range k.pops.waitersOn(string(key)) {
+	for w := k.pops.nextOn(string(key), 0); w != nil; w = k.pops.nextOn(string(key), w.id+1) {
 		it := k.lookup(key, c.Now)
 		if it == nil {
 			return
@@ -236,9 +238,6 @@ func (k *Keyspace) serveKey(key []byte, c Ctx) {
 			return
 		}
 		if (w.op.Form == command.PopZSet) != (kind == KindZSet) {
-			continue
-		}
-		if _, ok := k.pops.byID.Get(w); !ok {
 			continue
 		}
 		v := k.popFrom(w.op, key, c)

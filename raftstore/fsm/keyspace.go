@@ -344,6 +344,14 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		return v
 	}
 	c := Ctx{Index: k.Logical(), Now: k.now, Wall: e.Wall, Write: true}
+	v := k.applyEntry(index, e, c)
+	k.serveReady(c) // blocked pops, once the entry's command, transaction or script ran (bpop.go)
+	return v
+}
+
+// applyEntry is Apply's part for one entry of kind e.Kind (not a batch), at
+// c; Apply serves blocked pops after it.
+func (k *Keyspace) applyEntry(index uint64, e command.Entry, c Ctx) resp.Value {
 	switch e.Kind {
 	case command.KindTick:
 		k.expireDue()
@@ -390,9 +398,7 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		if err != nil {
 			panic(fmt.Sprintf("fsm: log index %d: %v", index, err))
 		}
-		v := k.execTx(tx, c)
-		k.serveReady(c) // blocked pops, once the whole transaction ran (bpop.go)
-		return v
+		return k.execTx(tx, c)
 	}
 	// A command entry; a KindScriptAs entry is one too, run for its user.
 	args, user := e.Args, ""
@@ -410,9 +416,7 @@ func (k *Keyspace) Apply(index uint64, e command.Entry) resp.Value {
 		return resp.Error(fmt.Sprintf("ERR unknown command '%s'", args[0]))
 	}
 	c.Top, c.User = true, user
-	v := k.Exec(op, c)
-	k.serveReady(c) // blocked pops, once the command (or script) ran (bpop.go)
-	return v
+	return k.Exec(op, c)
 }
 
 // execTx applies a MULTI/EXEC transaction: nothing if a watched key changed (a

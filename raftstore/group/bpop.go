@@ -26,9 +26,8 @@ import (
 // for its tag from this node's own apply: no polling, no message from the
 // leader, and no outcome lost with a reply that did not come back.
 type popBoard struct {
-	mu       sync.Mutex
-	waiting  map[string]chan fsm.Wake
-	renewing sync.Once // starts renewPops with the first blocking pop
+	mu      sync.Mutex
+	waiting map[string]chan fsm.Wake
 }
 
 // tags returns the tags registered now.
@@ -47,6 +46,7 @@ func (b *popBoard) tags() [][]byte {
 // the store closes: a waiter whose node died lapses instead of waiting for
 // ever, and takes no element meant for a live client.
 func (s *Store) renewPops() {
+	defer s.wg.Done()
 	every := time.Duration(max(fsm.PopLease/3, 1)) * time.Millisecond
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -138,7 +138,6 @@ func (b *popBoard) unregister(tag string) {
 // reply was lost with a leader, and POP.CANCEL's wake says nothing answered
 // it) is sent again, with what is left of its timeout.
 func (s *Store) blockingPop(ctx context.Context, r command.Request, op command.BlockingPop, start time.Time) resp.Value {
-	s.pops.renewing.Do(func() { go s.renewPops() })
 	args := r.Args
 	if op.Tag != nil { // a POP.WAIT from a client: its inner pop, under a tag of ours
 		args, op.Tag = args[2:], nil
@@ -192,8 +191,8 @@ func (s *Store) tryPop(ctx context.Context, user string, args [][]byte, op comma
 		select {
 		case w := <-ch:
 			if w.Cancel { // a POP.CANCEL this node did not send
-				if w.Reply != nil && w.Reply.Int == 1 {
-					return resp.Value{}, true // withdrawn, nothing popped: queue again
+				if withdrawn(w) {
+					return resp.Value{}, true // nothing popped: queue again
 				}
 				continue
 			}
@@ -238,8 +237,7 @@ func (s *Store) settlePop(ctx context.Context, op command.BlockingPop, tag []byt
 			if !w.Cancel {
 				return popReply(w, op), false
 			}
-			withdrawn := w.Reply != nil && w.Reply.Kind == resp.KindInt && w.Reply.Int == 1
-			if withdrawn && !unknown {
+			if withdrawn(w) && !unknown {
 				return resp.NilArray, false // a timeout's reply
 			}
 			if ctx.Err() != nil {
@@ -255,6 +253,12 @@ func (s *Store) settlePop(ctx context.Context, op command.BlockingPop, tag []byt
 			return command.ErrorReply(ErrUnknownOutcome), false
 		}
 	}
+}
+
+// withdrawn reports a POP.CANCEL's wake that removed the waiter (its reply
+// 1): the pop left without popping.
+func withdrawn(w fsm.Wake) bool {
+	return w.Cancel && w.Reply != nil && w.Reply.Kind == resp.KindInt && w.Reply.Int == 1
 }
 
 // popReply is the client's reply to its pop's wake.
@@ -282,12 +286,8 @@ func (s *Store) cancelPop(key, tag []byte) resp.Value {
 		if !v.IsError() || !v.Outcome.Refused() && v.Outcome != outcome.Unknown {
 			return v // POP.CANCEL is idempotent: an unknown outcome is tried again
 		}
-		select {
-		case <-ctx.Done():
+		if s.pause(ctx, 20*time.Millisecond) != nil {
 			return v
-		case <-s.closed:
-			return v
-		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

@@ -687,7 +687,8 @@ func (s *Store) startLoops(peer *peerSide) {
 	}
 	s.fwd = forward.NewClient(dial, forward.Options{Logger: s.log})
 	s.observeLeader()
-	s.wg.Add(7)
+	s.wg.Add(8)
+	go s.renewPops() // bpop.go
 	go s.watchContact()
 	go s.snapshotLoop()
 	go s.watchLeadership()
@@ -736,12 +737,8 @@ func (s *Store) WaitReady(ctx context.Context) error {
 		if s.ready.Load() {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.closed:
-			return ErrClosed
-		case <-time.After(5 * time.Millisecond):
+		if err := s.pause(ctx, 5*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }
@@ -756,12 +753,8 @@ func (s *Store) WaitServing(ctx context.Context) error {
 		if addr, _ := s.raft.LeaderWithID(); addr != "" && s.raft.State() == raft.Follower {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.closed:
-			return ErrClosed
-		case <-time.After(5 * time.Millisecond):
+		if err := s.pause(ctx, 5*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }

@@ -276,15 +276,27 @@ func (s *Store) waitReady(ctx context.Context) error {
 		if _, ok := s.leaderToForward(); ok {
 			return ErrNotApplied
 		}
-		select {
-		case <-c.Done():
+		if err := s.pause(c, 2*time.Millisecond); err != nil {
+			if errors.Is(err, ErrClosed) {
+				return ErrClosed
+			}
 			return ErrNotApplied
-		case <-s.closed:
-			return ErrClosed
-		case <-time.After(2 * time.Millisecond):
 		}
 	}
 	return nil
+}
+
+// pause waits d before something is tried again: nil, or ctx's error when
+// ctx ends first, or ErrClosed when the store closes first.
+func (s *Store) pause(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closed:
+		return ErrClosed
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // applyNow proposes e as it is, without waiting for this leader to take
