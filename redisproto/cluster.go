@@ -20,9 +20,7 @@ import (
 // network, never blocks) looks like a Redis Cluster node (clusterFace): HELLO
 // says mode cluster, INFO redis_mode:cluster and cluster_enabled:1, and these
 // commands answer from the View, fetched afresh for each command (only then:
-// a View may wait up to a second for a voter's address). A ClusterViewer
-// that counts no voters (the fake stores of this package's tests) is
-// clustered while a View fetched now knows several nodes. Any other node
+// a View may wait up to a second for a voter's address). Any other node
 // (one member, or a store without a View) looks like a standalone Redis
 // 7.0.15: every one of these commands, given a valid arity, answers
 // "-ERR This instance has cluster support disabled", as
