@@ -47,6 +47,12 @@ type conn struct {
 	inflight int // bytes taken from pending and being written (output.go)
 	writing  bool
 	broken   bool
+	// queuedN and writtenN count every byte ever put in pending and taken
+	// out of it by a drain that finished its write: a waiting sender whose
+	// bytes another goroutine drains waits on written until writtenN passes
+	// its own (send).
+	queuedN, writtenN int64
+	written           *sync.Cond // on wmu; made by the first sender that waits
 	// unitBytes is the most bytes a value of c's replies has taken (0: none
 	// seen yet), for cutting its pipelines into batches (output.go).
 	unitBytes int64
@@ -240,8 +246,10 @@ const noReply resp.Kind = 255
 const maxPending = 64 << 20
 
 // send queues b for the client and, unless another writer is draining the queue,
-// drains it: on this goroutine when wait is set, else on a new one. It reports
-// false once the connection is broken.
+// drains it: on this goroutine when wait is set, else on a new one. With wait
+// it returns once b is written, whoever drains it (so a caller that ends the
+// connection next loses none of its output). It reports false once the
+// connection is broken.
 func (c *conn) send(b []byte, wait bool) bool {
 	c.wmu.Lock()
 	if c.broken {
@@ -254,9 +262,20 @@ func (c *conn) send(b []byte, wait bool) bool {
 		return false
 	}
 	c.pending = append(c.pending, b...)
+	c.queuedN += int64(len(b))
 	if c.writing {
+		if wait {
+			mine := c.queuedN
+			if c.written == nil {
+				c.written = sync.NewCond(&c.wmu)
+			}
+			for c.writtenN < mine && !c.broken {
+				c.written.Wait()
+			}
+		}
+		ok := !c.broken
 		c.wmu.Unlock()
-		return true
+		return ok
 	}
 	c.writing = true
 	c.wmu.Unlock()
@@ -283,11 +302,15 @@ func (c *conn) drain() bool {
 		err := c.write(data)
 		c.wmu.Lock()
 		c.inflight = 0
+		c.writtenN += int64(len(data))
 		if cap(data) <= 1<<20 {
 			c.spare = data[:0]
 		}
 		if err != nil {
 			c.broken = true
+		}
+		if c.written != nil {
+			c.written.Broadcast()
 		}
 		c.wmu.Unlock()
 		if err != nil {

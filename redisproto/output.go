@@ -120,6 +120,9 @@ func (c *conn) overLimit() {
 	c.wmu.Lock()
 	already := c.broken
 	c.broken = true
+	if c.written != nil {
+		c.written.Broadcast() // a waiting sender's bytes will not be written
+	}
 	c.wmu.Unlock()
 	if !already {
 		c.srv.stats.outputDisconnects.Add(1)
