@@ -151,6 +151,30 @@ var scriptCases = []tcase{
 		cmd("EVAL", "return redis.call('get', KEYS[1])", "1", "k"),
 		cmd("EXEC"),
 	}},
+	// An EVALSHA sent right behind the EVAL that loads its script, in one
+	// write: the EVAL is not applied yet when the EVALSHA reaches the leader.
+	{name: "EVALSHA pipelined after its EVAL", steps: []step{
+		pipeline(a("EVAL", "return 'pipelined-1'", "0"), a("EVALSHA", scriptSHA("return 'pipelined-1'"), "0"),
+			a("EVALSHA", scriptSHA("return 'never-loaded'"), "0")),
+		pipeline(a("EVAL", "return redis.call('incr', KEYS[1])", "1", "pn"), a("EVALSHA", scriptSHA("return redis.call('incr', KEYS[1])"), "1", "pn"),
+			a("GET", "pn")),
+	}},
+	// SCRIPT EXISTS answers the cache as it stands at its place in the
+	// transaction; a SCRIPT LOAD makes the script available to the EVALSHA
+	// queued after it.
+	{name: "SCRIPT inside MULTI", steps: []step{
+		cmd("MULTI"),
+		cmd("SCRIPT", "EXISTS", scriptSHA("return 'tx-1'"), scriptSHA("return 'tx-2'")),
+		cmd("EVAL", "return 'tx-1'", "0"),
+		cmd("SCRIPT", "EXISTS", scriptSHA("return 'tx-1'"), scriptSHA("return 'tx-2'")),
+		cmd("SCRIPT", "LOAD", "return 'tx-2'"),
+		cmd("EVALSHA", scriptSHA("return 'tx-2'"), "0"),
+		cmd("SCRIPT", "EXISTS", scriptSHA("return 'tx-1'"), scriptSHA("return 'tx-2'")),
+		cmd("SCRIPT", "FLUSH"),
+		cmd("SCRIPT", "EXISTS", scriptSHA("return 'tx-1'"), scriptSHA("return 'tx-2'")),
+		cmd("EXEC"),
+		cmd("SCRIPT", "EXISTS", scriptSHA("return 'tx-1'"), scriptSHA("return 'tx-2'")),
+	}},
 }
 
 // everyCommandFromScripts calls every keyspace command lockd supports (that

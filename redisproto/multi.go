@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/lockd/lockd/command"
+	"github.com/lockd/lockd/lua"
 	"github.com/lockd/lockd/resp"
 )
 
@@ -131,7 +132,8 @@ func cmdExec(c *conn, _ [][]byte) resp.Value {
 			ks = append(ks, args)
 		}
 	}
-	c.trackTx(ks) // before the store sees it (tracking.go)
+	c.trackTx(ks)                     // before the store sees it (tracking.go)
+	scripts := c.txScripts(tx.queued) // before the transaction (txScripts)
 	var applied resp.Value
 	if len(ks) > 0 || len(watches) > 0 {
 		applied = c.storeOp(command.Tx{Watch: watches, Cmds: ks}, command.TxSpec)
@@ -145,9 +147,71 @@ func cmdExec(c *conn, _ [][]byte) resp.Value {
 		if _, ok := command.Lookup(args[0]); ok {
 			out[i] = applied.Elems[j]
 			j++
+		} else if v, ok := scripts[i]; ok {
+			out[i] = v
 		} else {
 			out[i] = c.local(args)
 		}
 	}
 	return resp.Array(out...)
+}
+
+// txScripts answers the SCRIPT LOAD and SCRIPT EXISTS commands queued in a
+// transaction, by position, before the transaction's entry is proposed. The
+// transaction's entry holds keyspace commands only, and SCRIPT commands are
+// answered around it, so without this an EVALSHA queued after SCRIPT LOAD
+// would find no script, and a SCRIPT EXISTS queued before an EVAL would
+// find the script that EVAL loads. So: each SCRIPT LOAD is sent first (the
+// cache only grows, so loading early changes nothing but what an EVALSHA
+// queued before the LOAD finds: it runs, where Redis answers NOSCRIPT), and
+// each SCRIPT EXISTS is answered from the cache as it stood before the
+// transaction plus the scripts that EVAL and SCRIPT LOAD queued before it
+// load, less all after a SCRIPT FLUSH queued before it. SCRIPT FLUSH itself
+// still runs after the transaction, where Redis runs it.
+func (c *conn) txScripts(queued [][][]byte) map[int]resp.Value {
+	isScript := func(args [][]byte, sub string) bool {
+		return len(args) >= 2 && command.EqualFold(args[0], "script") && command.EqualFold(args[1], sub)
+	}
+	var asked [][]byte // every SHA a SCRIPT EXISTS asks about
+	for _, args := range queued {
+		if isScript(args, "exists") && len(args) >= 3 {
+			asked = append(asked, args[2:]...)
+		}
+	}
+	before := map[string]bool{} // the cache before the transaction, for those
+	if len(asked) > 0 {
+		v := c.storeOp(command.ScriptExists{SHAs: asked}, command.ScriptExistsSpec)
+		for j, sha := range asked {
+			before[strings.ToLower(string(sha))] = v.Kind == resp.KindArray && j < len(v.Elems) && v.Elems[j].Int == 1
+		}
+	}
+	out := map[int]resp.Value{}
+	for i, args := range queued {
+		if isScript(args, "load") && len(args) == 3 {
+			out[i] = c.local(args)
+		}
+	}
+	loaded := map[string]bool{}
+	flushed := false
+	for i, args := range queued {
+		switch {
+		case isScript(args, "flush"):
+			flushed, loaded = true, map[string]bool{}
+		case isScript(args, "load") && len(args) == 3:
+			loaded[lua.SHA1Hex(args[2])] = true
+		case (command.EqualFold(args[0], "eval") || command.EqualFold(args[0], "eval_ro")) && len(args) >= 2:
+			loaded[lua.SHA1Hex(args[1])] = true
+		case isScript(args, "exists") && len(args) >= 3:
+			elems := make([]resp.Value, len(args)-2)
+			for j, sha := range args[2:] {
+				k := strings.ToLower(string(sha))
+				elems[j] = resp.Zero
+				if loaded[k] || (!flushed && before[k]) {
+					elems[j] = resp.One
+				}
+			}
+			out[i] = resp.Array(elems...)
+		}
+	}
+	return out
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // admitScript decides, on the leader, whether a script may enter the log. It
-// reports false, with the reply, for an EVALSHA of a script the replicated
-// cache does not hold, a script that does not load (compile error, bad
+// reports false, with the reply, for an EVALSHA of a script neither the
+// replicated cache nor this leader's dry engine holds, a script that does not load (compile error, bad
 // shebang), and a script that does not finish its dry run: a run against a
 // copy of the current state with fsm.DryRunBudget and fsm.DryRunMaxAlloc (out
 // of budget, out of memory, or killed by SCRIPT KILL), or that sends a write
@@ -26,6 +26,14 @@ func (s *Store) admitScript(op command.Eval, user string) (resp.Value, bool) {
 		s.m.mu.RLock()
 		src, _ = s.m.ks.Script(op.SHA)
 		s.m.mu.RUnlock()
+		if src == nil {
+			// An EVAL of it admitted moments ago may not be applied yet (an
+			// EVALSHA pipelined right behind it, as Redis clients send
+			// them): the dry engine compiled it then. The apply decides:
+			// it answers NOSCRIPT if the cache lacks the script in the
+			// log's order (that EVAL failed to commit, or SCRIPT FLUSH).
+			src, _ = s.dry.Source(op.SHA)
+		}
 		if src == nil {
 			return resp.Error(lua.ErrNoScript), false
 		}
