@@ -136,7 +136,7 @@ func SetUser(u User, rules [][]byte, strict bool) (User, error) {
 	u = u.clone()
 	for _, r := range rules {
 		if err := u.apply(string(r), strict); err != "" {
-			return User{}, Error("ERR Error in ACL SETUSER modifier '" + string(r) + "': " + string(err))
+			return User{}, Echo("ERR Error in ACL SETUSER modifier '", r, "': "+string(err))
 		}
 	}
 	return u, nil

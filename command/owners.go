@@ -93,7 +93,18 @@ const (
 	// FeatureCollections: sorted sets and lists (new value kinds in entries,
 	// snapshots and slot moves); their commands are refused until it is on.
 	FeatureCollections
+	// FeatureSameValueNX: SET … NX (and SETNX) on a key that holds exactly
+	// the value being set is a grant to that owner, not a refusal: the write
+	// happens (new expiry), the fencing token stays the grant's. It makes a
+	// Redlock client over several nodes of one cluster reach its quorum, and a
+	// blind retry of a SET … NX whose reply was lost answer as the first
+	// try did. A mode: the leader's -strict-nx turns it off again (ModeFeatures).
+	FeatureSameValueNX
 )
+
+// ModeFeatures are the features a leader's configuration may turn off again
+// (the others, once on, stay on: they change what the log can hold).
+const ModeFeatures = FeatureSameValueNX
 
 // Settings is what a KindSettings entry sets.
 type Settings struct {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 // a log of outcomes; the two logs must be equal.
 func TestRealClients(t *testing.T) {
 	redisAddr := startRedis(t)
-	_, lockdAddr := startOther(t)
+	_, lockdAddr := startDefault(t) // as `make run` runs it: the same-value SET NX grant on
 	scenarios := []struct {
 		name string
 		run  func(t *testing.T, addr string) []string
@@ -268,5 +269,312 @@ func cachingScenario(t *testing.T, readAt, writeAt string) []string {
 	add("delete: %s", clientOutcome(w.Del(ctx, "cfg").Err()))
 	ok = waitUntil(5*time.Second, func() bool { v, _ = get(); return v == "(nil)" })
 	add("read after the delete: %s (within 5s: %v)", v, ok)
+	return log
+}
+
+// TestRealClientRecipes runs, with go-redis, two recipes that real clients
+// build on sorted sets and lists, against redis-server and against lockd, and
+// requires the same observable story from both (as TestRealClients): a
+// counting semaphore on a sorted set and a mutex whose waiters are woken by a
+// push on a list. Each scenario has a scripted, sequential part whose replies
+// are logged one by one, and a contended part whose checked properties are
+// logged.
+func TestRealClientRecipes(t *testing.T) {
+	redisAddr := startRedis(t)
+	_, lockdAddr := startOther(t)
+	scenarios := []struct {
+		name string
+		run  func(t *testing.T, addr string) []string
+	}{
+		{"sorted-set semaphore", semaphoreScenario},
+		{"list-signalled mutex", signalMutexScenario},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			want := sc.run(t, redisAddr)
+			got := sc.run(t, lockdAddr)
+			if strings.Join(want, "\n") != strings.Join(got, "\n") {
+				t.Fatalf("outcomes differ\nredis-server:\n  %s\nlockd:\n  %s", strings.Join(want, "\n  "), strings.Join(got, "\n  "))
+			}
+			t.Logf("%d outcomes match:\n  %s", len(got), strings.Join(got, "\n  "))
+		})
+	}
+}
+
+// The counting semaphore of the redis-semaphore npm library, Redisson's
+// RPermitExpirableSemaphore and "Redis in Action" 6.3: a sorted set of holder
+// ids scored by the time they acquired (or last refreshed), the time passed by
+// the client in milliseconds. Acquire drops the holders older than the ttl
+// and joins when fewer than limit remain; refresh moves a holder's score
+// (ZADD XX) while it still holds; release is ZREM.
+var (
+	// KEYS[1] the semaphore; ARGV limit, id, ttl (ms), now (ms). 1 if acquired.
+	semAcquire = redis.NewScript(`
+local key, limit, id, ttl, now = KEYS[1], tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call('zremrangebyscore', key, '-inf', now - ttl)
+if redis.call('zcard', key) < limit then
+  redis.call('zadd', key, now, id)
+  redis.call('pexpire', key, ttl)
+  return 1
+end
+return 0`)
+	// KEYS[1] the semaphore; ARGV id, ttl (ms), now (ms). 1 if still held.
+	semRefresh = redis.NewScript(`
+local key, id, ttl, now = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('zremrangebyscore', key, '-inf', now - ttl)
+if redis.call('zscore', key, id) then
+  redis.call('zadd', key, 'XX', now, id)
+  redis.call('pexpire', key, ttl)
+  return 1
+end
+return 0`)
+)
+
+// semaphoreScenario: the semaphore's replies on a scripted sequence with
+// the client's clock made up (so the same on both servers), then six clients
+// contending for two places on the real clock, then two holders that never
+// release and whose places a third gets after their ttl.
+func semaphoreScenario(t *testing.T, addr string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newClient(t, addr)
+	var log []string
+	add := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
+	const (
+		base = int64(1_700_000_000_000) // a made-up "now", in ms
+		ttl  = 60_000                   // also the key's PEXPIRE: longer than the sequence runs
+	)
+	acquire := func(id string, now int64) string {
+		v, err := semAcquire.Run(ctx, c, []string{"sem"}, 2, id, ttl, now).Result()
+		return fmt.Sprintf("%v %v", v, err)
+	}
+	refresh := func(id string, now int64) string {
+		v, err := semRefresh.Run(ctx, c, []string{"sem"}, id, ttl, now).Result()
+		return fmt.Sprintf("%v %v", v, err)
+	}
+	members := func() string {
+		v, err := c.ZRangeWithScores(ctx, "sem", 0, -1).Result()
+		return fmt.Sprintf("%v %v", v, err)
+	}
+	c.ScriptFlush(ctx)
+	add("a acquires: %s", acquire("a", base))
+	add("b acquires: %s", acquire("b", base+1))
+	add("c acquires while full: %s", acquire("c", base+2))
+	add("holders: %s", members())
+	add("a refreshes: %s", refresh("a", base+30_000))
+	n, err := c.ZRem(ctx, "sem", "b").Result()
+	add("b releases: %v %v", n, err)
+	n, err = c.ZRem(ctx, "sem", "b").Result()
+	add("b releases again: %v %v", n, err)
+	add("b refreshes after releasing: %s", refresh("b", base+30_000))
+	add("c acquires: %s", acquire("c", base+30_001))
+	add("d acquires while full: %s", acquire("d", base+30_002))
+	pttl, err := c.PTTL(ctx, "sem").Result()
+	add("key ttl in (0, ttl]: %v %v", pttl > 0 && pttl <= ttl*time.Millisecond, err)
+	add("holders: %s", members())
+	// A ttl later a and c are stale (the bound is inclusive: c's score is
+	// exactly now - ttl): d takes a place, e the other, f none.
+	add("d acquires a ttl later: %s", acquire("d", base+90_001))
+	add("holders: %s", members())
+	add("e acquires: %s", acquire("e", base+90_001))
+	add("f acquires while full: %s", acquire("f", base+90_001))
+	add("a refreshes after expiring: %s", refresh("a", base+90_002))
+	card, err := c.ZCard(ctx, "sem").Result()
+	add("zcard: %v %v", card, err)
+	c.Del(ctx, "sem")
+
+	// Contention: six clients, two places, four turns each, on the real clock.
+	const (
+		clients = 6
+		limit   = 2
+		turns   = 4
+		realTTL = 10_000 // far longer than a turn holds
+	)
+	var mu sync.Mutex
+	holders, most, got, refreshed := 0, 0, 0, 0
+	var failures []string
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for turn := range turns {
+				id := fmt.Sprintf("w%d.%d", i, turn)
+				for {
+					v, err := semAcquire.Run(ctx, c, []string{"sem:busy"}, limit, id, realTTL, time.Now().UnixMilli()).Int()
+					if err != nil {
+						mu.Lock()
+						failures = append(failures, fmt.Sprintf("%s acquire: %v", id, err))
+						mu.Unlock()
+						return
+					}
+					if v == 1 {
+						break
+					}
+					time.Sleep(2 * time.Millisecond) // the library's retry delay
+				}
+				mu.Lock()
+				holders++
+				most = max(most, holders)
+				got++
+				mu.Unlock()
+				time.Sleep(time.Millisecond) // the holder's work
+				ok, err := semRefresh.Run(ctx, c, []string{"sem:busy"}, id, realTTL, time.Now().UnixMilli()).Int()
+				mu.Lock()
+				if ok == 1 && err == nil {
+					refreshed++
+				}
+				holders--
+				mu.Unlock()
+				if err := c.ZRem(ctx, "sem:busy", id).Err(); err != nil {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("%s release: %v", id, err))
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	add("contention: failures %q", failures)
+	add("contention: acquired %d of %d turns, refreshed %d while held", got, clients*turns, refreshed)
+	add("contention: never more than %d holders: %v", limit, most <= limit)
+	card, err = c.ZCard(ctx, "sem:busy").Result()
+	add("contention: holders left: %v %v", card, err)
+
+	// Reclaim: two holders that never release; a third gets a place once
+	// their ttl has passed.
+	const shortTTL = 300
+	take := func(id string) int {
+		v, err := semAcquire.Run(ctx, c, []string{"sem:ghosts"}, limit, id, shortTTL, time.Now().UnixMilli()).Int()
+		if err != nil {
+			return -1
+		}
+		return v
+	}
+	add("ghost-a acquires: %d", take("ghost-a"))
+	add("ghost-b acquires: %d", take("ghost-b"))
+	add("c acquires while the ghosts hold: %d", take("c"))
+	ok := waitUntil(5*time.Second, func() bool { return take("c") == 1 })
+	add("c acquires after the ghosts' ttl (within 5s): %v", ok)
+	left, err := c.ZRange(ctx, "sem:ghosts", 0, -1).Result()
+	add("holders: %v %v", left, err)
+	return log
+}
+
+// signalMutexScenario: a mutex whose holder releases with DEL lock and RPUSH
+// signal:lock 1 in one MULTI, and whose waiters, refused by SET NX PX, wait
+// in BLPOP signal:lock 5 and try again. A scripted handover first, then four
+// clients taking it five times each: never two holders, and every turn done
+// within a bound far under what BLPOP timeouts would take (each waiter is
+// woken by a release's push, not by its timeout).
+func signalMutexScenario(t *testing.T, addr string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newClient(t, addr)
+	var log []string
+	add := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
+	const lockTTL = 10 * time.Second
+	release := func(lock string) string {
+		cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, lock)
+			p.RPush(ctx, "signal:"+lock, 1)
+			return nil
+		})
+		var out []string
+		for _, cmd := range cmds {
+			out = append(out, fmt.Sprint(cmd.(*redis.IntCmd).Val()))
+		}
+		return fmt.Sprintf("%v %v", out, err)
+	}
+	set := func(lock, who string) string {
+		ok, err := c.SetNX(ctx, lock, who, lockTTL).Result()
+		return fmt.Sprintf("%v %v", ok, err)
+	}
+
+	add("a takes it: %s", set("lock", "a"))
+	add("b is refused: %s", set("lock", "b"))
+	woken := make(chan string, 1)
+	go func() {
+		v, err := c.BLPop(ctx, 5*time.Second, "signal:lock").Result()
+		woken <- fmt.Sprintf("%q %v", v, err)
+	}()
+	add("a releases: %s", release("lock"))
+	add("b's BLPOP: %s", <-woken)
+	add("b takes it: %s", set("lock", "b"))
+	add("a is refused: %s", set("lock", "a"))
+	add("b releases: %s", release("lock"))
+	v, err := c.BLPop(ctx, 5*time.Second, "signal:lock").Result()
+	add("a's BLPOP finds the signal: %q %v", v, err)
+	add("a takes it: %s", set("lock", "a"))
+	n, err := c.Del(ctx, "lock", "signal:lock").Result()
+	add("cleanup: %v %v", n, err)
+
+	// Contention: four clients, five turns each. Each BLPOP waits at most
+	// 5 s; the whole run is bounded by 30 s, while 20 turns woken only by
+	// timeouts would take minutes.
+	const (
+		clients = 4
+		turns   = 5
+		bound   = 30 * time.Second
+	)
+	runCtx, stop := context.WithTimeout(ctx, bound)
+	defer stop()
+	var mu sync.Mutex
+	holding, overlaps, done := 0, 0, 0
+	var failures []string
+	fail := func(f string, a ...any) {
+		mu.Lock()
+		failures = append(failures, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			me := fmt.Sprintf("w%d", i)
+			for turn := 0; turn < turns; {
+				ok, err := c.SetNX(runCtx, "mutex", me, lockTTL).Result()
+				if err != nil {
+					fail("%s SET NX: %v", me, err)
+					return
+				}
+				if !ok {
+					if err := c.BLPop(runCtx, 5*time.Second, "signal:mutex").Err(); err != nil && !errors.Is(err, redis.Nil) {
+						fail("%s BLPOP: %v", me, err)
+						return
+					}
+					continue
+				}
+				mu.Lock()
+				holding++
+				if holding > 1 {
+					overlaps++
+				}
+				mu.Unlock()
+				time.Sleep(time.Millisecond) // the holder's work
+				mu.Lock()
+				holding--
+				done++
+				mu.Unlock()
+				if _, err := c.TxPipelined(runCtx, func(p redis.Pipeliner) error {
+					p.Del(runCtx, "mutex")
+					p.RPush(runCtx, "signal:mutex", 1)
+					return nil
+				}); err != nil {
+					fail("%s release: %v", me, err)
+					return
+				}
+				turn++
+			}
+		}()
+	}
+	wg.Wait()
+	add("contention: failures %q", failures)
+	add("contention: %d of %d turns within %v", done, clients*turns, bound)
+	add("contention: two holders at once %d times", overlaps)
+	n, err = c.Exists(ctx, "mutex").Result()
+	add("contention: mutex left held: %v %v", n, err)
 	return log
 }

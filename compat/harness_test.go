@@ -657,6 +657,8 @@ var families = []struct {
 	{"scripting-every-command", everyCommandFromScripts},
 	{"cluster", clusterCases},
 	{"tracking", trackingCases},
+	{"echoed-errors", echoCases},    // echo_test.go
+	{"info-fields", infoFieldCases}, // info_fields_test.go
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }

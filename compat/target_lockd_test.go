@@ -16,8 +16,12 @@ const lockdStartTimeout = 45 * time.Second
 
 // startOther starts the server under test: an in-process single-node lockd,
 // closed in t.Cleanup, with requirePass (at most one) as the default user's
-// password. COMPAT_TARGET=redis compares redis-server with a second
-// redis-server instead, which proves the harness and its cases.
+// password, and -strict-nx: the one intended difference from Redis that a
+// byte-for-byte case can meet by chance (a SET … NX of the value a key
+// already holds) is turned off; TestSameValueNX checks it, and
+// startDefault gives the default. COMPAT_TARGET=redis compares
+// redis-server with a second redis-server instead, which proves the
+// harness and its cases.
 func startOther(t testing.TB, requirePass ...string) (name, addr string) {
 	t.Helper()
 	var pass string
@@ -30,6 +34,24 @@ func startOther(t testing.TB, requirePass ...string) (name, addr string) {
 		}
 		return "redis2", startRedis(t)
 	}
+	return "lockd", startLockd(t, server.Config{RequirePass: pass, StrictNX: true})
+}
+
+// startDefault starts a single-node lockd as `make run` configures one
+// (with COMPAT_TARGET=redis, a second redis-server).
+func startDefault(t testing.TB) (name, addr string) {
+	t.Helper()
+	if os.Getenv("COMPAT_TARGET") == "redis" {
+		return "redis2", startRedis(t)
+	}
+	return "lockd", startLockd(t, server.Config{})
+}
+
+// startLockd starts an in-process single-node lockd with cfg (its addresses
+// and data directory filled in), closed in t.Cleanup, and returns its RESP
+// address once it answers PING.
+func startLockd(t testing.TB, cfg server.Config) string {
+	t.Helper()
 	type started struct {
 		s   *server.Server
 		err error
@@ -37,12 +59,8 @@ func startOther(t testing.TB, requirePass ...string) (name, addr string) {
 	ch := make(chan started, 1)
 	dir := t.TempDir()
 	go func() {
-		s, err := server.New(server.Config{
-			RESPAddr:    "127.0.0.1:0",
-			PeerAddr:    "127.0.0.1:0",
-			DataDir:     dir,
-			RequirePass: pass,
-		})
+		cfg.RESPAddr, cfg.PeerAddr, cfg.DataDir = "127.0.0.1:0", "127.0.0.1:0", dir
+		s, err := server.New(cfg)
 		ch <- started{s, err}
 	}()
 	select {
@@ -59,9 +77,9 @@ func startOther(t testing.TB, requirePass ...string) (name, addr string) {
 		if err := waitPing(addr, nil); err != nil {
 			t.Fatalf("lockd at %s: %v", addr, err)
 		}
-		return "lockd", addr
+		return addr
 	case <-time.After(lockdStartTimeout):
 		t.Fatalf("lockd: server.New did not return within %v", lockdStartTimeout)
-		return "", ""
+		return ""
 	}
 }

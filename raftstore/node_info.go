@@ -121,6 +121,19 @@ func (n *Node) LockCounters() LockCounters {
 	return out
 }
 
+// BlockedClients is how many of this node's clients are blocked now, in a
+// blocking pop (BLPOP … BZPOPMAX) or in LOCK.ACQUIRE … WAIT, over every
+// group, and how many of those wait with a timeout: INFO's blocked_clients
+// and clients_in_timeout_table (group.Store.BlockedHere).
+func (n *Node) BlockedClients() (blocked, timed int) {
+	for _, s := range n.groups {
+		b, t := s.BlockedHere()
+		blocked += b
+		timed += t
+	}
+	return blocked, timed
+}
+
 // LockInfo is INFO's "# Locks" section over every group.
 func (n *Node) LockInfo() [][2]string { return group.LockInfoOf(n.LockCounters()) }
 

@@ -147,7 +147,7 @@ func cmdACLCat(_ *conn, a [][]byte) resp.Value {
 	}
 	cat := strings.ToLower(string(a[2]))
 	if !command.IsACLCategory(cat) {
-		return resp.Error("ERR Unknown category '" + string(a[2]) + "'")
+		return command.Echo("ERR Unknown category '", a[2][:min(len(a[2]), 128)], "'").Reply() // "%.128s"
 	}
 	for _, n := range command.CommandsInCategory(cat) {
 		out = append(out, resp.BulkString(n))

@@ -9,7 +9,7 @@ import (
 )
 
 // CLIENT KILL addr:port (the old form: OK or an error), or CLIENT KILL with
-// filters ID id | ADDR ip:port | LADDR ip:port | SKIPME yes|no (the number of
+// filters ID id | ADDR ip:port | LADDR ip:port | USER username | SKIPME yes|no (the number of
 // clients closed). Closing a client blocked in LOCK.ACQUIRE … WAIT takes it out
 // of the queue, as a disconnect does.
 func cmdClientKill(c *conn, a [][]byte) resp.Value {
@@ -38,6 +38,15 @@ func cmdClientKill(c *conn, a [][]byte) resp.Value {
 			filters = append(filters, func(x *conn) bool { return x.addr == v })
 		case "laddr":
 			filters = append(filters, func(x *conn) bool { return x.laddr == v })
+		case "user":
+			if _, ok := c.srv.lookupUser(c.srv.aclTable(), v); !ok {
+				return command.Echo("ERR No such user '", a[i+1], "'").Reply()
+			}
+			filters = append(filters, func(x *conn) bool {
+				x.mu.Lock()
+				defer x.mu.Unlock()
+				return x.userName() == v
+			})
 		case "skipme":
 			switch strings.ToLower(v) {
 			case "yes":

@@ -491,7 +491,9 @@ func errUnknownCommand(args [][]byte) resp.Value {
 }
 
 // cstr is b as Redis echoes an argument in an error (a C string, "%s"): up
-// to its first NUL byte.
+// to its first NUL byte. It is for an argument inside a longer text (several
+// arguments, or one cut at 128 bytes); an error that echoes one argument is
+// built with command.Echo, which also trims CR and LF at the text's end.
 func cstr(b []byte) string {
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]

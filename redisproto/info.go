@@ -35,9 +35,11 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 			}
 		}},
 		{"Clients", func() [][2]string {
-			blocked := pairValue(s.store.LockInfo(), "blocked_clients", "0")
+			blocked, timed := s.blockedInfo()     // info_counts.go
+			tracking, _, _, _ := s.trackingInfo() // info_counts.go
 			return [][2]string{{"connected_clients", strconv.Itoa(len(s.clients()))},
-				{"event_loop_clients", strconv.Itoa(s.loopClients())}, {"blocked_clients", blocked}}
+				{"event_loop_clients", strconv.Itoa(s.loopClients())}, {"blocked_clients", blocked},
+				{"tracking_clients", strconv.Itoa(tracking)}, {"clients_in_timeout_table", timed}}
 		}},
 		{"Memory", func() [][2]string {
 			var m runtime.MemStats
@@ -48,8 +50,11 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 			return [][2]string{{"loading", "0"}, {"aof_enabled", "1"}, {"rdb_bgsave_in_progress", "0"}}
 		}},
 		{"Stats", func() [][2]string {
+			_, keys, items, prefixes := s.trackingInfo()
 			return [][2]string{{"total_connections_received", strconv.FormatInt(s.stats.connections.Load(), 10)},
-				{"total_commands_processed", strconv.FormatInt(s.stats.commands.Load(), 10)}}
+				{"total_commands_processed", strconv.FormatInt(s.stats.commands.Load(), 10)},
+				{"tracking_total_keys", strconv.Itoa(keys)}, {"tracking_total_items", strconv.Itoa(items)},
+				{"tracking_total_prefixes", strconv.Itoa(prefixes)}}
 		}},
 		{"Replication", func() [][2]string {
 			return [][2]string{{"role", "master"}, {"connected_slaves", strconv.Itoa(s.store.Replicas())}}

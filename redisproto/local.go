@@ -267,7 +267,7 @@ func cmdHello(c *conn, a [][]byte) resp.Value {
 			}
 			i++
 		default:
-			return resp.Error("ERR Syntax error in HELLO option '" + string(a[i]) + "'")
+			return command.Echo("ERR Syntax error in HELLO option '", a[i], "'").Reply()
 		}
 	}
 	if v, failed := c.helloAuth(authUser, authPass); failed { // auth.go
@@ -309,7 +309,7 @@ func validName(b []byte) bool {
 // CLIENT SETINFO LIB-NAME|LIB-VER value
 func cmdClientSetInfo(c *conn, a [][]byte) resp.Value {
 	if !validName(a[3]) {
-		return resp.Error("ERR " + string(a[2]) + " cannot contain spaces, newlines or special characters.")
+		return command.Echo("ERR ", a[2], " cannot contain spaces, newlines or special characters.").Reply()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -319,7 +319,7 @@ func cmdClientSetInfo(c *conn, a [][]byte) resp.Value {
 	case command.EqualFold(a[2], "lib-ver"):
 		c.libVer = string(a[3])
 	default:
-		return resp.Error("ERR Unrecognized option '" + string(a[2]) + "'")
+		return command.Echo("ERR Unrecognized option '", a[2], "'").Reply()
 	}
 	return resp.OK
 }
@@ -335,7 +335,7 @@ func cmdClientList(c *conn, a [][]byte) resp.Value {
 			switch typeFilter {
 			case "normal", "master", "replica", "slave", "pubsub":
 			default:
-				return resp.Error("ERR Unknown client type '" + string(a[i+1]) + "'")
+				return command.Echo("ERR Unknown client type '", a[i+1], "'").Reply()
 			}
 			i++
 		case command.EqualFold(a[i], "id") && i+1 < len(a):
@@ -475,7 +475,7 @@ func cmdConfigSet(c *conn, a [][]byte) resp.Value {
 				return resp.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
 			}
 		default:
-			return resp.Error("ERR CONFIG SET " + name + " is not supported by lockd; use its flags")
+			return command.Echo("ERR CONFIG SET ", []byte(name), " is not supported by lockd; use its flags").Reply()
 		}
 	}
 	for i := 2; i < len(a); i += 2 {

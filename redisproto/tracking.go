@@ -92,6 +92,7 @@ type tracker struct {
 	maxKeys  atomic.Int64
 	clients  map[*conn]struct{}            // connections with tracking on
 	keys     map[string]map[*conn]struct{} // key → connections that may cache it
+	items    int                           // the connections of every key: INFO's tracking_total_items
 	prefixes map[string]map[*conn]struct{} // BCAST prefix → its connections
 }
 
@@ -470,7 +471,10 @@ func (t *tracker) remember(c *conn, keys [][]byte) {
 			conns = map[*conn]struct{}{}
 			t.keys[string(k)] = conns
 		}
-		conns[c] = struct{}{}
+		if _, ok := conns[c]; !ok {
+			conns[c] = struct{}{}
+			t.items++
+		}
 	}
 	limit := int(t.maxKeys.Load())
 	if limit <= 0 || len(t.keys) <= limit {
@@ -604,6 +608,7 @@ func (t *tracker) invalidateKeyLocked(key string, changed bool) {
 		return
 	}
 	delete(t.keys, key)
+	t.items -= len(conns)
 	var payload []byte
 	for c := range conns {
 		st := &c.trk
@@ -680,6 +685,7 @@ func (t *tracker) flushLocked() {
 		t.deliverLocked(c, nil)
 	}
 	t.keys = map[string]map[*conn]struct{}{}
+	t.items = 0
 }
 
 // keysPayload is the keys part of an invalidation: an array of bulks.

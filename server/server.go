@@ -108,6 +108,9 @@ type Config struct {
 	// NoBatchEntries is raftstore.Config's: every write in an entry of its
 	// own (for a rolling upgrade from a lockd from before batch entries).
 	NoBatchEntries bool
+	// StrictNX is raftstore.Config's: SET … NX on a key holding the same
+	// value answers nil, as Redis does (default: a grant to that owner).
+	StrictNX bool
 	// SnapshotThreshold, SnapshotInterval and TrailingLogs tune Raft
 	// snapshots (0: the store's defaults, 8192 entries, 10 s and 10240
 	// entries).
@@ -271,7 +274,7 @@ func New(cfg Config) (*Server, error) {
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
 		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
-		MaxSessionsPerUser: cfg.MaxSessionsPerUser}
+		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX}
 	scfg.PeerSecret = secret
 	if ts != nil {
 		scfg.PeerTLS, scfg.PeerTLSMembers = ts.peer, ts.membersOnly

@@ -69,6 +69,7 @@ type options struct {
 	logBytes *uint64
 	maxWrite *int
 	maxSess  *int64
+	strictNX *bool
 	batchOn  *bool
 	reqPass  *string
 	maxConns *int
@@ -129,6 +130,7 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *options) {
 		logBytes: fs.Uint64("log-bytes", raftstore.DefaultLogBytes, "bytes of Raft log a node keeps, about, over all its groups: each group snapshots once the entries since its last snapshot pass its share's half (or the last snapshot's size, if larger) and keeps only its share's half after one (at most -trailing-logs entries); with small entries -snapshot-threshold and -trailing-logs decide first"),
 		maxWrite: fs.Int("max-write-bytes", raftstore.DefaultMaxWriteBytes, "largest write, in bytes of its Raft log entry (about the request's size): a larger one is answered -ERR write too large for the log; above 64 MiB, the log's limit, counts as 64 MiB (writes of 16 MiB and more cost elections in a test cluster)"),
 		maxSess:  fs.Int64("max-sessions-per-user", raftstore.DefaultMaxSessionsPerUser, "most sessions one user may have open; SESSION.OPEN past it is answered -ERR max sessions per user reached (a user allowed every key and every admin command is not capped); 0: no cap. The groups' leaders replicate their value: give every node the same"),
+		strictNX: fs.Bool("strict-nx", false, "answer SET … NX (and SETNX) on a key that already holds exactly the value being set with nil, as Redis does; by default that is a grant to the same owner (new expiry, same fencing token), so that a Redlock client over several nodes of one cluster reaches its quorum and a retried SET … NX whose reply was lost succeeds (docs/compatibility.md). The groups' leaders replicate their choice: give every node the same"),
 		batchOn:  fs.Bool("batch-entries", true, "as leader, put a run of writes that arrive together into one Raft entry (each keeps a token of its own), once every other member of the group has said it applies them (a lockd from before batch entries cannot, and says nothing: a rolling upgrade needs no setting); false writes one entry per write, which rolling back to such a version needs (docs/operations.md)"),
 		reqPass:  fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)"),
 		maxConns: fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached"),
@@ -240,6 +242,7 @@ func run(args []string, stderr io.Writer) int {
 		cfg.MaxSessionsPerUser = -1 // no cap (the config's 0 is the default)
 	}
 	cfg.NoBatchEntries = !*o.batchOn
+	cfg.StrictNX = *o.strictNX
 	cfg.LogBytes = *o.logBytes
 	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *o.reqPass, *o.maxConns, *o.maxOut
 	if *o.idleSecs < 0 || *o.authTO < 0 || *o.authFail < 0 || *o.httpConn < 1 {

@@ -314,8 +314,10 @@ func (k *Keyspace) set(op command.Set, c Ctx) resp.Value {
 	if old != nil && op.Reply == command.ReplyOld {
 		oldVal = resp.BulkRef(old.val())
 	}
-	write := true
+	write, token := true, c.Index
 	switch {
+	case op.NX && old != nil && k.sameGrant(op, old):
+		token = old.token // the same owner asks again: its grant stands
 	case op.NX && old != nil, op.XX && old == nil:
 		write = false
 	case op.Cond.Kind == command.CondEq || op.Cond.Kind == command.CondDigestEq:
@@ -343,7 +345,7 @@ func (k *Keyspace) set(op command.Set, c Ctx) resp.Value {
 		// that is already gone, as in Redis.
 		expired = deadline <= c.Now
 	}
-	it := k.put(op.Key, op.Value, deadline, c.Index)
+	it := k.put(op.Key, op.Value, deadline, token)
 	if expired {
 		k.remove(it)
 	}
@@ -353,9 +355,17 @@ func (k *Keyspace) set(op command.Set, c Ctx) resp.Value {
 	case command.ReplyOld:
 		return oldVal
 	case command.ReplyToken:
-		return resp.Int(int64(c.Index))
+		return resp.Int(int64(token))
 	}
 	return resp.OK
+}
+
+// sameGrant reports whether a SET … NX on old, a live key, is a grant
+// anyway: FeatureSameValueNX is on and old is a string holding exactly the
+// value being set, with no other condition on the SET.
+func (k *Keyspace) sameGrant(op command.Set, old *item) bool {
+	return k.settings.Features&command.FeatureSameValueNX != 0 && op.Cond.Kind == command.CondNone &&
+		old.kind() == KindString && old.val() == string(op.Value)
 }
 
 // GETEX key [EX|PX|EXAT|PXAT t|PERSIST]

@@ -28,6 +28,8 @@ import (
 type popBoard struct {
 	mu      sync.Mutex
 	waiting map[string]chan fsm.Wake
+	blocked atomic.Int64 // this node's clients queued in a pop now (tryPop): INFO's blocked_clients
+	timed   atomic.Int64 // of those, the ones with a timeout: INFO's clients_in_timeout_table
 }
 
 // tags returns the tags registered now.
@@ -181,8 +183,12 @@ func (s *Store) tryPop(ctx context.Context, user string, args [][]byte, op comma
 		}
 		return s.settlePop(ctx, op, tag, ch, true) // its entry may or may not apply
 	}
+	s.pops.blocked.Add(1) // queued: the client is blocked until tryPop returns
+	defer s.pops.blocked.Add(-1)
 	var timeout <-chan time.Time
 	if op.Timeout > 0 {
+		s.pops.timed.Add(1)
+		defer s.pops.timed.Add(-1)
 		timer := time.NewTimer(time.Until(start.Add(time.Duration(op.Timeout) * time.Millisecond)))
 		defer timer.Stop()
 		timeout = timer.C
@@ -290,6 +296,16 @@ func (s *Store) cancelPop(key, tag []byte) resp.Value {
 			return v
 		}
 	}
+}
+
+// BlockedHere is how many of this node's clients are blocked in this group
+// now — in a blocking pop queued in the log and waiting for its outcome, or
+// in LOCK.ACQUIRE … WAIT — and how many of those wait with a timeout (every
+// lock waiter has one): INFO's blocked_clients and clients_in_timeout_table,
+// as Redis counts its blocked clients.
+func (s *Store) BlockedHere() (blocked, timed int) {
+	locks := s.waits.count()
+	return int(s.pops.blocked.Load()) + locks, int(s.pops.timed.Load()) + locks
 }
 
 // BlockedPops is the number of blocked pops waiting in this node's replica

@@ -51,7 +51,11 @@ func (s *Store) wantSettings() command.Settings {
 	case n < 0:
 		n = 0
 	}
-	return command.Settings{Features: command.FeatureOwners | pipeTypesFeatures, MaxSessionsPerUser: n}
+	f := command.FeatureOwners | pipeTypesFeatures | pipeMigrationFeatures
+	if s.cfg.StrictNX {
+		f &^= command.FeatureSameValueNX
+	}
+	return command.Settings{Features: f, MaxSessionsPerUser: n}
 }
 
 // settings returns the group's replicated settings.
@@ -72,7 +76,10 @@ func (s *Store) OwnersOn() bool { return s.settings().Owners() }
 // ApplyTimeout, and logs a failure (the next tick tries again).
 func (s *Store) syncSettings() {
 	cur, want := s.settings(), s.wantSettings()
-	want.Features = cur.Features | s.understood(want.Features&^cur.Features)
+	// Features stay on once on, but for modes, which follow this leader's
+	// configuration; a new one goes on once every member understands it.
+	want.Features = cur.Features&^command.ModeFeatures | cur.Features&want.Features&command.ModeFeatures |
+		s.understood(want.Features&^cur.Features)
 	if cur == want || (!cur.Owners() && !want.Owners()) {
 		return // nothing new, or nothing before owners (the first settings carry them)
 	}
@@ -121,6 +128,9 @@ func (s *Store) understood(f uint64) uint64 {
 	}
 	if f&pipeTypesFeatures != 0 && !s.membersAtLeast(pipeVersionTypes) {
 		f &^= pipeTypesFeatures
+	}
+	if f&pipeMigrationFeatures != 0 && !s.membersAtLeast(pipeVersionMigration) {
+		f &^= pipeMigrationFeatures
 	}
 	return f
 }

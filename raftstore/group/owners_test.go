@@ -266,23 +266,29 @@ func TestOwnersWaitForEveryMember(t *testing.T) {
 	c.converge()
 }
 
-// The features of pipe version 4 (WATCH tombstones, sorted sets and lists)
-// wait for every member as owners do: with members of version 3 the leader
-// turns owners on and nothing else; with every member at 4, all of them.
+// The features of pipe versions 4 (WATCH tombstones, sorted sets and lists)
+// and 5 (the same-value SET NX grant) wait for every member as owners do:
+// with members of version 3 the leader turns owners on and nothing else;
+// with every member at 4, those of 4; at 5, all of them, but for the
+// same-value grant when the nodes run -strict-nx.
 func TestTypesFeaturesWaitForEveryMember(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		peer byte
-		want uint64
+		name   string
+		peer   byte
+		strict bool
+		want   uint64
 	}{
-		{"members of version 3", pipeVersionOwners, command.FeatureOwners},
-		{"every member at 4", pipeVersionTypes, command.FeatureOwners | pipeTypesFeatures},
+		{"members of version 3", pipeVersionOwners, false, command.FeatureOwners},
+		{"every member at 4", pipeVersionTypes, false, command.FeatureOwners | pipeTypesFeatures},
+		{"every member at 5", pipeVersionMigration, false, command.FeatureOwners | pipeTypesFeatures | pipeMigrationFeatures},
+		{"every member at 5, strict NX", pipeVersionMigration, true, command.FeatureOwners | pipeTypesFeatures},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClusterWith(t, 3, func(i int, cfg *Config) {
 				if i > 0 {
 					cfg.pipeVersion = tc.peer
 				}
+				cfg.StrictNX = tc.strict
 			})
 			_, leader := c.leader()
 			deadline := time.Now().Add(10 * time.Second)

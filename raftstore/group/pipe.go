@@ -55,14 +55,20 @@ func newPipeTransport(cfg Config, peer *mux.Mux, inner *raft.NetworkTransport, a
 // (command.KindSettings and what FeatureOwners turns on). A node from before
 // batch entries greets with 1, or (from before appendpipe) not at all. 4: it
 // keeps WATCH tombstones and holds sorted sets and lists (pipeTypesFeatures).
-const pipeVersion = pipeVersionTypes
+// 5: pipeMigrationFeatures.
+const pipeVersion = pipeVersionMigration
 
 // The pipe versions that announce what a follower applies.
 const (
-	pipeVersionBatch  byte = 2 // batch entries
-	pipeVersionOwners byte = 3 // session owners (owners.go)
-	pipeVersionTypes  byte = 4 // pipeTypesFeatures
+	pipeVersionBatch     byte = 2 // batch entries
+	pipeVersionOwners    byte = 3 // session owners (owners.go)
+	pipeVersionTypes     byte = 4 // pipeTypesFeatures
+	pipeVersionMigration byte = 5 // pipeMigrationFeatures
 )
+
+// pipeMigrationFeatures are the features a follower of pipeVersionMigration
+// understands: the same-value SET … NX grant.
+const pipeMigrationFeatures = command.FeatureSameValueNX
 
 // pipeTypesFeatures are the features a follower of pipeVersionTypes
 // understands: WATCH tombstones and the sorted set and list kinds.

@@ -96,6 +96,12 @@ type Config struct {
 	// its value (owners.go), so every replica enforces the same cap: give
 	// every node the same.
 	MaxSessionsPerUser int64
+	// StrictNX makes SET … NX on a key that holds exactly the value being
+	// set answer nil, as Redis does. By default (false) it is a grant to
+	// that owner (command.FeatureSameValueNX), once every member of the
+	// group understands it. The group's leader replicates its choice: give
+	// every node the same.
+	StrictNX bool
 	// NoBatchEntries makes the leader propose every write as an entry of its
 	// own. By default a run of plain writes in one request batch goes into
 	// one batch entry (command.KindBatch) once every other member of the
