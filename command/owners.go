@@ -100,6 +100,12 @@ const (
 	// blind retry of a SET … NX whose reply was lost answer as the first
 	// try did. A mode: the leader's -strict-nx turns it off again (ModeFeatures).
 	FeatureSameValueNX
+	// FeatureMigration: what moving keys over from Redis adds to entries
+	// and snapshots (issue 48): RESTORE entries, the replication offsets a
+	// group records with the writes it takes from a Redis master, and the
+	// released value kept with a deleted key's tombstone. Commands that need
+	// it (FlagMigration) are refused until it is on.
+	FeatureMigration
 )
 
 // ModeFeatures are the features a leader's configuration may turn off again

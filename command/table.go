@@ -54,6 +54,10 @@ const (
 	// FeatureCollections on (the state machine refuses it before); a leader
 	// that has not turned it on yet tries to first.
 	FlagCollection
+	// FlagMigration (lockd's): the command's entry needs FeatureMigration
+	// (RESTORE, the writes a Redis master sends a replica), as FlagCollection
+	// needs FeatureCollections.
+	FlagMigration
 )
 
 // redisFlags are the flags whose meaning is Redis's: a row has one exactly

@@ -92,17 +92,17 @@ func (s *Store) syncSettings() {
 	s.log.Info("settings replicated", "session_owners", want.Owners(), "max_sessions_per_user", want.MaxSessionsPerUser)
 }
 
-// ensureCollections turns FeatureCollections on before a sorted set or list
-// write is proposed, when every member understands it (syncSettings),
-// waiting up to collectionsWait for the members' pipelines to greet this
-// leader: a new cluster does not refuse its first such writes because its
-// followers have not said their version yet. Once the feature is on (it stays
-// on), a settings read.
-func (s *Store) ensureCollections(ctx context.Context) {
+// ensureFeature turns feature f on before a write that needs it is proposed
+// (a sorted set or list write needs FeatureCollections), when every member
+// understands it (syncSettings), waiting up to collectionsWait for the
+// members' pipelines to greet this leader: a new cluster does not refuse its
+// first such writes because its followers have not said their version yet.
+// Once the feature is on (it stays on), a settings read.
+func (s *Store) ensureFeature(ctx context.Context, f uint64) {
 	deadline := time.Now().Add(collectionsWait)
-	for s.settings().Features&command.FeatureCollections == 0 {
+	for s.settings().Features&f == 0 {
 		s.syncSettings()
-		if s.settings().Features&command.FeatureCollections != 0 || time.Now().After(deadline) {
+		if s.settings().Features&f != 0 || time.Now().After(deadline) {
 			return
 		}
 		select {
@@ -113,7 +113,7 @@ func (s *Store) ensureCollections(ctx context.Context) {
 	}
 }
 
-// collectionsWait bounds ensureCollections' wait: a pipeline greets within
+// collectionsWait bounds ensureFeature's wait: a pipeline greets within
 // milliseconds of the leader's first append; a member that is down never
 // does, and its group refuses sorted set and list writes until it returns
 // (the state machine's refusal says why).

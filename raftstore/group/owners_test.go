@@ -281,7 +281,7 @@ func TestTypesFeaturesWaitForEveryMember(t *testing.T) {
 		{"members of version 3", pipeVersionOwners, false, command.FeatureOwners},
 		{"every member at 4", pipeVersionTypes, false, command.FeatureOwners | pipeTypesFeatures},
 		{"every member at 5", pipeVersionMigration, false, command.FeatureOwners | pipeTypesFeatures | pipeMigrationFeatures},
-		{"every member at 5, strict NX", pipeVersionMigration, true, command.FeatureOwners | pipeTypesFeatures},
+		{"every member at 5, strict NX", pipeVersionMigration, true, command.FeatureOwners | pipeTypesFeatures | command.FeatureMigration},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClusterWith(t, 3, func(i int, cfg *Config) {

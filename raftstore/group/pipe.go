@@ -67,8 +67,9 @@ const (
 )
 
 // pipeMigrationFeatures are the features a follower of pipeVersionMigration
-// understands: the same-value SET … NX grant.
-const pipeMigrationFeatures = command.FeatureSameValueNX
+// understands: the same-value SET … NX grant and what migration from Redis
+// adds.
+const pipeMigrationFeatures = command.FeatureSameValueNX | command.FeatureMigration
 
 // pipeTypesFeatures are the features a follower of pipeVersionTypes
 // understands: WATCH tombstones and the sorted set and list kinds.

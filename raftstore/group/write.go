@@ -111,7 +111,10 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			}
 		}
 		if r.Spec.Flags.Has(command.FlagCollection) {
-			s.ensureCollections(ctx) // owners.go
+			s.ensureFeature(ctx, command.FeatureCollections) // owners.go
+		}
+		if r.Spec.Flags.Has(command.FlagMigration) {
+			s.ensureFeature(ctx, command.FeatureMigration)
 		}
 		if !r.Spec.Writes() {
 			flush()
