@@ -28,6 +28,9 @@ var doorRows = []*Spec{
 	door("wait"),
 	door("info"),
 	door("monitor"),
+	door("replicaof"),
+	door("slaveof"),
+	door("role"),
 
 	door("client"),
 	door("client|id"),

@@ -31,7 +31,7 @@ const (
 )
 
 // maxKind is the highest entry kind Decode accepts.
-const maxKind = KindSettings
+const maxKind = KindReplication
 
 // The actions of a KindMigrate entry.
 const (

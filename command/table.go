@@ -232,7 +232,7 @@ func withKeys(s *Spec, keys ...KeySpec) *Spec {
 }
 
 // rows is the command table, by name ("container|sub" for a subcommand).
-var rows = index(keyspaceRows, zsetRows, lockRows, sessionRows, namespaceRows, scriptRows, doorRows, listRows)
+var rows = index(keyspaceRows, zsetRows, lockRows, sessionRows, namespaceRows, scriptRows, doorRows, listRows, dumpRows, objectRows)
 
 // index builds the table from the families' rows: it attaches each row's
 // metadata, and with it the arity and the Redis flags, which are the
@@ -285,7 +285,7 @@ func Lookup(name []byte) (*Spec, bool) {
 		lower[i] = c
 	}
 	s, ok := rows[string(lower)]
-	if !ok || s.Handler != HandlerFSM {
+	if !ok || s.Handler != HandlerFSM || strings.Contains(s.Name, "|") { // "object|encoding" is no command name
 		return nil, false
 	}
 	return s, true

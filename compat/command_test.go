@@ -16,6 +16,8 @@ var commandNames = []string{
 	"hvals", "incr", "incrby", "keys", "mget", "mset", "msetnx", "persist",
 	"pexpire", "pexpireat", "pexpiretime", "psetex", "pttl", "publish", "scan",
 	"set", "setex", "setnx", "strlen", "ttl", "type", "unlink",
+	// keyspace containers (their subcommands are keyspace commands too)
+	"memory", "object",
 	// commands the front door answers
 	"asking", "auth", "client", "cluster", "command", "config", "discard", "echo", "exec", "hello",
 	"info", "multi", "ping", "psubscribe", "pubsub", "punsubscribe", "quit",
@@ -33,6 +35,8 @@ var sharedSubcommands = []string{
 	"config|get", "config|help", "config|resetstat", "config|set",
 	"slowlog|get", "slowlog|help", "slowlog|len", "slowlog|reset",
 	"pubsub|channels", "pubsub|help", "pubsub|numpat", "pubsub|numsub",
+	"memory|doctor", "memory|help", "memory|malloc-stats", "memory|purge", "memory|stats", "memory|usage",
+	"object|encoding", "object|freq", "object|help", "object|idletime", "object|refcount",
 }
 
 var commandCases = buildCommandCases()
@@ -58,14 +62,17 @@ func buildCommandCases() []tcase {
 			cmd("COMMAND", "INFO", "get|x"),
 			cmd("COMMAND", "INFO", "client|"),
 			cmd("COMMAND", "INFO", "client|id|x"),
+			cmd("COMMAND", "INFO", "object|nosuch", "object|", "object|encoding|x", "memory|usage|x"),
 		}},
 		tcase{name: "INFO several names", steps: []step{
 			cmd("COMMAND", "INFO", "get", "nosuch", "SET", "Client|Id", "mset", "client|nosuch", "watch"),
+			cmd("COMMAND", "INFO", "OBJECT|Encoding", "Memory|USAGE", "object|nosuch"),
 			cmd("COMMAND", "INFO", "get", "get"),
 		}},
 		tcase{name: "DOCS unknown names", steps: []step{
 			cmd("COMMAND", "DOCS", "nosuch"),
 			cmd("COMMAND", "DOCS", "nosuch", "client|nosuch", "get|x"),
+			cmd("COMMAND", "DOCS", "object|nosuch", "memory|", "object|help|x"),
 		}},
 		tcase{name: "DOCS several names", steps: []step{
 			cmd("COMMAND", "DOCS", "get", "nosuch", "HMSET", "Client|Id", "del").with(docsParts),

@@ -659,6 +659,7 @@ var families = []struct {
 	{"tracking", trackingCases},
 	{"echoed-errors", echoCases},    // echo_test.go
 	{"info-fields", infoFieldCases}, // info_fields_test.go
+	{"object", objectCases},         // object_test.go
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }

@@ -184,4 +184,32 @@ var multiCases = []tcase{
 		cmd("SCRIPT"),
 		cmd("EXEC"),
 	}},
+	// So are the keyspace containers' (OBJECT, MEMORY): an unknown
+	// subcommand, or a subcommand of the wrong arity, is refused when
+	// queued; the container's own arity error too.
+	{name: "OBJECT and MEMORY subcommands inside MULTI", steps: []step{
+		cmd("SET", "o", "12345"),
+		cmd("MULTI"),
+		cmd("OBJECT", "ENCODING", "o"),
+		cmd("MEMORY", "USAGE", "o", "SAMPLES", "x"),
+		cmd("OBJECT", "REFCOUNT", "o"),
+		cmd("EXEC"),
+		cmd("MULTI"),
+		cmd("SET", "o", "2"),
+		cmd("OBJECT", "NOSUCH", "o"),
+		cmd("EXEC"),
+		cmd("GET", "o"),
+		cmd("MULTI"),
+		cmd("SET", "o", "3"),
+		cmd("OBJECT", "ENCODING"),
+		cmd("EXEC"),
+		cmd("MULTI"),
+		cmd("MEMORY", "USAGE"),
+		cmd("memory", "no\x00such"),
+		cmd("OBJECT", "HELP", "x"),
+		cmd("MEMORY", "DOCTOR", "x"),
+		cmd("OBJECT"),
+		cmd("EXEC"),
+		cmd("GET", "o"),
+	}},
 }

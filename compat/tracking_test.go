@@ -153,6 +153,27 @@ var trackingCases = []tcase{
 		cmd("SET", "r", "1").on(1),
 		pushThenPong(),
 	}},
+	// OBJECT ENCODING and MEMORY USAGE are reads (their subcommands' rows
+	// are readonly): their keys are remembered, alone and inside MULTI; OBJECT
+	// HELP reads no key.
+	{name: "tracked OBJECT and MEMORY subcommands", proto: 3, steps: []step{
+		cmd("SET", "oe", "1"),
+		cmd("SET", "mu", "1"),
+		cmd("SET", "ot", "1"),
+		cmd("CLIENT", "TRACKING", "ON"),
+		cmd("OBJECT", "ENCODING", "oe"),
+		cmd("SET", "oe", "2").on(1),
+		pushThenPong(),
+		cmd("MEMORY", "USAGE", "mu"),
+		cmd("SET", "mu", "2").on(1),
+		pushThenPong(),
+		cmd("OBJECT", "HELP").with(anyText),
+		cmd("MULTI"),
+		cmd("OBJECT", "REFCOUNT", "ot"),
+		cmd("EXEC"),
+		cmd("DEL", "ot").on(1),
+		pushThenPong(),
+	}},
 	{name: "OPTIN and OPTOUT", proto: 3, steps: []step{
 		cmd("CLIENT", "TRACKING", "ON", "OPTIN"),
 		cmd("GET", "o1"),

@@ -24,6 +24,28 @@ const (
 	//	return redis.call("pexpire", KEYS[1], ARGV[2])
 	// in place of the DEL: the recipe's lease extension.
 	CompareAndPexpire
+	// CompareAndDeleteOrMissing is redsync's (v4) release:
+	//	local val = redis.call("GET", KEYS[1])
+	//	if val == ARGV[1] then
+	//	    return redis.call("DEL", KEYS[1])
+	//	elseif val == false then return -1
+	//	else return 0 end
+	// CompareAndDelete that answers -1 for an absent key ("lock already
+	// expired").
+	CompareAndDeleteOrMissing
+	// CompareAndDeleteEach is node-redlock's (v5) release of the keys of a
+	// multi-resource lock:
+	//	local count = 0
+	//	for i, key in ipairs(KEYS) do
+	//	    if redis.call("get", key) == ARGV[1] then
+	//	        redis.pcall("del", key)
+	//	        count = count + 1
+	//	    end
+	//	end
+	//	return count
+	// A GET that fails raises (after the DELs of the keys before it); a DEL
+	// that fails is ignored and counted all the same (pcall).
+	CompareAndDeleteEach
 )
 
 // recipeText matches a script's text, once normalised (normaliseRecipe),
@@ -31,13 +53,27 @@ const (
 // quote, as Lua allows.
 var recipeText = regexp.MustCompile(`^if redis\.call\(["'](?i:get)["'],KEYS\[1\]\)==ARGV\[1\]then return redis\.call\(["']((?i:del)["'],KEYS\[1\]|(?i:pexpire)["'],KEYS\[1\],ARGV\[2\])\)(else return 0 end|end return 0)$`)
 
+// orMissingText and eachText match CompareAndDeleteOrMissing and
+// CompareAndDeleteEach, normalised, with their clients' variable names.
+var (
+	orMissingText = regexp.MustCompile(`^local val=redis\.call\(["'](?i:get)["'],KEYS\[1\]\)if val==ARGV\[1\]then return redis\.call\(["'](?i:del)["'],KEYS\[1\]\)elseif val==false then return -1 else return 0 end$`)
+	eachText      = regexp.MustCompile(`^local count=0 for i,key in ipairs\(KEYS\)do if redis\.call\(["'](?i:get)["'],key\)==ARGV\[1\]then redis\.pcall\(["'](?i:del)["'],key\)count=count\+1 end end return count$`)
+)
+
 // recipeOf says which recipe src is, if any. A script with a shebang (its
 // flags change how it runs) or a block comment is never one.
 func recipeOf(src []byte) Recipe {
 	if bytes.HasPrefix(src, []byte("#!")) || bytes.Contains(src, []byte("--[")) {
 		return NoRecipe
 	}
-	m := recipeText.FindSubmatch(normaliseRecipe(src))
+	norm := normaliseRecipe(src)
+	switch {
+	case orMissingText.Match(norm):
+		return CompareAndDeleteOrMissing
+	case eachText.Match(norm):
+		return CompareAndDeleteEach
+	}
+	m := recipeText.FindSubmatch(norm)
 	switch {
 	case m == nil:
 		return NoRecipe
@@ -80,7 +116,7 @@ func normaliseRecipe(src []byte) []byte {
 // tight reports whether the recipes never need a space beside c.
 func tight(c byte) bool {
 	switch c {
-	case '(', ')', '[', ']', ',', '=':
+	case '(', ')', '[', ']', ',', '=', '+':
 		return true
 	}
 	return false

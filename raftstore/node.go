@@ -43,6 +43,8 @@ type Node struct {
 	moveMu sync.Mutex // one slot move at a time from this node
 	addrs  addrBook   // node id -> RESP address
 
+	repl nodeReplica // following a Redis master (node_replica.go)
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	wg        sync.WaitGroup
@@ -170,6 +172,9 @@ func OpenNode(cfg Config) (*Node, error) {
 	nd.loadShardMap()
 	nd.wg.Add(1)
 	go nd.balanceLoop()
+	nd.repl.n, nd.repl.user, nd.repl.pass = nd, cfg.MasterUser, cfg.MasterAuth
+	nd.wg.Add(1)
+	go nd.replicaLoop()
 	return nd, nil
 }
 

@@ -137,11 +137,15 @@ func (c *conn) mayPass() bool {
 }
 
 // resolve finds the command args name: its full name ("container|sub" for a
-// subcommand) and its Redis flags. ok is false for an unknown command or
-// subcommand and for a wrong number of arguments, which the command's own path
-// answers (before NOAUTH, as in Redis).
+// subcommand, a keyspace container's included: "object|encoding"), whose row
+// the ACL rules and categories are checked on. ok is false for an unknown command or subcommand and for a
+// wrong number of arguments, which the command's own path answers (before
+// NOAUTH, as in Redis).
 func resolve(args [][]byte) (full string, ok bool) {
 	if spec, found := command.Lookup(args[0]); found {
+		if spec, found = command.Subcommand(spec, args); !found {
+			return "", false // the container's parser answers "unknown subcommand"
+		}
 		return spec.Name, spec.CheckArity(len(args))
 	}
 	s, found := locals[strings.ToLower(string(args[0]))]

@@ -8,6 +8,31 @@ import (
 	"github.com/lockd/lockd/resp"
 )
 
+// keyspaceContainers are the keyspace commands with subcommands (OBJECT,
+// MEMORY: a container row whose parser reads the subcommand, each subcommand
+// a keyspace row of its own), by name, each with its subcommands' rows in
+// sub, as doorTable builds the front door's containers. COMMAND describes
+// them as it describes CLIENT. They have no run: the state machine answers
+// them.
+var keyspaceContainers = keyspaceTable()
+
+func keyspaceTable() map[string]*localSpec {
+	out := map[string]*localSpec{}
+	for _, s := range command.Specs() {
+		subs := command.Subcommands(s.Name)
+		if len(subs) == 0 {
+			continue
+		}
+		l := &localSpec{Spec: s, sub: make(map[string]*localSpec, len(subs))}
+		for _, sub := range subs {
+			_, name, _ := strings.Cut(sub.Name, "|")
+			l.sub[name] = &localSpec{Spec: sub}
+		}
+		out[s.Name] = l
+	}
+	return out
+}
+
 // allSpecs lists every command this server knows, keyspace and local, by
 // name: the command table's rows without the subcommands, which hang off
 // their container's sub.
@@ -15,6 +40,8 @@ func allSpecs() []*localSpec {
 	var out []*localSpec
 	for _, s := range command.Commands() {
 		if l, ok := locals[s.Name]; ok {
+			out = append(out, l)
+		} else if l, ok := keyspaceContainers[s.Name]; ok {
 			out = append(out, l)
 		} else {
 			out = append(out, &localSpec{Spec: s})
@@ -24,15 +51,23 @@ func allSpecs() []*localSpec {
 }
 
 // findSpec finds a command by name, in any case; "container|sub" names a
-// subcommand, as in Redis's COMMAND INFO and COMMAND DOCS.
+// subcommand, as in Redis's COMMAND INFO and COMMAND DOCS, of a front-door
+// container (CLIENT) or a keyspace one (OBJECT).
 func findSpec(name []byte) *localSpec {
-	if s, ok := command.Lookup(name); ok {
-		return &localSpec{Spec: s}
-	}
 	n := strings.ToLower(string(name))
 	parent, sub, isSub := strings.Cut(n, "|")
 	s := locals[parent]
-	if s == nil || !isSub {
+	if s == nil {
+		s = keyspaceContainers[parent]
+	}
+	if s == nil {
+		spec, ok := command.Lookup([]byte(parent))
+		if !ok {
+			return nil
+		}
+		s = &localSpec{Spec: spec}
+	}
+	if !isSub {
 		return s
 	}
 	return s.sub[sub] // nil for an unknown subcommand, or for one of a leaf command

@@ -57,6 +57,11 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 				{"tracking_total_prefixes", strconv.Itoa(prefixes)}}
 		}},
 		{"Replication", func() [][2]string {
+			if r, ok := s.store.(Replicator); ok {
+				if lines := r.ReplicationInfo(); len(lines) > 0 && lines[0][1] != "master" {
+					return lines // a replica of a Redis master (replicaof.go)
+				}
+			}
 			return [][2]string{{"role", "master"}, {"connected_slaves", strconv.Itoa(s.store.Replicas())}}
 		}},
 		{"Raft", s.store.Stats},

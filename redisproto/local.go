@@ -434,6 +434,10 @@ func cmdConfigGet(c *conn, a [][]byte) resp.Value {
 	}
 	values = append(values, c.srv.slowlogConfig()...)
 	values = append(values, [2]string{"tracking-table-max-keys", c.srv.trackingMaxKeys()}) // tracking.go
+	if r, ok := c.srv.store.(Replicator); ok {
+		user, pass := r.MasterAuth()
+		values = append(values, [2]string{"masteruser", user}, [2]string{"masterauth", pass})
+	}
 	for _, pat := range a[2:] {
 		lp := []byte(strings.ToLower(string(pat)))
 		for _, kv := range values {
@@ -474,13 +478,27 @@ func cmdConfigSet(c *conn, a [][]byte) resp.Value {
 			if n, err := strconv.ParseInt(string(a[i+1]), 10, 64); err != nil || (name == "slowlog-max-len" && n < 0) {
 				return resp.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
 			}
+		case "masteruser", "masterauth": // replicaof.go
+			if _, ok := c.srv.store.(Replicator); !ok {
+				return command.Echo("ERR CONFIG SET ", []byte(name), " is not supported by lockd; use its flags").Reply()
+			}
 		default:
 			return command.Echo("ERR CONFIG SET ", []byte(name), " is not supported by lockd; use its flags").Reply()
 		}
 	}
 	for i := 2; i < len(a); i += 2 {
-		if name := strings.ToLower(string(a[i])); strings.HasPrefix(name, "slowlog-") {
+		switch name := strings.ToLower(string(a[i])); {
+		case strings.HasPrefix(name, "slowlog-"):
 			c.srv.setSlowlog(name, string(a[i+1]))
+		case name == "masteruser" || name == "masterauth":
+			r := c.srv.store.(Replicator)
+			user, pass := r.MasterAuth()
+			if name == "masteruser" {
+				user = string(a[i+1])
+			} else {
+				pass = string(a[i+1])
+			}
+			r.SetMasterAuth(user, pass)
 		}
 	}
 	if notify != nil {

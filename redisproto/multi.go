@@ -45,6 +45,18 @@ func (c *conn) enqueue(args [][]byte) resp.Value {
 			c.tx.dirty = true
 			return resp.Error(string(command.ErrArity(spec.Name)))
 		}
+		// A keyspace container (OBJECT, MEMORY) is refused when queued for
+		// an unknown subcommand or a subcommand's wrong arity, as Redis
+		// refuses it, not at EXEC.
+		sub, known := command.Subcommand(spec, args)
+		if !known {
+			c.tx.dirty = true
+			return errUnknownSubcommand(args[0], args[1])
+		}
+		if !sub.CheckArity(len(args)) {
+			c.tx.dirty = true
+			return resp.Error(string(command.ErrArity(sub.Name)))
+		}
 		if c.scriptUser(spec) != "" {
 			// A transaction's entry carries no user to check a script's
 			// commands against: such a user runs its scripts outside MULTI.

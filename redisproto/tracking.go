@@ -394,12 +394,15 @@ func (c *conn) trackFlags() (string, int64) {
 
 // trackRequest is called by c's goroutine for each request it sends to the
 // store, before sending it (see the ordering above): a read's keys are
-// remembered, a write's are noted for NOLOOP.
+// remembered, a write's are noted for NOLOOP. A keyspace container's request
+// (OBJECT ENCODING, MEMORY USAGE) is judged by its subcommand's row, whose
+// flags and key specifications are Redis's.
 func (c *conn) trackRequest(spec *command.Spec, args [][]byte) {
 	st := &c.trk
 	if !st.on {
 		return
 	}
+	spec, _ = command.Subcommand(spec, args)
 	if tracksRead(spec) {
 		if !st.bcast && !(st.optin && !st.caching) && !(st.optout && st.caching) {
 			c.srv.trk().remember(c, spec.Keys(args))
@@ -424,6 +427,7 @@ func (c *conn) trackTx(cmds [][][]byte) {
 		if !ok {
 			continue
 		}
+		spec, _ = command.Subcommand(spec, args)
 		if tracksRead(spec) {
 			c.trackRequest(spec, args)
 		} else if st.noloop && spec.Flags.Has(command.FlagWrite) {

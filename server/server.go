@@ -111,6 +111,9 @@ type Config struct {
 	// StrictNX is raftstore.Config's: SET … NX on a key holding the same
 	// value answers nil, as Redis does (default: a grant to that owner).
 	StrictNX bool
+	// MasterUser and MasterAuth are raftstore.Config's: the credentials for
+	// the Redis master REPLICAOF follows (CONFIG SET changes them).
+	MasterUser, MasterAuth string
 	// SnapshotThreshold, SnapshotInterval and TrailingLogs tune Raft
 	// snapshots (0: the store's defaults, 8192 entries, 10 s and 10240
 	// entries).
@@ -274,7 +277,8 @@ func New(cfg Config) (*Server, error) {
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
 		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
-		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX}
+		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX,
+		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterAuth}
 	scfg.PeerSecret = secret
 	if ts != nil {
 		scfg.PeerTLS, scfg.PeerTLSMembers = ts.peer, ts.membersOnly

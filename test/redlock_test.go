@@ -18,15 +18,12 @@ import (
 // the first node's SET … NX PX is the grant, and the same owner's SET
 // through the other two nodes answers as a grant too (the key holds that
 // owner's value: docs/compatibility.md), so the quorum forms. Another owner
-// is refused through every node; extend works; release frees the lock on
-// every node, and the other owner acquires after it.
-//
-// TODO(issue 48): the release's own quorum. The first node's
-// compare-and-delete deletes the key, so the same script through the other
-// two nodes finds it absent and redsync reports ErrLockAlreadyExpired
-// (the lock is free all the same). Making a release by the owner that
-// just released answer as the release did needs the released value kept
-// with the group's tombstones (raftstore/fsm/watch.go).
+// is refused through every node; extend works; release reaches its quorum
+// too (the first node's delete frees the key, and the same owner's release
+// through the other two answers as that release did: the group keeps the
+// released value with the key's tombstone, raftstore/fsm/watch.go) and frees
+// the lock on every node, and the other owner acquires after it. A release
+// by an owner who no longer holds the lock still fails.
 func TestRedlockOverOneCluster(t *testing.T) {
 	cl := startCluster(t, 3)
 	cl.waitBalanced(spreadTimeout)
@@ -63,9 +60,9 @@ func TestRedlockOverOneCluster(t *testing.T) {
 			cancel()
 			t.Fatalf("%s: extend = %v, %v", name, ok, err)
 		}
-		if ok, err := first.UnlockContext(ctx); !ok && !errors.Is(err, redsync.ErrLockAlreadyExpired) {
+		if ok, err := first.UnlockContext(ctx); !ok || err != nil {
 			cancel()
-			t.Fatalf("%s: release = %v, %v", name, ok, err)
+			t.Fatalf("%s: release = %v, %v; want true through all 3 nodes", name, ok, err)
 		}
 		for i, c := range clients {
 			if n, err := c.Exists(ctx, name).Result(); err != nil || n != 0 {
@@ -77,7 +74,16 @@ func TestRedlockOverOneCluster(t *testing.T) {
 			cancel()
 			t.Fatalf("%s: the second owner's acquire after release failed: %v", name, err)
 		}
-		second.UnlockContext(ctx) // as above
+		if ok, err := second.UnlockContext(ctx); !ok || err != nil {
+			cancel()
+			t.Fatalf("%s: the second owner's release = %v, %v", name, ok, err)
+		}
+		// The first owner's late release: the key's last deletion removed
+		// the second owner's value, so it answers as Redis does.
+		if ok, err := first.UnlockContext(ctx); ok || err == nil {
+			cancel()
+			t.Fatalf("%s: the first owner's release after another owner's = %v, %v; want a failure", name, ok, err)
+		}
 		cancel()
 	}
 }

@@ -70,6 +70,8 @@ type options struct {
 	maxWrite *int
 	maxSess  *int64
 	strictNX *bool
+	mUser    *string
+	mAuth    *string
 	batchOn  *bool
 	reqPass  *string
 	maxConns *int
@@ -131,6 +133,8 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *options) {
 		maxWrite: fs.Int("max-write-bytes", raftstore.DefaultMaxWriteBytes, "largest write, in bytes of its Raft log entry (about the request's size): a larger one is answered -ERR write too large for the log; above 64 MiB, the log's limit, counts as 64 MiB (writes of 16 MiB and more cost elections in a test cluster)"),
 		maxSess:  fs.Int64("max-sessions-per-user", raftstore.DefaultMaxSessionsPerUser, "most sessions one user may have open; SESSION.OPEN past it is answered -ERR max sessions per user reached (a user allowed every key and every admin command is not capped); 0: no cap. The groups' leaders replicate their value: give every node the same"),
 		strictNX: fs.Bool("strict-nx", false, "answer SET … NX (and SETNX) on a key that already holds exactly the value being set with nil, as Redis does; by default that is a grant to the same owner (new expiry, same fencing token), so that a Redlock client over several nodes of one cluster reaches its quorum and a retried SET … NX whose reply was lost succeeds (docs/compatibility.md). The groups' leaders replicate their choice: give every node the same"),
+		mUser:    fs.String("masteruser", "", "user to authenticate as to the Redis master that REPLICAOF follows (Redis's masteruser; CONFIG SET masteruser changes it)"),
+		mAuth:    fs.String("masterauth", "", "password for the Redis master that REPLICAOF follows (Redis's masterauth; CONFIG SET masterauth changes it). Give it as LOCKD_MASTERAUTH or in -config, not on the command line (ps shows that)"),
 		batchOn:  fs.Bool("batch-entries", true, "as leader, put a run of writes that arrive together into one Raft entry (each keeps a token of its own), once every other member of the group has said it applies them (a lockd from before batch entries cannot, and says nothing: a rolling upgrade needs no setting); false writes one entry per write, which rolling back to such a version needs (docs/operations.md)"),
 		reqPass:  fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)"),
 		maxConns: fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached"),
@@ -243,6 +247,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	cfg.NoBatchEntries = !*o.batchOn
 	cfg.StrictNX = *o.strictNX
+	cfg.MasterUser, cfg.MasterAuth = *o.mUser, *o.mAuth
 	cfg.LogBytes = *o.logBytes
 	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *o.reqPass, *o.maxConns, *o.maxOut
 	if *o.idleSecs < 0 || *o.authTO < 0 || *o.authFail < 0 || *o.httpConn < 1 {

@@ -58,6 +58,10 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 			return resp.Simple("none")
 		}
 		return resp.Simple(it.kind().String())
+	case command.Object:
+		return k.object(op, c) // object.go
+	case command.Memory:
+		return k.memory(op, c) // object.go
 	case command.Digest:
 		it := k.lookup(op.Key, c.Now)
 		if it == nil {
@@ -91,6 +95,8 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 		return k.zsetRead(op.(command.ZSetOp), c) // zset.go
 	case command.LLen, command.LRange, command.LIndex, command.LPos:
 		return k.listRead(op.(command.ListOp), c) // list.go
+	case command.Dump:
+		return k.dump(op, c) // dump.go
 	case command.ScriptExists:
 		out := make([]resp.Value, len(op.SHAs))
 		for i, sha := range op.SHAs {
@@ -140,6 +146,8 @@ func (k *Keyspace) Exec(op command.Op, c Ctx) resp.Value {
 	switch op := op.(type) {
 	case command.Set:
 		return k.set(op, c)
+	case command.Restore:
+		return k.restore(op, c) // dump.go
 	case command.GetDel:
 		it := k.lookup(op.Key, c.Now)
 		if it == nil {

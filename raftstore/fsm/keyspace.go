@@ -190,6 +190,7 @@ type Keyspace struct {
 	owned         map[string]int       // open sessions per owner; derived from sessions (never in a snapshot)
 	wakes         []Wake               // what became of waiters, since the last TakeWakes
 	pops          *popQueues           // blocked pops (bpop.go); nil until the first
+	repl          replication          // the Redis master followed (replica.go)
 	wants         func(string) bool    // SetEventFilter; nil: every event channel
 	stats         LockStats            // metrics only (see LockStats)
 	expiredRecent map[uint64]string    // metrics only: tokens whose lease ran out lately -> name
@@ -370,6 +371,10 @@ func (k *Keyspace) applyEntry(index uint64, e command.Entry, c Ctx) resp.Value {
 		return k.applyImport(e.Args, e.Wall)
 	case command.KindShardMap:
 		return k.applyShardMap(e.Args)
+	case command.KindReplication:
+		return k.applyReplication(e.Args) // replica.go
+	case command.KindReplicated:
+		return k.applyReplicated(e.Args, c)
 	case command.KindScript:
 		op, err := command.ParseScriptArgs(e.Args)
 		if err != nil {
@@ -495,9 +500,7 @@ func (k *Keyspace) deleteItem(it *item) {
 	k.items.Delete(it)
 	k.unindexItem(it)
 	k.touch(it.key()) // events.go
-	if it.live(k.now) {
-		k.noteDeleted(it.key())
-	}
+	k.noteDeleted(it) // watch.go
 }
 
 // waits reports whether it is a lock record with waiters: one that has a wake

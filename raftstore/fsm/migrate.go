@@ -170,6 +170,8 @@ func (k *Keyspace) checkEntry(e command.Entry) (resp.Value, bool) {
 			keys = append(keys, command.SlotKeys(c)...)
 		}
 		return k.CheckKeys(keys)
+	case command.KindReplicated:
+		return k.CheckKeys(replicatedKeys(e.Args)) // replica.go
 	}
 	return resp.Value{}, false
 }
@@ -334,6 +336,7 @@ func (k *Keyspace) drop(from, to uint16, c Ctx) int {
 	doomed := k.itemsIn(from, to)
 	for _, it := range doomed {
 		k.deleteItem(it)
+		k.noteMoved(it) // watch.go
 		if it.kind() != KindLock {
 			continue
 		}

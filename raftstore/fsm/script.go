@@ -195,22 +195,34 @@ func (k *Keyspace) Clone() *Keyspace {
 }
 
 // recipe runs a lock recipe (lua.Engine.Recipe) without the interpreter:
-// GET KEYS[1]; 0 unless it holds ARGV[1]; else the reply of DEL KEYS[1] or
-// PEXPIRE KEYS[1] ARGV[2] — what the script would return, with the same
-// effects. Each command goes through scriptHost.Call, as redis.call sends
-// it, with its checks (ACL, read-only). It reports false, having changed
-// nothing, wherever the script would raise an error (a key of another type,
-// a command refused or failing, a missing argument), and the interpreter
-// runs the script instead.
+// GET KEYS[1]; 0 unless it holds ARGV[1] (-1 for CompareAndDeleteOrMissing
+// when it is absent); else the reply of DEL KEYS[1] or PEXPIRE KEYS[1]
+// ARGV[2] — what the script would return, with the same effects. Each
+// command goes through scriptHost.Call, as redis.call sends it, with its
+// checks (ACL, read-only). It reports false, having changed nothing,
+// wherever the script would raise an error (a key of another type, a
+// command refused or failing, a missing argument), and the interpreter runs
+// the script instead. CompareAndDeleteEach is releaseEach.
+//
+// A Redlock client's release (CompareAndDeleteOrMissing, redsync's) of a key
+// that is absent because an earlier command deleted it holding ARGV[1]
+// answers 1, as that release did, while FeatureSameValueNX is on: see
+// releasedBefore (watch.go) and released. The plain CompareAndDelete answers
+// 0 there, as Redis does: it is the release of the single-instance clients
+// (redislock, go-redis scripts), whose second release through the one
+// server they use must hear that the lock is not held.
 func (k *Keyspace) recipe(op command.Eval, c Ctx) (resp.Value, bool) {
 	r := k.scripts.Recipe(op.SHA)
+	if r == lua.CompareAndDeleteEach {
+		return k.releaseEach(op, c)
+	}
 	if r == lua.NoRecipe || len(op.Keys) != 1 {
 		return resp.Value{}, false
 	}
 	key := op.Keys[0]
 	var write [][]byte
 	switch {
-	case r == lua.CompareAndDelete && len(op.Args) >= 1:
+	case (r == lua.CompareAndDelete || r == lua.CompareAndDeleteOrMissing) && len(op.Args) >= 1:
 		write = [][]byte{[]byte("DEL"), key}
 	case r == lua.CompareAndPexpire && len(op.Args) >= 2:
 		write = [][]byte{[]byte("PEXPIRE"), key, op.Args[1]}
@@ -220,6 +232,10 @@ func (k *Keyspace) recipe(op command.Eval, c Ctx) (resp.Value, bool) {
 	h := &scriptHost{k: k, c: c, ro: op.RO}
 	got := h.Call([][]byte{[]byte("GET"), key})
 	switch {
+	case got.Kind == resp.KindNull && r == lua.CompareAndDeleteOrMissing && h.released(key, op.Args[0]):
+		return resp.Int(1), true
+	case got.Kind == resp.KindNull && r == lua.CompareAndDeleteOrMissing:
+		return resp.Int(-1), true
 	case got.Kind == resp.KindNull:
 		return resp.Int(0), true
 	case got.Kind != resp.KindBulk:
@@ -229,4 +245,65 @@ func (k *Keyspace) recipe(op command.Eval, c Ctx) (resp.Value, bool) {
 	}
 	v := h.Call(write) // an error changed nothing (a refusal, a bad PEXPIRE argument)
 	return v, v.Kind != resp.KindError
+}
+
+// releaseEach runs lua.CompareAndDeleteEach natively: for each key in order,
+// GET it and, when it holds ARGV[1], DEL it (a DEL that fails is ignored, as
+// redis.pcall does) and count it; the reply is the count. A GET that would
+// raise an error (WRONGTYPE, a refusal) makes it report false, having changed
+// nothing (every GET is tried before any DEL), and the interpreter runs the
+// script. With FeatureSameValueNX on, a key that the release finds absent
+// because an earlier command deleted it holding ARGV[1] counts too, as it
+// did in that release (releasedBefore), except a key named again in KEYS.
+func (k *Keyspace) releaseEach(op command.Eval, c Ctx) (resp.Value, bool) {
+	if len(op.Args) < 1 {
+		return resp.Value{}, false
+	}
+	h := &scriptHost{k: k, c: c, ro: op.RO}
+	for _, key := range op.Keys {
+		if got := h.Call([][]byte{[]byte("GET"), key}); got.Kind != resp.KindNull && got.Kind != resp.KindBulk {
+			return resp.Value{}, false
+		}
+	}
+	var count int64
+	var seen map[string]bool // the keys before this one, once one is absent
+	for i, key := range op.Keys {
+		// A DEL of one key changes no other key's type: this GET answers
+		// as the one above, or nil for a key named twice and deleted.
+		got := h.Call([][]byte{[]byte("GET"), key})
+		switch {
+		case got.Kind == resp.KindBulk && bytes.Equal(got.Str, op.Args[0]):
+			h.Call([][]byte{[]byte("DEL"), key})
+			count++
+		case got.Kind == resp.KindNull && h.released(key, op.Args[0]):
+			if seen == nil {
+				seen = make(map[string]bool, len(op.Keys))
+				for _, before := range op.Keys[:i] {
+					seen[string(before)] = true
+				}
+			}
+			if !seen[string(key)] { // the release counted a key once
+				count++
+			}
+		}
+		if seen != nil {
+			seen[string(key)] = true
+		}
+	}
+	return resp.Int(count), true
+}
+
+// released reports whether a release of key by the owner of val, which
+// found key absent, answers as the owner's earlier release did: the group's
+// FeatureSameValueNX is on, the script may write and its user may DEL key
+// (the release it repeats did), and key's most recent deletion, by an
+// earlier command, removed val (Keyspace.releasedBefore).
+func (h *scriptHost) released(key, val []byte) bool {
+	if h.k.settings.Features&command.FeatureSameValueNX == 0 || h.ro || !h.c.Write {
+		return false
+	}
+	if _, denied := h.authorize([][]byte{[]byte("DEL"), key}); denied {
+		return false
+	}
+	return h.k.releasedBefore(key, val)
 }

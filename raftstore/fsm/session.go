@@ -136,14 +136,15 @@ func (k *Keyspace) userSessionCheck(op command.Op, c Ctx) (resp.Value, bool) {
 }
 
 // applySettings is a KindSettings entry: the settings replace the group's,
-// except that a feature once on stays on. A malformed entry is an error reply
-// and changes nothing.
+// except that a feature once on stays on, but for modes
+// (command.ModeFeatures), which the entry turns off again. A malformed entry
+// is an error reply and changes nothing.
 func (k *Keyspace) applySettings(args [][]byte) resp.Value {
 	s, err := command.ParseSettingsArgs(args)
 	if err != nil {
 		return resp.Error("ERR bad settings entry")
 	}
-	s.Features |= k.settings.Features
+	s.Features |= k.settings.Features &^ command.ModeFeatures
 	turnsOn := s.Features &^ k.settings.Features
 	k.settings = s
 	if turnsOn&command.FeatureWatchDeletes != 0 {

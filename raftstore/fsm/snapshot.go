@@ -31,6 +31,7 @@ type Snapshot struct {
 	settings command.Settings
 	tombs    *tombstones               // a copy (watch.go); nil while not kept
 	pops     *btree.BTreeG[*popWaiter] // the blocked pops, a copy (bpop.go); nil: none
+	repl     replication               // the Redis master followed (replica.go)
 }
 
 // Snapshot captures the current state. Call it from the apply goroutine.
@@ -44,7 +45,7 @@ func (k *Keyspace) Snapshot() *Snapshot {
 	}
 	return &Snapshot{items: k.items.Copy(), now: k.now, index: k.index, scripts: k.scripts.Scripts(), sessions: sessions, nss: k.namespaces, acl: k.acl,
 		base: k.base, frozen: k.frozen, gone: k.gone, shardMap: k.shardMap, settings: k.settings, tombs: k.tombs.clone(),
-		pops: k.popsCopy()}
+		pops: k.popsCopy(), repl: k.repl}
 }
 
 // snapVersion 2 added waiters, lock-delay and grant index to lock records, the
@@ -52,12 +53,15 @@ func (k *Keyspace) Snapshot() *Snapshot {
 // namespaces; 4 appended the token base, the frozen and the gone slot ranges
 // and the shard map (migrate.go); 5 appended the settings (KindSettings) and
 // the sessions' owners; 6 appended the tombstones (watch.go) and may hold
-// sorted sets and lists. Restore still reads versions 1 to 5. WriteTo writes
-// version 4 while the settings are unset and no session has an owner, and 5
-// until the settings turn FeatureWatchDeletes or FeatureCollections on, so
-// that a node of an earlier version can install the snapshots of a group
-// that it is still a member of (those features wait for every member).
-const snapVersion = 6
+// sorted sets and lists; 7 appended the released values' digests kept with
+// the tombstones (watch.go) and what the group records of the Redis master it
+// follows (replica.go). Restore still reads versions 1 to 6. WriteTo
+// writes version 4 while the settings are unset and no session has an
+// owner, 5 until the settings turn FeatureWatchDeletes or FeatureCollections
+// on, and 6 until they turn FeatureMigration on, so that a node of an
+// earlier version can install the snapshots of a group that it is still a
+// member of (those features wait for every member).
+const snapVersion = 7
 
 // ErrBadSnapshot is returned by Restore for a stream that is not a snapshot.
 var ErrBadSnapshot = errors.New("fsm: bad snapshot")
@@ -76,7 +80,10 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		version = 5
 	}
 	if s.settings.Features&(command.FeatureWatchDeletes|command.FeatureCollections) != 0 || s.pops != nil {
-		version = snapVersion
+		version = 6
+	}
+	if s.settings.Features&command.FeatureMigration != 0 {
+		version = 7
 	}
 	var hdr []byte
 	hdr = append(hdr, 'L', 'K', 'S', version)
@@ -228,6 +235,10 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	if version >= 6 {
 		buf = writeTombstones(buf, s.tombs) // watch.go
 		buf = appendPops(buf, s.pops)       // bpop.go
+	}
+	if version >= 7 {
+		buf = writeReleased(buf, s.tombs)    // watch.go
+		buf = appendReplication(buf, s.repl) // replica.go
 	}
 	n, err = bw.Write(buf)
 	total += int64(n)
@@ -453,6 +464,14 @@ func (k *Keyspace) Restore(r io.Reader) error {
 		}
 		if err := readPops(br, fresh); err != nil {
 			return fmt.Errorf("%w: blocked pops: %v", ErrBadSnapshot, err)
+		}
+	}
+	if version >= 7 {
+		if err := readReleased(br, fresh); err != nil {
+			return fmt.Errorf("%w: released values: %v", ErrBadSnapshot, err)
+		}
+		if err := readReplication(br, fresh); err != nil {
+			return fmt.Errorf("%w: replication: %v", ErrBadSnapshot, err)
 		}
 	}
 	fresh.now, fresh.index = now, index

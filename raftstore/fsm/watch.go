@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"io"
+	"maps"
 
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
@@ -33,6 +35,11 @@ import (
 // it starts empty, with the floor at the entry that turned the feature on, on
 // every replica at once; before that, absent keys read version 0, as every
 // earlier lockd reads them.
+//
+// Released values (issue 48). While the settings have FeatureMigration on, a
+// tombstone of a string also keeps the xxh3 digest of the value it held, so
+// that a lock release by the owner that just released answers as that
+// release did (releasedBefore). They are replicated too (snapshot version 7).
 
 // live reports whether it is present at log time now (not past its deadline).
 func (it *item) live(now int64) bool { return it.deadline == 0 || it.deadline > now }
@@ -41,7 +48,8 @@ func (it *item) live(now int64) bool { return it.deadline == 0 || it.deadline > 
 // below 2^63, so no present key's version equals an absent key's.
 const absentVersion = uint64(1) << 63
 
-// maxTombstones bounds the tombstones a group keeps (about 40 bytes each).
+// maxTombstones bounds the tombstones a group keeps (about 40 bytes each, 30
+// more with a released value).
 const maxTombstones = 16384
 
 // tombstones is the deletion record behind absent keys' versions.
@@ -49,6 +57,10 @@ type tombstones struct {
 	at    map[uint64]uint64 // key hash -> logical index of its latest deletion
 	order []tomb            // at's entries by deletion, oldest first (may hold stale ones)
 	floor uint64            // every deletion not in at happened at or before floor
+	// released holds, for the keys of at whose latest end was the deletion
+	// of a live string while FeatureMigration was on, the xxh3 digest of
+	// the value deleted (see releasedBefore). Its keys are a subset of at's.
+	released map[uint64]uint64
 }
 
 type tomb struct{ hash, index uint64 }
@@ -76,24 +88,37 @@ func (k *Keyspace) collectionsOff() (resp.Value, bool) {
 
 // startTombstones is called when the settings turn FeatureWatchDeletes on.
 func (k *Keyspace) startTombstones() {
-	k.tombs = &tombstones{at: map[uint64]uint64{}, floor: k.Logical()}
+	k.tombs = &tombstones{at: map[uint64]uint64{}, released: map[uint64]uint64{}, floor: k.Logical()}
 }
 
-// noteDeleted records that the entry being applied deleted key, which was
-// present until now.
-func (k *Keyspace) noteDeleted(key string) {
+// noteDeleted records that the entry being applied deleted it: a tombstone
+// when it was present until now (with the digest of its value when it is a
+// string and FeatureMigration is on), else (it had expired) the end of any
+// released value kept for its key.
+func (k *Keyspace) noteDeleted(it *item) {
 	t := k.tombs
 	if t == nil {
 		return
 	}
-	h, idx := tombHash(key), k.Logical()
+	h := tombHash(it.key())
+	if !it.live(k.now) {
+		delete(t.released, h) // its latest end is this expiry, not a release
+		return
+	}
+	idx := k.Logical()
 	t.at[h] = idx
 	t.order = append(t.order, tomb{h, idx})
+	if it.kind() == KindString && k.settings.Features&command.FeatureMigration != 0 {
+		t.released[h] = xxh3.HashString(it.val())
+	} else {
+		delete(t.released, h)
+	}
 	for len(t.at) > maxTombstones {
 		old := t.order[0]
 		t.order = t.order[1:]
 		if t.at[old.hash] == old.index {
 			delete(t.at, old.hash)
+			delete(t.released, old.hash)
 			t.floor = max(t.floor, old.index)
 		}
 	}
@@ -122,14 +147,60 @@ func (k *Keyspace) noteFlush() {
 	}
 	if k.items.Len() > maxTombstones {
 		k.tombs.at, k.tombs.order, k.tombs.floor = map[uint64]uint64{}, nil, k.Logical()
+		k.tombs.released = map[uint64]uint64{}
 		return
 	}
 	k.items.Scan(func(it *item) bool {
-		if it.live(k.now) {
-			k.noteDeleted(it.key())
-		}
+		k.noteDeleted(it)
 		return true
 	})
+}
+
+// noteMoved records that it left the group with its slot (a slot move
+// dropped it): its tombstone stays (its WATCH version changed here), but no
+// released value, since nobody released it.
+func (k *Keyspace) noteMoved(it *item) {
+	if k.tombs != nil {
+		delete(k.tombs.released, tombHash(it.key()))
+	}
+}
+
+// releasedBefore reports whether key, absent, was last deleted holding
+// exactly val by an earlier command (the deletion is not this command's own),
+// with the value recorded (FeatureMigration on at the deletion): the
+// Redlock clients' release recipes (script.go recipe, releaseEach) then
+// answer, with FeatureSameValueNX on, what the release answered, as a SET …
+// NX of the value a key holds is a grant (sameGrant): the same owner asking
+// again is the same operation. Redlock clients send their release through
+// every node of one cluster at once; the first applied deletes the key and
+// the others, finding it absent, would otherwise answer "already expired"
+// (redsync's -1) or count fewer keys (node-redlock).
+//
+// It is safe: a release's success tells its owner only that the grant is
+// gone, and it is. The digest is the value the key's most recent deletion
+// removed: another owner's grant and release in between leaves that owner's
+// value, so the first owner's late release answers as Redis does (0, or
+// redsync's -1); a plain DEL (RENAME, FLUSHALL …) by someone else leaves the
+// value it deleted — still the owner's, so the owner's late release answers
+// 1, which is right (the owner's grant is gone). An expiry is not a release:
+// the key's expired item still in the tree, or its removal (noteDeleted),
+// leaves no digest, so an owner whose lease ran out hears that it did. A
+// slot move leaves none either (noteMoved). Digests are 64-bit xxh3 of the
+// values and keys are kept as 64-bit hashes: a false match needs two 64-bit
+// collisions at once. A released value lives as long as its tombstone
+// (maxTombstones, oldest dropped first): after that, the release answers
+// as Redis does.
+func (k *Keyspace) releasedBefore(key, val []byte) bool {
+	t := k.tombs
+	if t == nil || len(t.released) == 0 {
+		return false
+	}
+	if _, present := k.items.Get(probe(key)); present {
+		return false // present but expired: its end was an expiry
+	}
+	h := xxh3.Hash(key)
+	d, ok := t.released[h]
+	return ok && d == xxh3.Hash(val) && t.at[h] < k.Logical()
 }
 
 // absentVersionOf is an absent key's WATCH version.
@@ -154,7 +225,7 @@ func (t *tombstones) clone() *tombstones {
 	for _, e := range live {
 		at[e.hash] = e.index
 	}
-	return &tombstones{at: at, order: live, floor: t.floor}
+	return &tombstones{at: at, order: live, floor: t.floor, released: maps.Clone(t.released)}
 }
 
 // writeTombstones appends the tombstones to buf (snapshot version 6).
@@ -182,7 +253,7 @@ func readTombstones(br *bufio.Reader, k *Keyspace) error {
 	if kept == 0 {
 		return nil
 	}
-	t := &tombstones{at: map[uint64]uint64{}}
+	t := &tombstones{at: map[uint64]uint64{}, released: map[uint64]uint64{}}
 	if t.floor, err = binary.ReadUvarint(br); err != nil {
 		return err
 	}
@@ -202,5 +273,61 @@ func readTombstones(br *bufio.Reader, k *Keyspace) error {
 		t.order = append(t.order, e)
 	}
 	k.tombs = t
+	return nil
+}
+
+// writeReleased appends the released values' digests to buf (snapshot
+// version 7): their count, then hash and digest (8 bytes, little-endian) of
+// each, in the tombstones' order (deletion order, so the bytes are the same
+// on every replica).
+func writeReleased(buf []byte, t *tombstones) []byte {
+	if t == nil {
+		return binary.AppendUvarint(buf, 0)
+	}
+	live := compactTombs(t)
+	n := 0
+	for _, e := range live {
+		if _, ok := t.released[e.hash]; ok {
+			n++
+		}
+	}
+	buf = binary.AppendUvarint(buf, uint64(n))
+	for _, e := range live {
+		if d, ok := t.released[e.hash]; ok {
+			buf = binary.AppendUvarint(buf, e.hash)
+			buf = binary.LittleEndian.AppendUint64(buf, d)
+		}
+	}
+	return buf
+}
+
+// readReleased reads what writeReleased wrote, after readTombstones: each
+// digest must belong to a tombstone, at most once.
+func readReleased(br *bufio.Reader, k *Keyspace) error {
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return err
+	}
+	t := k.tombs
+	if n > 0 && (t == nil || n > uint64(len(t.at))) {
+		return errors.New("bad released count")
+	}
+	var d [8]byte
+	for ; n > 0; n-- {
+		h, err := binary.ReadUvarint(br)
+		if err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(br, d[:]); err != nil {
+			return err
+		}
+		if _, ok := t.at[h]; !ok {
+			return errors.New("released value without a tombstone")
+		}
+		if _, dup := t.released[h]; dup {
+			return errors.New("duplicate released value")
+		}
+		t.released[h] = binary.LittleEndian.Uint64(d[:])
+	}
 	return nil
 }

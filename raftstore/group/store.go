@@ -102,6 +102,10 @@ type Config struct {
 	// group understands it. The group's leader replicates its choice: give
 	// every node the same.
 	StrictNX bool
+	// MasterUser and MasterAuth authenticate the node to the Redis master
+	// it follows after REPLICAOF (Redis's masteruser and masterauth; a
+	// Node's, which CONFIG SET changes at run time).
+	MasterUser, MasterAuth string
 	// NoBatchEntries makes the leader propose every write as an entry of its
 	// own. By default a run of plain writes in one request batch goes into
 	// one batch entry (command.KindBatch) once every other member of the

@@ -110,11 +110,25 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 				continue
 			}
 		}
-		if r.Spec.Flags.Has(command.FlagCollection) {
+		need := r.Spec.Flags
+		if tx, ok := r.Op.(command.Tx); ok {
+			// A transaction needs its queued commands' features (MULTI
+			// RPUSH … EXEC, RESTORE inside MULTI): their rows' flags.
+			for _, args := range tx.Cmds {
+				if spec, ok := command.Lookup(args[0]); ok {
+					need |= spec.Flags
+				}
+			}
+		}
+		if need.Has(command.FlagCollection) {
 			s.ensureFeature(ctx, command.FeatureCollections) // owners.go
 		}
-		if r.Spec.Flags.Has(command.FlagMigration) {
+		if need.Has(command.FlagMigration) {
 			s.ensureFeature(ctx, command.FeatureMigration)
+		}
+		if r.Spec.Writes() && s.readOnly(r.Op) {
+			out[i] = resp.Error(fsm.ErrReadOnly)
+			continue
 		}
 		if !r.Spec.Writes() {
 			flush()
@@ -152,6 +166,10 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			e, err := command.Decode([]byte(op.Addr))
 			if err != nil || !command.IsInternal(e.Kind) {
 				out[i] = resp.Error("ERR internal: not an internal entry")
+				continue
+			}
+			if (e.Kind == command.KindReplicated || e.Kind == command.KindReplication) && s.settings().Features&command.FeatureMigration == 0 {
+				out[i] = resp.Error(fsm.ErrMigrationOff) // a member could not decode it
 				continue
 			}
 			kind, args = e.Kind, s.gateInternal(e.Kind, e.Args) // owners.go

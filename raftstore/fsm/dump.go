@@ -1,0 +1,211 @@
+package fsm
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/lockd/lockd/command"
+	"github.com/lockd/lockd/rdb"
+	"github.com/lockd/lockd/resp"
+)
+
+// DUMP and RESTORE (issue 48): a key's value in Redis's serialization format
+// (package rdb). RESTORE's payload is decoded here, when the entry is
+// applied, on every replica alike (decoding is deterministic), so one entry
+// creates the whole value: the restore is atomic. The value becomes an
+// ordinary item through put/putItem, so WATCH versions, tracking, blocked
+// pops, snapshots and slot moves treat it as any write's.
+
+// MaxRestoreBytes bounds the value one RESTORE creates, counted as the bytes
+// of its strings (a string's value; each element, member and field name and
+// value of a collection) plus 16 per element: 64 MiB, the log's own limit
+// for one entry. A payload is bounded by -max-write-bytes like any write,
+// but its LZF-compressed strings may expand up to 88 times; a value over
+// this bound is refused and nothing changes.
+const MaxRestoreBytes = 64 << 20
+
+// The DUMP and RESTORE errors of lockd's own (Redis has no such case).
+const (
+	errDumpLock        = "ERR lockd cannot DUMP a lock record: its holders, waiters and fencing tokens have no form in Redis's serialization"
+	errRestoreTooLarge = "ERR RESTORE value too large: lockd's limit is 67108864 bytes decoded (MaxRestoreBytes)"
+)
+
+// The RESTORE errors Redis 7.0.15 answers (restoreCommand).
+const (
+	errBusyKey    = "BUSYKEY Target key name already exists."
+	errRestoreTTL = "ERR Invalid TTL value, must be >= 0"
+)
+
+// dump answers DUMP key: the value as a DUMP payload of RDB version 10
+// (rdb.EncodeDump: Redis 7.0's encodings, strings never LZF-compressed), nil
+// for a missing key, an error for a lock record.
+func (k *Keyspace) dump(op command.Dump, c Ctx) resp.Value {
+	it := k.lookup(op.Key, c.Now)
+	if it == nil {
+		return resp.Nil
+	}
+	v, ok := rdbValue(it)
+	if !ok {
+		return resp.Error(errDumpLock)
+	}
+	return resp.Bulk(rdb.EncodeDump(v))
+}
+
+// rdbValue is it's value as an rdb.Value; ok is false for a lock record.
+func rdbValue(it *item) (v rdb.Value, ok bool) {
+	switch it.kind() {
+	case KindString:
+		return rdb.Value{Type: rdb.String, Str: []byte(it.val())}, true
+	case KindHash:
+		fs := make([]rdb.Field, len(it.coll.fields))
+		for i, f := range it.coll.fields {
+			fs[i] = rdb.Field{Field: f.name, Value: f.val}
+		}
+		return rdb.Value{Type: rdb.Hash, Hash: fs}, true
+	case KindZSet:
+		z := it.coll.zset
+		ms := make([]rdb.Member, 0, z.len())
+		z.byScore.Scan(func(m zmember) bool {
+			ms = append(ms, rdb.Member{Member: []byte(m.name), Score: m.score})
+			return true
+		})
+		return rdb.Value{Type: rdb.ZSet, ZSet: ms}, true
+	case KindList:
+		l := it.coll.list
+		elems := make([][]byte, 0, l.len())
+		l.tree.Scan(func(n lnode) bool {
+			elems = append(elems, n.val)
+			return true
+		})
+		return rdb.Value{Type: rdb.List, List: elems}, true
+	}
+	return rdb.Value{}, false
+}
+
+// restore applies RESTORE key ttl payload [REPLACE] [ABSTTL] (IDLETIME and
+// FREQ were checked by the parser and are ignored: lockd keeps no LRU or LFU
+// data). Redis's order of checks: the key (BUSYKEY without REPLACE), the
+// TTL, the payload's footer, its body. Then lockd's: a type it does not hold
+// (set, stream, module) is refused naming it, a sorted set or list while
+// collections are off, a value over MaxRestoreBytes. A TTL already past
+// (ABSTTL at or before now, or a relative one that overflows Redis's clock
+// arithmetic) creates nothing, and REPLACE still deletes the old key: Redis
+// answers OK and does the same.
+func (k *Keyspace) restore(op command.Restore, c Ctx) resp.Value {
+	if v, off := k.migrationOff(); off { // replica.go
+		return v
+	}
+	old := k.lookup(op.Key, c.Now)
+	if old != nil && !op.Replace {
+		return resp.Error(errBusyKey)
+	}
+	ttl, ok := command.ParseInt(op.TTL)
+	if !ok {
+		return command.ErrNotInt.Reply()
+	}
+	if ttl < 0 {
+		return resp.Error(errRestoreTTL)
+	}
+	v, err := rdb.DecodeDump(op.Payload)
+	if err != nil {
+		return restoreError(err)
+	}
+	switch v.Type {
+	case rdb.Set:
+		return resp.Error(unheld("set"))
+	case rdb.ZSet, rdb.List:
+		if r, off := k.collectionsOff(); off {
+			return r
+		}
+	}
+	if restoreSize(v) > MaxRestoreBytes {
+		return resp.Error(errRestoreTooLarge)
+	}
+	var deadline int64
+	expired := false
+	switch {
+	case ttl == 0:
+	case op.AbsTTL:
+		deadline = absToLog(c, ttl)
+		expired = deadline <= c.Now
+	case ttl > math.MaxInt64-c.Wall:
+		// Redis adds its clock to the TTL unchecked: the sum wraps negative
+		// and the key counts as already expired.
+		expired = true
+	default:
+		deadline = addSat(c.Now, ttl)
+	}
+	if old != nil {
+		k.remove(old) // REPLACE: a lock's waiters are told, as DEL tells them
+	}
+	if expired {
+		return resp.OK
+	}
+	if v.Type == rdb.String {
+		k.put(op.Key, v.Str, deadline, c.Index)
+		return resp.OK
+	}
+	coll := &collection{}
+	switch v.Type {
+	case rdb.Hash:
+		coll.fields = make([]field, len(v.Hash))
+		for i, f := range v.Hash {
+			coll.fields[i] = field{name: f.Field, val: f.Value}
+		}
+	case rdb.ZSet:
+		z := newZSet()
+		for _, m := range v.ZSet {
+			z.put(string(m.Member), m.Score)
+		}
+		coll.zset = z
+	case rdb.List:
+		coll.list = listFrom(v.List)
+	}
+	it := newItem(op.Key, "")
+	it.coll, it.deadline, it.token = coll, deadline, c.Index
+	k.putItem(it) // a list or sorted set serves blocked pops (bpop.go)
+	return resp.OK
+}
+
+// restoreError is the reply to a payload rdb.DecodeDump refused: Redis's
+// texts for a bad footer and a bad body; for a stream or module value, which
+// Redis would hold, an error naming the type lockd does not hold.
+func restoreError(err error) resp.Value {
+	if u, ok := rdb.IsUnsupported(err); ok {
+		return resp.Error(unheld(u.Name))
+	}
+	if errors.Is(err, rdb.ErrVersionOrChecksum) {
+		return resp.Error(rdb.ErrVersionOrChecksum.Error())
+	}
+	return resp.Error(rdb.ErrBadFormat.Error())
+}
+
+// unheld is the RESTORE error for a value of a type lockd does not hold:
+// "set", "stream", or "module:<name>" (Redis's 9-character module type name).
+func unheld(name string) string {
+	if mod, ok := strings.CutPrefix(name, "module:"); ok {
+		return "ERR lockd does not hold module values (module type " + strconv.Quote(mod) + ")"
+	}
+	return "ERR lockd does not hold " + name + " values"
+}
+
+// restoreSize is v's size as MaxRestoreBytes counts it.
+func restoreSize(v rdb.Value) int64 {
+	const per = 16
+	n := int64(len(v.Str))
+	for _, e := range v.List {
+		n += int64(len(e)) + per
+	}
+	for _, e := range v.Set {
+		n += int64(len(e)) + per
+	}
+	for _, m := range v.ZSet {
+		n += int64(len(m.Member)) + per
+	}
+	for _, f := range v.Hash {
+		n += int64(len(f.Field)+len(f.Value)) + per
+	}
+	return n
+}

@@ -1,0 +1,592 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockd/lockd/command"
+	"github.com/lockd/lockd/rdb"
+	"github.com/lockd/lockd/replica"
+)
+
+// Following a Redis master (REPLICAOF; issue 48). REPLICAOF host port writes
+// the master's address into every group (a KindReplication entry): from then
+// on every group's leader refuses clients' writes (READONLY), and the node
+// that leads group 0 runs the replication link (package replica). Its sink
+// commits what the master sends through Raft, in the keys' own groups, as
+// KindReplicated entries that carry each command's replication offset; each
+// group applies only the commands past the offset it recorded, so a run the
+// link sends again after a reconnect, a leader change or a restart is
+// applied once. Group 0 records the position the link resumes from (every
+// group has applied the stream up to it), so a new leader of group 0
+// continues with a partial PSYNC. REPLICAOF NO ONE clears the address:
+// the link stops and writes are accepted; what was imported stays.
+//
+// What lockd does not hold is counted, never dropped silently: values of
+// types lockd has no kind for (sets, streams, modules), keys of databases
+// other than 0, commands lockd does not have, and commands whose keys span
+// groups that lockd cannot split (RENAME across groups, …).
+
+// replicaPollEvery is how often a node checks whether it should run the
+// link (it leads group 0 and a master is set) or stop it.
+const replicaPollEvery = 200 * time.Millisecond
+
+// positionEvery bounds how often the sink records the resume position in
+// group 0 while commands stream: every write would double the entries; a
+// position some batches old only makes a resumed link send those batches
+// again, which the groups skip.
+const positionEvery = 250 * time.Millisecond
+
+// loadChunkBytes bounds one command built from an RDB value (RPUSH, HSET, ZADD
+// of a large value are split) and loadEntryBytes one group's entry of them.
+const (
+	loadChunkBytes = 256 << 10
+	loadEntryBytes = 1 << 20
+)
+
+// nodeReplica is a node's side of following a master: the link it runs, if
+// any, and what it counted.
+type nodeReplica struct {
+	n *Node
+
+	mu      sync.Mutex
+	master  string             // the master the running link follows
+	link    *replica.Link      // nil when none runs here
+	stop    context.CancelFunc // stops link
+	done    chan struct{}      // closed when link's Run returned
+	user    string             // masteruser
+	pass    string             // masterauth
+	skipped map[string]int64   // what was not imported, by reason
+	loaded  int64              // keys loaded by full syncs
+}
+
+// ReplicationStatus is what INFO replication shows on a node.
+type ReplicationStatus struct {
+	// Master is the address the cluster follows ("" = none: a master).
+	Master string
+	// Link is the link's status when this node runs it (it leads group 0).
+	Link *replica.Status
+	// Skipped counts what was not imported, by reason ("type stream",
+	// "db 1", "command sadd", "cross-group rename").
+	Skipped map[string]int64
+	// Loaded counts keys loaded by full syncs on this node.
+	Loaded int64
+}
+
+// SetMasterAuth sets the credentials the link authenticates with (CONFIG
+// SET masteruser|masterauth, or the flags): the next session uses them.
+func (n *Node) SetMasterAuth(user, pass string) {
+	n.repl.mu.Lock()
+	n.repl.user, n.repl.pass = user, pass
+	n.repl.mu.Unlock()
+}
+
+// MasterAuth returns the credentials SetMasterAuth set.
+func (n *Node) MasterAuth() (user, pass string) {
+	n.repl.mu.Lock()
+	defer n.repl.mu.Unlock()
+	return n.repl.user, n.repl.pass
+}
+
+// ReplicaOf makes the cluster follow the Redis master at addr (host:port), or
+// stop following with addr "" (REPLICAOF NO ONE). It writes the address to
+// every group (group 0 last: the link starts from it) and reports whether the
+// cluster already followed addr. Needs command.FeatureMigration. An error's
+// text is a whole Redis error reply ("ERR …", "TRYAGAIN …").
+func (n *Node) ReplicaOf(ctx context.Context, addr string) (already bool, err error) {
+	if addr != "" {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return false, fmt.Errorf("ERR %w", err)
+		}
+	}
+	cur, _, _, _ := n.groups[0].Replication()
+	already = cur == addr && addr != ""
+	for g := len(n.groups) - 1; g >= 0; g-- {
+		n.groups[g].EnsureFeature(ctx, command.FeatureMigration)
+		v := n.proposeInternal(ctx, g, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "master", Master: addr}))
+		if v.IsError() {
+			return false, errors.New(string(v.Str))
+		}
+	}
+	return already, nil
+}
+
+// Replication reports what INFO replication shows.
+func (n *Node) Replication() ReplicationStatus {
+	master, _, _, _ := n.groups[0].Replication()
+	r := &n.repl
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := ReplicationStatus{Master: master, Loaded: r.loaded, Skipped: map[string]int64{}}
+	for k, v := range r.skipped {
+		st.Skipped[k] = v
+	}
+	if r.link != nil {
+		s := r.link.Status()
+		st.Link = &s
+	}
+	return st
+}
+
+// replicaLoop runs the link on the node that leads group 0 while a master is
+// set, and stops it elsewhere, until the node closes.
+func (n *Node) replicaLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(replicaPollEvery)
+	defer t.Stop()
+	for {
+		master := ""
+		if n.groups[0].IsLeader() {
+			master, _, _, _ = n.groups[0].Replication()
+		}
+		n.repl.follow(master)
+		select {
+		case <-n.closed:
+			n.repl.follow("")
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// follow makes the running link follow master ("" = run none).
+func (r *nodeReplica) follow(master string) {
+	r.mu.Lock()
+	if r.link != nil && r.master == master {
+		r.mu.Unlock()
+		return
+	}
+	stop, done := r.stop, r.done
+	r.link, r.stop, r.done, r.master = nil, nil, nil, ""
+	r.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+	if master == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	port := 0
+	if _, p, err := net.SplitHostPort(r.n.cfg.ClientAddr); err == nil {
+		port, _ = strconv.Atoi(p)
+	}
+	sink := &nodeSink{r: r, n: r.n}
+	link := replica.New(replica.Config{Addr: master, User: r.user, Password: r.pass, ListenPort: port,
+		Logger: r.n.log.With("replica_of", master)}, sink)
+	ctx, cancel := context.WithCancel(context.Background())
+	done = make(chan struct{})
+	r.link, r.stop, r.done, r.master = link, cancel, done, master
+	r.n.log.Info("following a Redis master", "master", master)
+	go func() {
+		defer close(done)
+		link.Run(ctx)
+	}()
+}
+
+// count adds one to what was not imported for reason.
+func (r *nodeReplica) count(reason string, n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.skipped == nil {
+		r.skipped = map[string]int64{}
+	}
+	if r.skipped[reason] == 0 {
+		r.n.log.Warn("not imported from the Redis master (counted in INFO replication)", "reason", reason)
+	}
+	r.skipped[reason] += n
+}
+
+// nodeSink is the replica.Sink that commits through the node's groups.
+type nodeSink struct {
+	r      *nodeReplica
+	n      *Node
+	replID string    // the master's replication id the stream follows
+	posAt  time.Time // when the position was last recorded
+	// During a full sync, the RDB's keys as commands, per group, not yet
+	// proposed, and their size.
+	load     [][]command.ReplicatedCmd
+	loadSize []int
+}
+
+// Position implements replica.Sink: group 0's record.
+func (s *nodeSink) Position() replica.Position {
+	_, id, off, db := s.n.groups[0].Replication()
+	if id == "" {
+		return replica.Position{}
+	}
+	s.replID = id
+	return replica.Position{ReplID: id, Offset: off, DB: int(db)}
+}
+
+// propose proposes a KindReplicated entry to group g and checks its replies:
+// an error of the entry fails it (the link reconnects and sends the run
+// again); a command's own error counts it as not imported.
+func (s *nodeSink) propose(ctx context.Context, g int, offset int64, cmds []command.ReplicatedCmd) error {
+	v := s.n.proposeInternal(ctx, g, command.KindReplicated, command.ReplicatedArgs(offset, cmds))
+	if v.IsError() {
+		return fmt.Errorf("group %d: %s", g, v.Str)
+	}
+	for i, e := range v.Elems {
+		if e.IsError() && i < len(cmds) {
+			s.r.count("command "+strings.ToLower(string(cmds[i].Args[0]))+": "+firstWord(string(e.Str)), 1)
+		}
+	}
+	return nil
+}
+
+// firstWord is an error reply's code ("ERR", "WRONGTYPE", …) and the start of
+// its text, short enough to count by.
+func firstWord(s string) string {
+	if len(s) > 60 {
+		s = s[:60]
+	}
+	return s
+}
+
+// record writes the position to group 0.
+func (s *nodeSink) record(ctx context.Context, at replica.Position) error {
+	v := s.n.proposeInternal(ctx, 0, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "position", ReplID: at.ReplID, Offset: at.Offset, DB: int64(at.DB)}))
+	if v.IsError() {
+		return fmt.Errorf("group 0: %s", v.Str)
+	}
+	s.posAt = time.Now()
+	return nil
+}
+
+// everyGroup proposes a KindReplication entry to every group.
+func (s *nodeSink) everyGroup(ctx context.Context, r command.Replication) error {
+	for g := range s.n.groups {
+		if v := s.n.proposeInternal(ctx, g, command.KindReplication, command.ReplicationArgs(r)); v.IsError() {
+			return fmt.Errorf("group %d: %s", g, v.Str)
+		}
+	}
+	return nil
+}
+
+// BeginFull implements replica.Sink: the position is cleared first (a link
+// restarted mid-load asks for a full sync again), then every group is
+// emptied, as a Redis replica flushes before it loads.
+func (s *nodeSink) BeginFull(ctx context.Context, at replica.Position) error {
+	if err := s.record(ctx, replica.Position{}); err != nil {
+		return err
+	}
+	if err := s.everyGroup(ctx, command.Replication{Op: "offset", Offset: 0}); err != nil {
+		return err
+	}
+	for g := range s.n.groups {
+		if err := s.propose(ctx, g, 0, []command.ReplicatedCmd{{Args: [][]byte{[]byte("FLUSHALL")}}}); err != nil {
+			return err
+		}
+	}
+	s.load = make([][]command.ReplicatedCmd, len(s.n.groups))
+	s.loadSize = make([]int, len(s.n.groups))
+	return nil
+}
+
+// Load implements replica.Sink: the key becomes commands in its group's next
+// entry.
+func (s *nodeSink) Load(ctx context.Context, e rdb.Entry) error {
+	switch {
+	case e.Skipped != "":
+		s.r.count("type "+e.Skipped, 1)
+		return nil
+	case e.DB != 0:
+		s.r.count("db "+strconv.Itoa(e.DB), 1)
+		return nil
+	}
+	cmds, ok := loadCommands(e)
+	if !ok {
+		s.r.count("type "+e.Value.Type.String(), 1)
+		return nil
+	}
+	g := s.n.groupOf(e.Key)
+	for _, c := range cmds {
+		s.load[g] = append(s.load[g], command.ReplicatedCmd{Args: c})
+		s.loadSize[g] += command.Size(c)
+	}
+	s.r.mu.Lock()
+	s.r.loaded++
+	s.r.mu.Unlock()
+	if s.loadSize[g] >= loadEntryBytes {
+		return s.flushLoad(ctx, g)
+	}
+	return nil
+}
+
+// flushLoad proposes group g's loaded keys.
+func (s *nodeSink) flushLoad(ctx context.Context, g int) error {
+	if len(s.load[g]) == 0 {
+		return nil
+	}
+	err := s.propose(ctx, g, 0, s.load[g])
+	s.load[g], s.loadSize[g] = nil, 0
+	return err
+}
+
+// EndFull implements replica.Sink: the rest of the RDB is proposed, every
+// group records the stream's start as its offset, and group 0 the position.
+func (s *nodeSink) EndFull(ctx context.Context, at replica.Position) error {
+	for g := range s.load {
+		if err := s.flushLoad(ctx, g); err != nil {
+			return err
+		}
+	}
+	if err := s.everyGroup(ctx, command.Replication{Op: "offset", Offset: at.Offset}); err != nil {
+		return err
+	}
+	s.replID = at.ReplID
+	return s.record(ctx, at)
+}
+
+// Apply implements replica.Sink: the commands go to their keys' groups, one
+// entry per group (in parallel), each command with its End; the position is
+// recorded at most every positionEvery.
+func (s *nodeSink) Apply(ctx context.Context, cmds []replica.Command) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	per := make([][]command.ReplicatedCmd, len(s.n.groups))
+	add := func(args [][]byte, db int, end int64) {
+		if db != 0 {
+			s.r.count("db "+strconv.Itoa(db), 1)
+			return
+		}
+		for g, part := range s.route(args) {
+			if part != nil {
+				per[g] = append(per[g], command.ReplicatedCmd{End: end, Args: part})
+			}
+		}
+	}
+	for _, c := range cmds {
+		if c.Tx != nil {
+			for i, args := range c.Tx {
+				db := c.DB
+				if i < len(c.TxDB) {
+					db = c.TxDB[i]
+				}
+				add(args, db, c.End)
+			}
+			continue
+		}
+		add(c.Args, c.DB, c.End)
+	}
+	last := cmds[len(cmds)-1]
+	errs := make([]error, len(per))
+	var wg sync.WaitGroup
+	for g, part := range per {
+		if len(part) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[g] = s.propose(ctx, g, last.End, part)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if time.Since(s.posAt) >= positionEvery {
+		return s.record(ctx, last.Position(s.replID))
+	}
+	return nil
+}
+
+// Advance implements replica.Sink: a new replication id is recorded at once,
+// an offset past PINGs at most every positionEvery.
+func (s *nodeSink) Advance(ctx context.Context, at replica.Position) error {
+	if at.ReplID != s.replID || time.Since(s.posAt) >= positionEvery {
+		s.replID = at.ReplID
+		return s.record(ctx, at)
+	}
+	return nil
+}
+
+// route splits a command the master sent by the groups of its keys: one
+// element per group (nil where the group gets none). FLUSHALL and FLUSHDB go
+// to every group; a command without keys to group 0; DEL, UNLINK, EXISTS,
+// TOUCH and MSET over several groups are split; another command whose keys
+// span groups is counted and dropped.
+func (s *nodeSink) route(args [][]byte) [][][]byte {
+	out := make([][][]byte, len(s.n.groups))
+	name := strings.ToLower(string(args[0]))
+	switch name {
+	case "flushall", "flushdb":
+		for g := range out {
+			out[g] = args
+		}
+		return out
+	}
+	keys := command.CommandKeys(args)
+	groups := map[int]bool{}
+	for _, k := range keys {
+		groups[s.n.groupOf(k)] = true
+	}
+	switch {
+	case len(groups) == 0:
+		out[0] = args
+		return out
+	case len(groups) == 1:
+		for g := range groups {
+			out[g] = args
+		}
+		return out
+	}
+	switch name {
+	case "del", "unlink", "exists", "touch":
+		for _, k := range args[1:] {
+			g := s.n.groupOf(k)
+			if out[g] == nil {
+				out[g] = [][]byte{args[0]}
+			}
+			out[g] = append(out[g], k)
+		}
+	case "mset":
+		for i := 1; i+1 < len(args); i += 2 {
+			g := s.n.groupOf(args[i])
+			if out[g] == nil {
+				out[g] = [][]byte{args[0]}
+			}
+			out[g] = append(out[g], args[i], args[i+1])
+		}
+	default:
+		s.r.count("cross-group "+name, 1)
+		return make([][][]byte, len(s.n.groups))
+	}
+	return out
+}
+
+// loadCommands turns one key of an RDB into the commands that build it:
+// SET with PXAT for a string; RPUSH, HSET or ZADD in chunks of at most
+// loadChunkBytes, then PEXPIREAT, for the collections. False for a type
+// lockd does not hold (a set).
+func loadCommands(e rdb.Entry) ([][][]byte, bool) {
+	var out [][][]byte
+	v := e.Value
+	chunked := func(name string, items [][]byte, per int) {
+		cmd := [][]byte{[]byte(name), e.Key}
+		size := 0
+		for i := 0; i < len(items); i += per {
+			cmd = append(cmd, items[i:i+per]...)
+			for _, x := range items[i : i+per] {
+				size += len(x)
+			}
+			if size >= loadChunkBytes {
+				out = append(out, cmd)
+				cmd, size = [][]byte{[]byte(name), e.Key}, 0
+			}
+		}
+		if len(cmd) > 2 {
+			out = append(out, cmd)
+		}
+	}
+	switch v.Type {
+	case rdb.String:
+		cmd := [][]byte{[]byte("SET"), e.Key, v.Str}
+		if e.ExpireMs != 0 {
+			cmd = append(cmd, []byte("PXAT"), strconv.AppendInt(nil, e.ExpireMs, 10))
+		}
+		return [][][]byte{cmd}, true
+	case rdb.List:
+		chunked("RPUSH", v.List, 1)
+	case rdb.Hash:
+		items := make([][]byte, 0, 2*len(v.Hash))
+		for _, f := range v.Hash {
+			items = append(items, f.Field, f.Value)
+		}
+		chunked("HSET", items, 2)
+	case rdb.ZSet:
+		items := make([][]byte, 0, 2*len(v.ZSet))
+		for _, m := range v.ZSet {
+			items = append(items, strconv.AppendFloat(nil, m.Score, 'g', -1, 64), m.Member)
+		}
+		chunked("ZADD", items, 2)
+	default:
+		return nil, false
+	}
+	if len(out) > 0 && e.ExpireMs != 0 {
+		out = append(out, [][]byte{[]byte("PEXPIREAT"), e.Key, strconv.AppendInt(nil, e.ExpireMs, 10)})
+	}
+	return out, true
+}
+
+// ReplicationInfo is INFO's replication section on this node, in Redis's
+// field names: a master's (role:master) while the cluster follows none, else
+// a replica's. Only the node that runs the link (it leads group 0) knows the
+// link: the others say master_link_status:down and lockd_link_here:0 — ask
+// the leader of group 0 (RAFT GROUPS) for the offsets. lockd_skipped names
+// what was not imported, with counts.
+func (n *Node) ReplicationInfo() [][2]string {
+	st := n.Replication()
+	if st.Master == "" {
+		return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
+	}
+	host, port, _ := net.SplitHostPort(st.Master)
+	out := [][2]string{{"role", "slave"}, {"master_host", host}, {"master_port", port}}
+	l := st.Link
+	if l == nil {
+		l = &replica.Status{State: replica.StateConnect}
+	}
+	up := "down"
+	if l.State == replica.StateConnected {
+		up = "up"
+	}
+	lastIO := int64(-1)
+	if !l.LastIO.IsZero() {
+		lastIO = int64(time.Since(l.LastIO) / time.Second)
+	}
+	syncing := "0"
+	if l.SyncInProgress {
+		syncing = "1"
+	}
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	out = append(out, [2]string{"master_link_status", up}, [2]string{"master_last_io_seconds_ago", itoa(lastIO)},
+		[2]string{"master_sync_in_progress", syncing})
+	if l.SyncInProgress {
+		out = append(out, [2]string{"master_sync_left_bytes", itoa(l.SyncLeftBytes)}, [2]string{"master_sync_read_bytes", itoa(l.SyncReadBytes)})
+	}
+	out = append(out, [2]string{"slave_read_repl_offset", itoa(l.Offset)}, [2]string{"slave_repl_offset", itoa(l.Offset)},
+		[2]string{"slave_priority", "100"}, [2]string{"slave_read_only", "1"}, [2]string{"replica_announced", "1"},
+		[2]string{"connected_slaves", "0"}, [2]string{"master_failover_state", "no-failover"},
+		[2]string{"master_replid", l.ReplID}, [2]string{"master_repl_offset", itoa(l.Offset)})
+	here := "0"
+	if st.Link != nil {
+		here = "1"
+	}
+	var skipped []string
+	for k, v := range st.Skipped {
+		skipped = append(skipped, strings.ReplaceAll(k, " ", "_")+"="+itoa(v))
+	}
+	slices.Sort(skipped)
+	out = append(out, [2]string{"lockd_link_here", here}, [2]string{"lockd_full_syncs", itoa(l.FullSyncs)},
+		[2]string{"lockd_partial_syncs", itoa(l.PartialSyncs)}, [2]string{"lockd_keys_loaded", itoa(st.Loaded)},
+		[2]string{"lockd_skipped", strings.Join(skipped, ",")}, [2]string{"lockd_link_error", l.Err})
+	return out
+}
+
+// Role is ROLE's reply on this node: a master's ["master", 0, []] while the
+// cluster follows none, else ["slave", host, port, state, offset] with the
+// link's state (the node that runs it; "connect" elsewhere).
+func (n *Node) Role() (master bool, host string, port int64, state string, offset int64) {
+	st := n.Replication()
+	if st.Master == "" {
+		return true, "", 0, "", 0
+	}
+	h, p, _ := net.SplitHostPort(st.Master)
+	port, _ = strconv.ParseInt(p, 10, 64)
+	state = string(replica.StateConnect)
+	if st.Link != nil {
+		state, offset = string(st.Link.State), st.Link.Offset
+	}
+	return false, h, port, state, offset
+}
