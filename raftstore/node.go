@@ -172,7 +172,7 @@ func OpenNode(cfg Config) (*Node, error) {
 	nd.loadShardMap()
 	nd.wg.Add(1)
 	go nd.balanceLoop()
-	nd.repl.n, nd.repl.user, nd.repl.pass = nd, cfg.MasterUser, cfg.MasterAuth
+	nd.repl.n, nd.repl.user, nd.repl.pass, nd.repl.stopOnSkip = nd, cfg.MasterUser, cfg.MasterAuth, cfg.ReplicaStopOnUnsupported
 	nd.wg.Add(1)
 	go nd.replicaLoop()
 	return nd, nil

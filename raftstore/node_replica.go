@@ -65,7 +65,18 @@ type nodeReplica struct {
 	pass    string             // masterauth
 	skipped map[string]int64   // what was not imported, by reason
 	loaded  int64              // keys loaded by full syncs
+	// stopOnSkip: the link stops at the first thing it cannot import
+	// (SetStopOnUnsupported) instead of counting it; halted says where it
+	// stopped, for the master it followed (cleared when the master changes).
+	stopOnSkip bool
+	halted     string // what the link stopped at ("" = it did not)
+	haltedAt   uint64 // the REPLICAOF (group 0's ReplicaOfSince) it stopped under
+	since      uint64 // the REPLICAOF the running link follows
 }
+
+// errHalted ends a link session that met what it cannot import while the
+// node stops at the first such thing.
+var errHalted = errors.New("stopped at the first value or command lockd cannot import")
 
 // ReplicationStatus is what INFO replication shows on a node.
 type ReplicationStatus struct {
@@ -78,6 +89,29 @@ type ReplicationStatus struct {
 	Skipped map[string]int64
 	// Loaded counts keys loaded by full syncs on this node.
 	Loaded int64
+	// Halted says what the link stopped at (SetStopOnUnsupported), "" while
+	// it runs or counts.
+	Halted string
+}
+
+// SetStopOnUnsupported makes the link stop at the first value or command it
+// cannot import (a set, a stream, a key of another database, a command lockd
+// lacks or cannot split across groups) instead of counting it and going on
+// (the default): the link stays down, INFO replication's lockd_link_error
+// names what it met, and REPLICAOF NO ONE (then REPLICAOF again, once the
+// source is fixed) starts over. Set it on every node (-replica-unsupported,
+// CONFIG SET lockd-replica-unsupported stop|count).
+func (n *Node) SetStopOnUnsupported(stop bool) {
+	n.repl.mu.Lock()
+	n.repl.stopOnSkip = stop
+	n.repl.mu.Unlock()
+}
+
+// StopOnUnsupported reports SetStopOnUnsupported's setting.
+func (n *Node) StopOnUnsupported() bool {
+	n.repl.mu.Lock()
+	defer n.repl.mu.Unlock()
+	return n.repl.stopOnSkip
 }
 
 // SetMasterAuth sets the credentials the link authenticates with (CONFIG
@@ -125,6 +159,9 @@ func (n *Node) Replication() ReplicationStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ReplicationStatus{Master: master, Loaded: r.loaded, Skipped: map[string]int64{}}
+	if r.halted != "" && r.haltedAt == n.groups[0].ReplicaOfSince() {
+		st.Halted = r.halted
+	}
 	for k, v := range r.skipped {
 		st.Skipped[k] = v
 	}
@@ -142,24 +179,33 @@ func (n *Node) replicaLoop() {
 	t := time.NewTicker(replicaPollEvery)
 	defer t.Stop()
 	for {
-		master := ""
+		master, since := "", uint64(0)
 		if n.groups[0].IsLeader() {
 			master, _, _, _ = n.groups[0].Replication()
+			since = n.groups[0].ReplicaOfSince()
 		}
-		n.repl.follow(master)
+		n.repl.follow(master, since)
 		select {
 		case <-n.closed:
-			n.repl.follow("")
+			n.repl.follow("", 0)
 			return
 		case <-t.C:
 		}
 	}
 }
 
-// follow makes the running link follow master ("" = run none).
-func (r *nodeReplica) follow(master string) {
+// follow makes the running link follow master ("" = run none) under the
+// REPLICAOF entry since; none while the link halted under that entry
+// (stopOnSkip): a new REPLICAOF starts over.
+func (r *nodeReplica) follow(master string, since uint64) {
 	r.mu.Lock()
-	if r.link != nil && r.master == master {
+	if r.halted != "" && r.haltedAt != since {
+		r.halted = ""
+	}
+	if r.halted != "" {
+		master = ""
+	}
+	if r.link != nil && r.master == master && r.since == since {
 		r.mu.Unlock()
 		return
 	}
@@ -180,11 +226,11 @@ func (r *nodeReplica) follow(master string) {
 		port, _ = strconv.Atoi(p)
 	}
 	sink := &nodeSink{r: r, n: r.n}
-	link := replica.New(replica.Config{Addr: master, User: r.user, Password: r.pass, ListenPort: port,
+	link := replica.New(replica.Config{Addr: master, User: r.user, Password: r.pass, ListenPort: port, TLS: r.n.cfg.MasterTLS,
 		Logger: r.n.log.With("replica_of", master)}, sink)
 	ctx, cancel := context.WithCancel(context.Background())
 	done = make(chan struct{})
-	r.link, r.stop, r.done, r.master = link, cancel, done, master
+	r.link, r.stop, r.done, r.master, r.since = link, cancel, done, master, since
 	r.n.log.Info("following a Redis master", "master", master)
 	go func() {
 		defer close(done)
@@ -192,10 +238,16 @@ func (r *nodeReplica) follow(master string) {
 	}()
 }
 
-// count adds one to what was not imported for reason.
-func (r *nodeReplica) count(reason string, n int64) {
+// skip records that something was not imported, for reason: counted, or,
+// with stopOnSkip, errHalted (the link halts; replicaLoop stops it).
+func (r *nodeReplica) skip(reason string, n int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stopOnSkip {
+		r.halted, r.haltedAt = "stopped at "+reason+" (lockd-replica-unsupported stop)", r.since
+		r.n.log.Error("the link to the Redis master stopped at what lockd cannot import", "reason", reason)
+		return errHalted
+	}
 	if r.skipped == nil {
 		r.skipped = map[string]int64{}
 	}
@@ -203,6 +255,7 @@ func (r *nodeReplica) count(reason string, n int64) {
 		r.n.log.Warn("not imported from the Redis master (counted in INFO replication)", "reason", reason)
 	}
 	r.skipped[reason] += n
+	return nil
 }
 
 // nodeSink is the replica.Sink that commits through the node's groups.
@@ -237,19 +290,13 @@ func (s *nodeSink) propose(ctx context.Context, g int, offset int64, cmds []comm
 	}
 	for i, e := range v.Elems {
 		if e.IsError() && i < len(cmds) {
-			s.r.count("command "+strings.ToLower(string(cmds[i].Args[0]))+": "+firstWord(string(e.Str)), 1)
+			s.n.log.Warn("a command from the Redis master failed on lockd", "command", string(cmds[i].Args[0]), "reply", string(e.Str))
+			if err := s.r.skip("command "+strings.ToLower(string(cmds[i].Args[0])), 1); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
-}
-
-// firstWord is an error reply's code ("ERR", "WRONGTYPE", …) and the start of
-// its text, short enough to count by.
-func firstWord(s string) string {
-	if len(s) > 60 {
-		s = s[:60]
-	}
-	return s
 }
 
 // record writes the position to group 0.
@@ -297,16 +344,13 @@ func (s *nodeSink) BeginFull(ctx context.Context, at replica.Position) error {
 func (s *nodeSink) Load(ctx context.Context, e rdb.Entry) error {
 	switch {
 	case e.Skipped != "":
-		s.r.count("type "+e.Skipped, 1)
-		return nil
+		return s.r.skip("type "+e.Skipped, 1)
 	case e.DB != 0:
-		s.r.count("db "+strconv.Itoa(e.DB), 1)
-		return nil
+		return s.r.skip("db "+strconv.Itoa(e.DB), 1)
 	}
 	cmds, ok := loadCommands(e)
 	if !ok {
-		s.r.count("type "+e.Value.Type.String(), 1)
-		return nil
+		return s.r.skip("type "+e.Value.Type.String(), 1)
 	}
 	g := s.n.groupOf(e.Key)
 	for _, c := range cmds {
@@ -355,29 +399,37 @@ func (s *nodeSink) Apply(ctx context.Context, cmds []replica.Command) error {
 		return nil
 	}
 	per := make([][]command.ReplicatedCmd, len(s.n.groups))
-	add := func(args [][]byte, db int, end int64) {
+	add := func(args [][]byte, db int, end int64) error {
 		if db != 0 {
-			s.r.count("db "+strconv.Itoa(db), 1)
-			return
+			return s.r.skip("db "+strconv.Itoa(db), 1)
 		}
-		for g, part := range s.route(args) {
+		parts, skipped := s.route(args)
+		if skipped != "" {
+			return s.r.skip(skipped, 1)
+		}
+		for g, part := range parts {
 			if part != nil {
 				per[g] = append(per[g], command.ReplicatedCmd{End: end, Args: part})
 			}
 		}
+		return nil
 	}
 	for _, c := range cmds {
-		if c.Tx != nil {
-			for i, args := range c.Tx {
-				db := c.DB
-				if i < len(c.TxDB) {
-					db = c.TxDB[i]
-				}
-				add(args, db, c.End)
+		if c.Tx == nil {
+			if err := add(c.Args, c.DB, c.End); err != nil {
+				return err
 			}
 			continue
 		}
-		add(c.Args, c.DB, c.End)
+		for i, args := range c.Tx {
+			db := c.DB
+			if i < len(c.TxDB) {
+				db = c.TxDB[i]
+			}
+			if err := add(args, db, c.End); err != nil {
+				return err
+			}
+		}
 	}
 	last := cmds[len(cmds)-1]
 	errs := make([]error, len(per))
@@ -416,16 +468,16 @@ func (s *nodeSink) Advance(ctx context.Context, at replica.Position) error {
 // element per group (nil where the group gets none). FLUSHALL and FLUSHDB go
 // to every group; a command without keys to group 0; DEL, UNLINK, EXISTS,
 // TOUCH and MSET over several groups are split; another command whose keys
-// span groups is counted and dropped.
-func (s *nodeSink) route(args [][]byte) [][][]byte {
-	out := make([][][]byte, len(s.n.groups))
+// span groups is not imported: skipped names why.
+func (s *nodeSink) route(args [][]byte) (out [][][]byte, skipped string) {
+	out = make([][][]byte, len(s.n.groups))
 	name := strings.ToLower(string(args[0]))
 	switch name {
 	case "flushall", "flushdb":
 		for g := range out {
 			out[g] = args
 		}
-		return out
+		return out, ""
 	}
 	keys := command.CommandKeys(args)
 	groups := map[int]bool{}
@@ -435,12 +487,12 @@ func (s *nodeSink) route(args [][]byte) [][][]byte {
 	switch {
 	case len(groups) == 0:
 		out[0] = args
-		return out
+		return out, ""
 	case len(groups) == 1:
 		for g := range groups {
 			out[g] = args
 		}
-		return out
+		return out, ""
 	}
 	switch name {
 	case "del", "unlink", "exists", "touch":
@@ -460,10 +512,9 @@ func (s *nodeSink) route(args [][]byte) [][][]byte {
 			out[g] = append(out[g], args[i], args[i+1])
 		}
 	default:
-		s.r.count("cross-group "+name, 1)
-		return make([][][]byte, len(s.n.groups))
+		return nil, "cross-group " + name
 	}
-	return out
+	return out, ""
 }
 
 // loadCommands turns one key of an RDB into the commands that build it:
@@ -535,7 +586,7 @@ func (n *Node) ReplicationInfo() [][2]string {
 	out := [][2]string{{"role", "slave"}, {"master_host", host}, {"master_port", port}}
 	l := st.Link
 	if l == nil {
-		l = &replica.Status{State: replica.StateConnect}
+		l = &replica.Status{State: replica.StateConnect, Err: st.Halted}
 	}
 	up := "down"
 	if l.State == replica.StateConnected {

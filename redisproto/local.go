@@ -436,7 +436,11 @@ func cmdConfigGet(c *conn, a [][]byte) resp.Value {
 	values = append(values, [2]string{"tracking-table-max-keys", c.srv.trackingMaxKeys()}) // tracking.go
 	if r, ok := c.srv.store.(Replicator); ok {
 		user, pass := r.MasterAuth()
-		values = append(values, [2]string{"masteruser", user}, [2]string{"masterauth", pass})
+		mode := "count"
+		if r.StopOnUnsupported() {
+			mode = "stop"
+		}
+		values = append(values, [2]string{"masteruser", user}, [2]string{"masterauth", pass}, [2]string{"lockd-replica-unsupported", mode})
 	}
 	for _, pat := range a[2:] {
 		lp := []byte(strings.ToLower(string(pat)))
@@ -478,9 +482,12 @@ func cmdConfigSet(c *conn, a [][]byte) resp.Value {
 			if n, err := strconv.ParseInt(string(a[i+1]), 10, 64); err != nil || (name == "slowlog-max-len" && n < 0) {
 				return resp.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
 			}
-		case "masteruser", "masterauth": // replicaof.go
+		case "masteruser", "masterauth", "lockd-replica-unsupported": // replicaof.go
 			if _, ok := c.srv.store.(Replicator); !ok {
 				return command.Echo("ERR CONFIG SET ", []byte(name), " is not supported by lockd; use its flags").Reply()
+			}
+			if v := strings.ToLower(string(a[i+1])); name == "lockd-replica-unsupported" && v != "stop" && v != "count" {
+				return resp.Error("ERR CONFIG SET failed (possibly related to argument 'lockd-replica-unsupported') - argument(s) must be one of the following: count, stop")
 			}
 		default:
 			return command.Echo("ERR CONFIG SET ", []byte(name), " is not supported by lockd; use its flags").Reply()
@@ -490,6 +497,8 @@ func cmdConfigSet(c *conn, a [][]byte) resp.Value {
 		switch name := strings.ToLower(string(a[i])); {
 		case strings.HasPrefix(name, "slowlog-"):
 			c.srv.setSlowlog(name, string(a[i+1]))
+		case name == "lockd-replica-unsupported":
+			c.srv.store.(Replicator).SetStopOnUnsupported(strings.EqualFold(string(a[i+1]), "stop"))
 		case name == "masteruser" || name == "masterauth":
 			r := c.srv.store.(Replicator)
 			user, pass := r.MasterAuth()

@@ -27,6 +27,10 @@ type Replicator interface {
 	// masterauth.
 	SetMasterAuth(user, pass string)
 	MasterAuth() (user, pass string)
+	// SetStopOnUnsupported and StopOnUnsupported are CONFIG SET|GET
+	// lockd-replica-unsupported stop|count.
+	SetStopOnUnsupported(stop bool)
+	StopOnUnsupported() bool
 }
 
 func init() {

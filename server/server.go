@@ -114,6 +114,9 @@ type Config struct {
 	// MasterUser and MasterAuth are raftstore.Config's: the credentials for
 	// the Redis master REPLICAOF follows (CONFIG SET changes them).
 	MasterUser, MasterAuth string
+	// ReplicaStopOnUnsupported and MasterTLS are raftstore.Config's.
+	ReplicaStopOnUnsupported bool
+	MasterTLS                *tls.Config
 	// SnapshotThreshold, SnapshotInterval and TrailingLogs tune Raft
 	// snapshots (0: the store's defaults, 8192 entries, 10 s and 10240
 	// entries).
@@ -278,7 +281,7 @@ func New(cfg Config) (*Server, error) {
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
 		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX,
-		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterAuth}
+		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterAuth, ReplicaStopOnUnsupported: cfg.ReplicaStopOnUnsupported, MasterTLS: cfg.MasterTLS}
 	scfg.PeerSecret = secret
 	if ts != nil {
 		scfg.PeerTLS, scfg.PeerTLSMembers = ts.peer, ts.membersOnly

@@ -410,3 +410,59 @@ func TestReplicaOfRedisCluster(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestReplicaOfStopsAtUnsupported: with -replica-unsupported stop, the link
+// stops at the first value lockd cannot import and INFO names it; after
+// REPLICAOF NO ONE and the source fixed, REPLICAOF follows again; CONFIG
+// SET lockd-replica-unsupported switches the mode.
+func TestReplicaOfStopsAtUnsupported(t *testing.T) {
+	ctx := context.Background()
+	src, srcAddr := startRedisServer(t)
+	src.Set(ctx, "k", "v", 0)
+	src.SAdd(ctx, "a-set", "x")
+	nd := startLockdArgs(t, "n1", t.TempDir(), "-replica-unsupported", "stop")
+	dst := redis.NewClient(&redis.Options{Addr: nd.addr})
+	defer dst.Close()
+	if v := dst.ConfigGet(ctx, "lockd-replica-unsupported").Val()["lockd-replica-unsupported"]; v != "stop" {
+		t.Fatalf("CONFIG GET lockd-replica-unsupported = %q", v)
+	}
+	host, port, _ := strings.Cut(srcAddr, ":")
+	dst.Do(ctx, "REPLICAOF", host, port)
+	var i map[string]string
+	if !pollUntil(replTimeout, func() bool {
+		i = replInfo(dst)
+		return strings.Contains(i["lockd_link_error"], "stopped at type set")
+	}) {
+		t.Fatalf("the link did not stop at the set: %v", i)
+	}
+	if i["master_link_status"] != "down" {
+		t.Fatalf("a stopped link says master_link_status:%s", i["master_link_status"])
+	}
+	// It stays stopped: no retry that would make the source sync again.
+	syncs := func() string {
+		s := src.Info(ctx, "stats").Val()
+		_, v, _ := strings.Cut(s, "sync_full:")
+		v, _, _ = strings.Cut(v, "\r\n")
+		return v
+	}
+	full := syncs()
+	time.Sleep(2 * time.Second) // a span in which a retrying link (1 s back-off) would have synced again; not synchronisation
+	if s := replInfo(dst); !strings.Contains(s["lockd_link_error"], "stopped at") || syncs() != full {
+		t.Fatalf("the stopped link started again (source full syncs %s, then %s): %v", full, syncs(), s)
+	}
+	dst.Do(ctx, "REPLICAOF", "NO", "ONE")
+	src.Del(ctx, "a-set")
+	if err := dst.ConfigSet(ctx, "lockd-replica-unsupported", "count").Err(); err != nil {
+		t.Fatalf("CONFIG SET lockd-replica-unsupported count: %v", err)
+	}
+	if err := dst.ConfigSet(ctx, "lockd-replica-unsupported", "maybe").Err(); err == nil {
+		t.Fatal("CONFIG SET lockd-replica-unsupported maybe was accepted")
+	}
+	dst.Do(ctx, "REPLICAOF", host, port)
+	if !pollUntil(replTimeout, func() bool { i = replInfo(dst); return i["master_link_status"] == "up" }) {
+		t.Fatalf("REPLICAOF after the fix: %v", i)
+	}
+	if v := dst.Get(ctx, "k").Val(); v != "v" {
+		t.Fatalf("k = %q after following again", v)
+	}
+}

@@ -234,3 +234,23 @@ func (l *Loader) MembersOnly() bool { return l.opts.PeerCAFile == "" && l.cas !=
 func (l *Loader) ClientConfig() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: l.peerCAs, GetClientCertificate: l.getClientCertificate}
 }
+
+// DialConfig is the TLS configuration of a connection this node opens to a
+// server outside the cluster (a Redis master that REPLICAOF follows): the
+// server's certificate verified against caFile (the system's roots when
+// empty), and certFile/keyFile presented when set (read once).
+func DialConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	pool, err := readPool(caFile)
+	if err != nil {
+		return nil, err
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: certificate: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}

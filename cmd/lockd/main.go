@@ -72,6 +72,9 @@ type options struct {
 	strictNX *bool
 	mUser    *string
 	mAuth    *string
+	mTLS     *bool
+	mTLSCA   *string
+	rUnsup   *string
 	batchOn  *bool
 	reqPass  *string
 	maxConns *int
@@ -135,6 +138,9 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *options) {
 		strictNX: fs.Bool("strict-nx", false, "answer SET … NX (and SETNX) on a key that already holds exactly the value being set with nil, as Redis does; by default that is a grant to the same owner (new expiry, same fencing token), so that a Redlock client over several nodes of one cluster reaches its quorum and a retried SET … NX whose reply was lost succeeds (docs/compatibility.md). The groups' leaders replicate their choice: give every node the same"),
 		mUser:    fs.String("masteruser", "", "user to authenticate as to the Redis master that REPLICAOF follows (Redis's masteruser; CONFIG SET masteruser changes it)"),
 		mAuth:    fs.String("masterauth", "", "password for the Redis master that REPLICAOF follows (Redis's masterauth; CONFIG SET masterauth changes it). Give it as LOCKD_MASTERAUTH or in -config, not on the command line (ps shows that)"),
+		mTLS:     fs.Bool("master-tls", false, "connect to the Redis master that REPLICAOF follows over TLS (Redis's tls-replication), verified against -master-tls-ca (or the system's roots), presenting -tls-cert if set"),
+		mTLSCA:   fs.String("master-tls-ca", "", "PEM CA bundle that signed the Redis master's certificate, for -master-tls"),
+		rUnsup:   fs.String("replica-unsupported", "count", "what the link to a Redis master (REPLICAOF) does with a value or command lockd cannot import (a set, a stream, another database, a command lockd lacks or cannot split across groups): count (name and count it in INFO replication, go on) or stop (the link stops there, INFO names it); CONFIG SET lockd-replica-unsupported changes it"),
 		batchOn:  fs.Bool("batch-entries", true, "as leader, put a run of writes that arrive together into one Raft entry (each keeps a token of its own), once every other member of the group has said it applies them (a lockd from before batch entries cannot, and says nothing: a rolling upgrade needs no setting); false writes one entry per write, which rolling back to such a version needs (docs/operations.md)"),
 		reqPass:  fs.String("requirepass", "", "password of the default user (empty: no authentication, as Redis); also used to -join (env LOCKD_REQUIREPASS)"),
 		maxConns: fs.Int("maxclients", 10000, "most connected RESP clients; one more is refused with -ERR max number of clients reached"),
@@ -203,6 +209,10 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockd: bad -max-sessions-per-user %d (0: no cap, or at least 1)\n", *o.maxSess)
 		return 2
 	}
+	if *o.rUnsup != "count" && *o.rUnsup != "stop" {
+		fmt.Fprintf(stderr, "lockd: bad -replica-unsupported %q (count or stop)\n", *o.rUnsup)
+		return 2
+	}
 	if *o.clMode != "require" && *o.clMode != "accept" {
 		fmt.Fprintf(stderr, "lockd: bad -cluster-secret-mode %q (require or accept)\n", *o.clMode)
 		return 2
@@ -248,6 +258,15 @@ func run(args []string, stderr io.Writer) int {
 	cfg.NoBatchEntries = !*o.batchOn
 	cfg.StrictNX = *o.strictNX
 	cfg.MasterUser, cfg.MasterAuth = *o.mUser, *o.mAuth
+	cfg.ReplicaStopOnUnsupported = *o.rUnsup == "stop"
+	if *o.mTLS {
+		mt, err := tlsconf.DialConfig(*o.mTLSCA, *o.tlsCert, *o.tlsKey)
+		if err != nil {
+			fmt.Fprintf(stderr, "lockd: -master-tls: %v\n", err)
+			return 2
+		}
+		cfg.MasterTLS = mt
+	}
 	cfg.LogBytes = *o.logBytes
 	cfg.RequirePass, cfg.MaxClients, cfg.MaxOutputBuffer = *o.reqPass, *o.maxConns, *o.maxOut
 	if *o.idleSecs < 0 || *o.authTO < 0 || *o.authFail < 0 || *o.httpConn < 1 {

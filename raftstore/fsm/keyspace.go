@@ -372,7 +372,7 @@ func (k *Keyspace) applyEntry(index uint64, e command.Entry, c Ctx) resp.Value {
 	case command.KindShardMap:
 		return k.applyShardMap(e.Args)
 	case command.KindReplication:
-		return k.applyReplication(e.Args) // replica.go
+		return k.applyReplication(e.Args, c) // replica.go
 	case command.KindReplicated:
 		return k.applyReplicated(e.Args, c)
 	case command.KindScript:

@@ -29,7 +29,8 @@ import (
 // All of it is replicated state (snapshots, FeatureMigration) and decided by
 // entries alone.
 type replication struct {
-	master string
+	master   string
+	masterAt uint64 // the logical index of the last REPLICAOF (any master, or none)
 	offset int64
 	replID string
 	pos    int64
@@ -59,6 +60,10 @@ func (k *Keyspace) migrationOff() (resp.Value, bool) {
 // ReplicaOf is the address of the master the group follows ("" = none).
 func (k *Keyspace) ReplicaOf() string { return k.repl.master }
 
+// ReplicaOfSince is the logical index of the last REPLICAOF entry: a new one,
+// even of the same master, tells a link that stopped to start over.
+func (k *Keyspace) ReplicaOfSince() uint64 { return k.repl.masterAt }
+
 // ReplicationPosition is where a link resumes (group 0's record): the
 // master's replication id ("" = never synced, or a full sync not finished),
 // the offset and the selected database there.
@@ -70,7 +75,7 @@ func (k *Keyspace) ReplicationPosition() (replID string, offset, db int64) {
 func (k *Keyspace) ReplicationOffset() int64 { return k.repl.offset }
 
 // applyReplication is a KindReplication entry.
-func (k *Keyspace) applyReplication(args [][]byte) resp.Value {
+func (k *Keyspace) applyReplication(args [][]byte, c Ctx) resp.Value {
 	if v, off := k.migrationOff(); off {
 		return v
 	}
@@ -85,6 +90,7 @@ func (k *Keyspace) applyReplication(args [][]byte) resp.Value {
 			// stream means nothing for the next.
 			k.repl = replication{master: r.Master}
 		}
+		k.repl.masterAt = c.Index
 	case "position":
 		k.repl.replID, k.repl.pos, k.repl.db = r.ReplID, r.Offset, r.DB
 	case "offset":
@@ -153,6 +159,7 @@ func replicatedKeys(args [][]byte) [][]byte {
 func appendReplication(buf []byte, r replication) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(r.master)))
 	buf = append(buf, r.master...)
+	buf = binary.AppendUvarint(buf, r.masterAt)
 	buf = binary.AppendVarint(buf, r.offset)
 	buf = binary.AppendUvarint(buf, uint64(len(r.replID)))
 	buf = append(buf, r.replID...)
@@ -168,6 +175,9 @@ func readReplication(br *bufio.Reader, k *Keyspace) error {
 	}
 	var r replication
 	r.master = string(master)
+	if r.masterAt, err = binary.ReadUvarint(br); err != nil {
+		return err
+	}
 	if r.offset, err = binary.ReadVarint(br); err != nil {
 		return err
 	}

@@ -16,6 +16,14 @@ func (s *Store) Replication() (master, replID string, offset, db int64) {
 	return s.m.ks.ReplicaOf(), replID, offset, db
 }
 
+// ReplicaOfSince is the logical index of the group's last REPLICAOF entry
+// (fsm.Keyspace.ReplicaOfSince).
+func (s *Store) ReplicaOfSince() uint64 {
+	s.m.mu.RLock()
+	defer s.m.mu.RUnlock()
+	return s.m.ks.ReplicaOfSince()
+}
+
 // EnsureFeature turns feature f on in the group's settings if every member
 // understands it and it is not on yet, waiting a moment for members to greet
 // this leader (ensureFeature). For a Node's internal entries that need f.

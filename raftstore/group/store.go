@@ -3,6 +3,7 @@ package group
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -106,6 +107,13 @@ type Config struct {
 	// it follows after REPLICAOF (Redis's masteruser and masterauth; a
 	// Node's, which CONFIG SET changes at run time).
 	MasterUser, MasterAuth string
+	// ReplicaStopOnUnsupported makes the link to the Redis master stop at the
+	// first value or command lockd cannot import instead of counting it
+	// (a Node's; CONFIG SET lockd-replica-unsupported changes it).
+	ReplicaStopOnUnsupported bool
+	// MasterTLS, when set, is the TLS configuration of the connection to the
+	// Redis master (Redis's tls-replication).
+	MasterTLS *tls.Config
 	// NoBatchEntries makes the leader propose every write as an entry of its
 	// own. By default a run of plain writes in one request batch goes into
 	// one batch entry (command.KindBatch) once every other member of the
