@@ -37,6 +37,10 @@ type replication struct {
 	db     int64
 }
 
+// errNotFollowing refuses a KindReplicated entry applied after REPLICAOF NO
+// ONE.
+const errNotFollowing = "ERR this group follows no Redis master (REPLICAOF NO ONE)"
+
 // errReadOnly is a Redis replica's answer to a client's write.
 const errReadOnly = "READONLY You can't write against a read only replica."
 
@@ -112,6 +116,11 @@ func (k *Keyspace) applyReplicated(args [][]byte, c Ctx) resp.Value {
 	offset, cmds, err := command.ParseReplicatedArgs(args)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: replicated entry: %v", err))
+	}
+	if k.repl.master == "" {
+		// A run still in flight when REPLICAOF NO ONE applied: clients may
+		// write now, and nothing the old master sends may overwrite them.
+		return resp.Error(errNotFollowing)
 	}
 	out := make([]resp.Value, len(cmds))
 	for i, cmd := range cmds {

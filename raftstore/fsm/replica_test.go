@@ -71,10 +71,18 @@ func TestReplicatedEntriesApplyOnce(t *testing.T) {
 	if r.ReplicaOf() != "10.0.0.1:6379" || r.ReplicationOffset() != 30 || id != "abc" || pos != 25 || db != 0 {
 		t.Fatalf("after a snapshot: master %q offset %d position %q %d %d", r.ReplicaOf(), r.ReplicationOffset(), id, pos, db)
 	}
-	// Another master (or none) forgets the last one's stream.
+	// Another master (or none) forgets the last one's stream, and a run
+	// still in flight after REPLICAOF NO ONE changes nothing.
 	g.entry(command.KindReplication, command.ReplicationArgs(command.Replication{Op: "master", Master: ""}))
 	if id, pos, _ := g.ks.ReplicationPosition(); g.ks.ReplicaOf() != "" || g.ks.ReplicationOffset() != 0 || id != "" || pos != 0 {
 		t.Fatalf("after REPLICAOF NO ONE: master %q offset %d position %q %d", g.ks.ReplicaOf(), g.ks.ReplicationOffset(), id, pos)
+	}
+	g.do("SET a client")
+	if got := g.replicated(40, rcmd(40, "SET a master")); got != "-"+errNotFollowing+"\r\n" {
+		t.Fatalf("a run after REPLICAOF NO ONE: %q", got)
+	}
+	if got := g.do("GET a"); got != "$6\r\nclient\r\n" {
+		t.Fatalf("a = %q, want the client's write", got)
 	}
 }
 
