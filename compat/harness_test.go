@@ -8,15 +8,13 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/loopback"
+	"github.com/lockd/lockd/internal/clustertest"
 )
 
 // Timeouts. Every wait in the suite is one of these, and every loop polls.
@@ -34,66 +32,15 @@ var verbose = os.Getenv("COMPAT_VERBOSE") != ""
 
 // ---------------------------------------------------------------- servers
 
-// startRedis starts a redis-server on a free 127.0.0.1 port in a t.TempDir,
-// waits (polling, bounded) until it answers PING, and kills it in t.Cleanup.
-// It returns the server's address. extra are more redis-server options
-// ("--requirepass", "pw": then PING is answered NOAUTH, which counts as up).
+// startRedis starts a private redis-server (clustertest.StartRedis: a free
+// 127.0.0.1 port, a t.TempDir, killed in t.Cleanup) and returns its address
+// once it answers PING. extra are more redis-server options ("--requirepass",
+// "pw": then PING is answered NOAUTH, which counts as up). A missing
+// redis-server fails the test with the install hint.
 func startRedis(t testing.TB, extra ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server is not on PATH (%v): the compat suite needs Redis 7.0.15 "+
-			"(Debian: apt-get install redis-server; `make test` installs it)", err)
-	}
-	dir := t.TempDir()
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // the free port can be taken between probe and bind
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		logPath := filepath.Join(dir, fmt.Sprintf("redis-%d.log", attempt))
-		logFile, err := os.Create(logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, append([]string{"--save", "", "--appendonly", "no",
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir}, extra...)...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			logFile.Close()
-			t.Fatalf("start %s: %v", bin, err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); logFile.Close(); close(exited) }()
-		stop := func() {
-			cmd.Process.Kill()
-			select {
-			case <-exited:
-			case <-time.After(startTimeout):
-			}
-		}
-		if err := waitPing(addr, exited); err != nil {
-			stop()
-			log, _ := os.ReadFile(logPath)
-			lastErr = fmt.Errorf("redis-server on %s: %v; log:\n%s", addr, err, log)
-			continue
-		}
-		t.Cleanup(stop)
-		return addr
-	}
-	t.Fatal(lastErr)
-	return ""
-}
-
-// freePort is a 127.0.0.1 port that was free a moment ago.
-func freePort() (int, error) {
-	ports, err := loopback.Ports(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
+	addr, _ := clustertest.StartRedis(t, extra...)
+	return addr
 }
 
 // waitPing polls addr with PING until it answers +PONG, the process exits, or

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,19 +20,11 @@ import (
 // named; and it must stop with a message, leaving nothing paused, when the
 // source does not answer.
 func TestMigrateScript(t *testing.T) {
-	tool(t, "redis-server", "redis-server")
 	tool(t, "redis-cli", "redis-tools")
 	ctx := context.Background()
-	addrs := freeAddrs(t, 4)
-	srcAddr := addrs[0]
-	_, srcPort, _ := strings.Cut(srcAddr, ":")
+	srcAddr, _ := clustertest.StartRedis(t, "--repl-diskless-sync-delay", "0") // bound before freeAddrs looks
+	addrs := append([]string{srcAddr}, freeAddrs(t, 3)...)
 	dir := t.TempDir()
-	srv := exec.Command("redis-server", "--port", srcPort, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--repl-diskless-sync-delay", "0", "--dir", dir)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 	node := exec.Command(lockdBin, "-addr", addrs[1], "-peer-addr", addrs[2], "-http-addr", addrs[3], "-data-dir", filepath.Join(dir, "lockd"))
 	var logs syncBuffer
 	node.Stderr = &logs

@@ -3,25 +3,19 @@ package rdb
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/loopback"
+	"github.com/lockd/lockd/internal/clustertest"
 )
 
 // This file holds the tests' private Redis: a redis-server 7.0.15 started on
 // a free loopback port, and a minimal RESP2 client for it.
-
-const redisStartTimeout = 10 * time.Second
 
 // testRedis is one redis-server this test started, and its --dir.
 type testRedis struct {
@@ -29,84 +23,14 @@ type testRedis struct {
 	dir  string
 }
 
-// startRedis starts redis-server with --save ” --appendonly no on a free
-// 127.0.0.1 port and stops it (that process only) when the test ends.
+// startRedis starts a private redis-server (clustertest.StartRedis: --save ""
+// --appendonly no on a free 127.0.0.1 port, up once it answers PING) and
+// stops it (that process only) when the test ends. A missing redis-server
+// fails the test with the install hint.
 func startRedis(t testing.TB) *testRedis {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skipf("redis-server is not on PATH (%v)", err)
-	}
-	dir := t.TempDir()
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken before the bind
-		ports, err := loopback.Ports(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := strconv.Itoa(ports[0])
-		logPath := filepath.Join(dir, fmt.Sprintf("redis-%d.log", attempt))
-		logFile, err := os.Create(logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "--save", "", "--appendonly", "no", "--port", port,
-			"--bind", "127.0.0.1", "--dir", dir)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			logFile.Close()
-			t.Fatalf("start %s: %v", bin, err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); logFile.Close(); close(exited) }()
-		stop := func() {
-			cmd.Process.Kill()
-			select {
-			case <-exited:
-			case <-time.After(redisStartTimeout):
-			}
-		}
-		addr := net.JoinHostPort("127.0.0.1", port)
-		if err := waitPong(addr, exited); err != nil {
-			stop()
-			log, _ := os.ReadFile(logPath)
-			lastErr = fmt.Errorf("redis-server on %s: %v; log:\n%s", addr, err, log)
-			continue
-		}
-		t.Cleanup(stop)
-		return &testRedis{addr: addr, dir: dir}
-	}
-	t.Fatal(lastErr)
-	return nil
-}
-
-// waitPong polls addr with PING until it answers, the process exits, or the
-// start timeout passes.
-func waitPong(addr string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(redisStartTimeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("process exited before answering PING")
-		default:
-		}
-		c, err := dialRESP(addr)
-		if err == nil {
-			var r any
-			r, err = c.do("PING")
-			c.close()
-			if err == nil && r == "PONG" {
-				return nil
-			}
-			if err == nil {
-				err = fmt.Errorf("PING answered %v", r)
-			}
-		}
-		last = err
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("no PONG within %v: %v", redisStartTimeout, last)
+	addr, dir := clustertest.StartRedis(t)
+	return &testRedis{addr: addr, dir: dir}
 }
 
 // resp is a minimal RESP2 client: replies are string (simple and bulk),

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/loopback"
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/rdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -37,76 +33,15 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// startRedis starts a redis-server on a free 127.0.0.1 port in a TempDir with
-// extra options ("$PORT" in one stands for the port), waits (polling, bounded) until it accepts connections, and
-// kills it in t.Cleanup. It returns the address.
+// startRedis starts a private redis-server (clustertest.StartRedis: a free
+// 127.0.0.1 port, a TempDir, killed in t.Cleanup) with extra options ("$PORT"
+// in one stands for the port; "--port", "0", "--tls-port", "$PORT" makes the
+// address a TLS one) and returns its address once it is up. A missing
+// redis-server fails the test with the install hint.
 func startRedis(t *testing.T, extra ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skipf("redis-server not on PATH: %v", err)
-	}
-	dir := t.TempDir()
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // the port can be taken between probe and bind
-		ports, err := loopback.Ports(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-		logPath := filepath.Join(dir, fmt.Sprintf("redis-%d.log", attempt))
-		logFile, err := os.Create(logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		args := []string{"--save", "", "--appendonly", "no", "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", dir}
-		for _, a := range extra {
-			args = append(args, strings.ReplaceAll(a, "$PORT", strconv.Itoa(ports[0])))
-		}
-		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); logFile.Close(); close(exited) }()
-		stop := func() {
-			cmd.Process.Kill()
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-			}
-		}
-		up := func() bool {
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(pollEvery) {
-				select {
-				case <-exited:
-					return false
-				default:
-				}
-				if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-					c.Close()
-					return true
-				}
-			}
-			return false
-		}()
-		if up {
-			t.Cleanup(func() {
-				stop()
-				if t.Failed() {
-					log, _ := os.ReadFile(logPath)
-					t.Logf("redis log:\n%s", log)
-				}
-			})
-			return addr
-		}
-		stop()
-		log, _ := os.ReadFile(logPath)
-		lastErr = fmt.Errorf("redis-server on %s did not start; log:\n%s", addr, log)
-	}
-	t.Fatal(lastErr)
-	return ""
+	addr, _ := clustertest.StartRedis(t, extra...)
+	return addr
 }
 
 // client is a go-redis client of addr (RESP2), closed in t.Cleanup.

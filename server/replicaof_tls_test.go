@@ -2,13 +2,12 @@ package server
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/loopback"
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/tlsconf"
 	"github.com/redis/go-redis/v9"
 )
@@ -22,18 +21,10 @@ func TestReplicaOfOverTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, "test-ca")
 	srcTLS := writeTLS(t, dir, ca, "redis")
-	addrs, err := loopback.Addrs(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := strings.Cut(addrs[0], ":")
-	srv := exec.Command("redis-server", "--port", "0", "--tls-port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+	srcAddr, _ := clustertest.StartRedis(t, "--port", "0", "--tls-port", "$PORT",
 		"--tls-cert-file", srcTLS.CertFile, "--tls-key-file", srcTLS.KeyFile, "--tls-ca-cert-file", srcTLS.CAFile,
-		"--tls-auth-clients", "yes", "--repl-diskless-sync-delay", "0", "--dir", dir)
-	if err := srv.Start(); err != nil {
-		t.Fatalf("redis-server: %v", err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+		"--tls-auth-clients", "yes", "--repl-diskless-sync-delay", "0")
+	_, port, _ := strings.Cut(srcAddr, ":")
 
 	nodeDir := filepath.Join(dir, "node")
 	nodeTLS := writeTLS(t, t.TempDir(), ca, "lockd")
@@ -41,7 +32,7 @@ func TestReplicaOfOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := redis.NewClient(&redis.Options{Addr: addrs[0], TLSConfig: mt.Clone()})
+	src := redis.NewClient(&redis.Options{Addr: srcAddr, TLSConfig: mt.Clone()})
 	defer src.Close()
 	for end := time.Now().Add(10 * time.Second); src.Set(ctx, "k", "over-tls", 0).Err() != nil; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,24 +25,15 @@ import (
 // replTimeout bounds each wait of these tests.
 const replTimeout = 60 * time.Second
 
-// startRedisServer starts a private redis-server on a free 127.0.0.1 port,
-// stopped in t.Cleanup, and returns a client for it.
+// startRedisServer starts a private redis-server (clustertest.StartRedis: a
+// free 127.0.0.1 port, up once it answers PING, stopped in t.Cleanup) with a
+// backlog large enough for the tests' partial resyncs, and returns a client
+// for it, closed in t.Cleanup, and its address.
 func startRedisServer(t *testing.T) (*redis.Client, string) {
 	t.Helper()
-	addr := clustertest.Addrs(t, 1)[0]
-	_, port, _ := strings.Cut(addr, ":")
-	dir := t.TempDir()
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--repl-diskless-sync-delay", "0", "--repl-backlog-size", "256mb", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("redis-server: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr, _ := clustertest.StartRedis(t, "--repl-diskless-sync-delay", "0", "--repl-backlog-size", "256mb")
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { c.Close() })
-	if !pollUntil(10*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil }) {
-		t.Fatalf("redis-server on %s did not answer PING", addr)
-	}
 	return c, addr
 }
 
@@ -300,8 +289,14 @@ func TestReplicaOfRedis(t *testing.T) {
 	if n, err := dst.Eval(ctx, cad, []string{keys[0]}, owner).Int(); err != nil || n != 1 {
 		t.Fatalf("releasing imported %s as its owner: %d, %v", keys[0], n, err)
 	}
-	if tok, err := dst.Do(ctx, "SET", keys[0], "new-owner", "NX", "PX", "10000", "FENCE").Int64(); err != nil || tok <= 0 {
-		t.Fatalf("a new grant of %s: %d, %v", keys[0], tok, err)
+	var highest int64 // the highest fencing token of an imported lock key
+	for _, k := range keys[1:] {
+		if v, err := dst.Do(ctx, "FENCE", k).Int64(); err == nil {
+			highest = max(highest, v)
+		}
+	}
+	if tok, err := dst.Do(ctx, "SET", keys[0], "new-owner", "NX", "PX", "10000", "FENCE").Int64(); err != nil || tok <= highest {
+		t.Fatalf("a new grant of %s: token %d, %v; want above every imported key's (%d)", keys[0], tok, err, highest)
 	}
 	if err := dst.Set(ctx, "client-write", "x", 0).Err(); err != nil {
 		t.Fatalf("a client's write after REPLICAOF NO ONE: %v", err)
