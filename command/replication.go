@@ -25,11 +25,21 @@ type ReplicatedCmd struct {
 	Args [][]byte
 }
 
-// ReplicatedArgs is a KindReplicated entry's arguments: the offset the group
-// records once it applied the run (0: leave it), then each command as its
-// End, its argument count and its arguments.
-func ReplicatedArgs(offset int64, cmds []ReplicatedCmd) [][]byte {
-	out := [][]byte{strconv.AppendInt(nil, offset, 10)}
+// Link names the link that writes an entry, so that a group refuses entries
+// of any other (a link of a node that no longer leads group 0, of an earlier
+// REPLICAOF, or of an earlier full sync): Since names the REPLICAOF it
+// follows (chosen by the node that took it, the same in every group), Epoch
+// the full sync it loaded (chosen by the link at the sync's start; 0 before
+// any).
+type Link struct {
+	Since, Epoch uint64
+}
+
+// ReplicatedArgs is a KindReplicated entry's arguments: the link, the offset
+// the group records once it applied the run (0: leave it), then each command
+// as its End, its argument count and its arguments.
+func ReplicatedArgs(l Link, offset int64, cmds []ReplicatedCmd) [][]byte {
+	out := [][]byte{strconv.AppendUint(nil, l.Since, 10), strconv.AppendUint(nil, l.Epoch, 10), strconv.AppendInt(nil, offset, 10)}
 	for _, c := range cmds {
 		out = append(out, strconv.AppendInt(nil, c.End, 10))
 		out = appendCommands(out, [][][]byte{c.Args})
@@ -38,37 +48,51 @@ func ReplicatedArgs(offset int64, cmds []ReplicatedCmd) [][]byte {
 }
 
 // ParseReplicatedArgs is the inverse of ReplicatedArgs. The commands alias args.
-func ParseReplicatedArgs(args [][]byte) (offset int64, cmds []ReplicatedCmd, err error) {
-	if len(args) == 0 {
-		return 0, nil, ErrCorrupt
+func ParseReplicatedArgs(args [][]byte) (l Link, offset int64, cmds []ReplicatedCmd, err error) {
+	if len(args) < 3 {
+		return l, 0, nil, ErrCorrupt
 	}
-	offset, ok := ParseInt(args[0])
-	if !ok {
-		return 0, nil, ErrCorrupt
+	var ok bool
+	if l, ok = parseLink(args[0], args[1]); !ok {
+		return l, 0, nil, ErrCorrupt
 	}
-	for i := 1; i < len(args); {
+	if offset, ok = ParseInt(args[2]); !ok {
+		return l, 0, nil, ErrCorrupt
+	}
+	for i := 3; i < len(args); {
 		end, ok := ParseInt(args[i])
 		if !ok || i+1 >= len(args) {
-			return 0, nil, ErrCorrupt
+			return l, 0, nil, ErrCorrupt
 		}
 		n, ok := ParseInt(args[i+1])
 		if !ok || n < 1 || int64(len(args)-i-2) < n {
-			return 0, nil, ErrCorrupt
+			return l, 0, nil, ErrCorrupt
 		}
 		cmds = append(cmds, ReplicatedCmd{End: end, Args: args[i+2 : i+2+int(n)]})
 		i += 2 + int(n)
 	}
-	return offset, cmds, nil
+	return l, offset, cmds, nil
 }
 
-// Replication is what a KindReplication entry sets. Exactly one of its
-// parts is set per entry (Op says which).
+func parseLink(since, epoch []byte) (Link, bool) {
+	a, err1 := strconv.ParseUint(string(since), 10, 64)
+	b, err2 := strconv.ParseUint(string(epoch), 10, 64)
+	return Link{Since: a, Epoch: b}, err1 == nil && err2 == nil
+}
+
+// Replication is what a KindReplication entry sets (Op says what).
 type Replication struct {
-	// Op: "master" sets Master ("" = follow none: REPLICAOF NO ONE);
-	// "position" sets the position to resume from (group 0); "offset"
-	// sets the group's own offset (a full sync's start, or its end).
+	// Op: "master" sets Master ("" = follow none: REPLICAOF NO ONE) and
+	// the REPLICAOF's name (Link.Since);
+	// "full" starts a full sync of Link (its Epoch becomes the group's,
+	// the group's offset and group 0's position are cleared); "offset"
+	// sets the group's own offset (a full sync's end); "position" sets the
+	// position to resume from (group 0). All but "master" are refused
+	// unless Link is the group's (Link.Since its REPLICAOF, and, but for
+	// "full", Link.Epoch its sync).
 	Op     string
 	Master string // host:port
+	Link   Link
 	ReplID string
 	Offset int64
 	DB     int64
@@ -76,13 +100,11 @@ type Replication struct {
 
 // ReplicationArgs is a KindReplication entry's arguments.
 func ReplicationArgs(r Replication) [][]byte {
-	switch r.Op {
-	case "master":
-		return [][]byte{[]byte(r.Op), []byte(r.Master)}
-	case "position":
-		return [][]byte{[]byte(r.Op), []byte(r.ReplID), strconv.AppendInt(nil, r.Offset, 10), strconv.AppendInt(nil, r.DB, 10)}
+	if r.Op == "master" {
+		return [][]byte{[]byte(r.Op), []byte(r.Master), strconv.AppendUint(nil, r.Link.Since, 10)}
 	}
-	return [][]byte{[]byte(r.Op), strconv.AppendInt(nil, r.Offset, 10)}
+	return [][]byte{[]byte(r.Op), strconv.AppendUint(nil, r.Link.Since, 10), strconv.AppendUint(nil, r.Link.Epoch, 10),
+		[]byte(r.ReplID), strconv.AppendInt(nil, r.Offset, 10), strconv.AppendInt(nil, r.DB, 10)}
 }
 
 // ParseReplicationArgs is the inverse of ReplicationArgs.
@@ -91,26 +113,22 @@ func ParseReplicationArgs(args [][]byte) (Replication, error) {
 		return Replication{}, ErrCorrupt
 	}
 	r := Replication{Op: string(args[0])}
-	var ok bool
 	switch {
-	case r.Op == "master" && len(args) == 2:
+	case r.Op == "master" && len(args) == 3:
 		r.Master = string(args[1])
-		return r, nil
-	case r.Op == "position" && len(args) == 4:
-		r.ReplID = string(args[1])
-		r.Offset, ok = ParseInt(args[2])
-		if !ok {
-			return Replication{}, ErrCorrupt
+		var err error
+		if r.Link.Since, err = strconv.ParseUint(string(args[2]), 10, 64); err == nil {
+			return r, nil
 		}
-		if r.DB, ok = ParseInt(args[3]); !ok {
-			return Replication{}, ErrCorrupt
+	case (r.Op == "full" || r.Op == "offset" || r.Op == "position") && len(args) == 6:
+		var ok, ok2, ok3 bool
+		r.Link, ok = parseLink(args[1], args[2])
+		r.ReplID = string(args[3])
+		r.Offset, ok2 = ParseInt(args[4])
+		r.DB, ok3 = ParseInt(args[5])
+		if ok && ok2 && ok3 {
+			return r, nil
 		}
-		return r, nil
-	case r.Op == "offset" && len(args) == 2:
-		if r.Offset, ok = ParseInt(args[1]); !ok {
-			return Replication{}, ErrCorrupt
-		}
-		return r, nil
 	}
 	return Replication{}, ErrCorrupt
 }

@@ -36,6 +36,10 @@ const (
 	FlagNoAuth
 	// FlagPubSub is Redis's "pubsub".
 	FlagPubSub
+	// FlagDataWrite is Redis's "write": the command may modify the keyspace,
+	// so a replica of a Redis master refuses it to clients (READONLY).
+	// PUBLISH and the EVAL family do not have it (unlike FlagWrite).
+	FlagDataWrite
 	// FlagBlocking (lockd's): the command may block its connection until
 	// something else happens; whether one request does is its Op's to say
 	// (Request.Blocks).
@@ -69,6 +73,7 @@ var redisFlags = map[string]Flags{
 	"fast":     FlagFast,
 	"no_auth":  FlagNoAuth,
 	"pubsub":   FlagPubSub,
+	"write":    FlagDataWrite,
 }
 
 // Has reports whether every flag of want is set in f.

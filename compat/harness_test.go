@@ -600,6 +600,7 @@ var families = []struct {
 	{"pubsub", pubsubCases},
 	{"command", commandCases},
 	{"scripting", scriptCases},
+	{"replication", replicationCases},
 	{"scripting-patterns", patternCases},
 	{"scripting-every-command", everyCommandFromScripts},
 	{"cluster", clusterCases},

@@ -63,6 +63,11 @@ func (n *Node) moveSlots(ctx context.Context, from, to uint16, dst int) resp.Val
 	if err := n.groups[0].ReadBarrier(ctx); err != nil { // the latest map is applied here
 		return command.ErrorReply(err)
 	}
+	if master, _ := n.groups[0].Replication(); master != "" {
+		// Each group's record of the master's offset holds only while its
+		// slots stay (fsm/replica.go).
+		return resp.Error("ERR slots do not move while the cluster follows a Redis master (REPLICAOF NO ONE first)")
+	}
 	n.loadShardMap()
 	moved, m := 0, n.ShardMap()
 	for _, r := range m.Ranges() {

@@ -2,6 +2,8 @@ package raftstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -12,8 +14,10 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/command"
+	"github.com/lockd/lockd/raftstore/group"
 	"github.com/lockd/lockd/rdb"
 	"github.com/lockd/lockd/replica"
+	"github.com/lockd/lockd/resp"
 )
 
 // Following a Redis master (REPLICAOF; issue 48). REPLICAOF host port writes
@@ -136,15 +140,24 @@ func (n *Node) MasterAuth() (user, pass string) {
 // text is a whole Redis error reply ("ERR …", "TRYAGAIN …").
 func (n *Node) ReplicaOf(ctx context.Context, addr string) (already bool, err error) {
 	if addr != "" {
-		if _, _, err := net.SplitHostPort(addr); err != nil {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
 			return false, fmt.Errorf("ERR %w", err)
 		}
+		addr = net.JoinHostPort(strings.ToLower(host), port) // hosts compare as Redis compares them
+		if frozen := n.frozenSlots(); frozen {
+			return false, errors.New("ERR a slot move is in progress: REPLICAOF once it ends (the offsets each group records hold only while the shard map stays)")
+		}
 	}
-	cur, _, _, _ := n.groups[0].Replication()
+	cur, _ := n.groups[0].Replication()
+	if addr == "" && cur == "" && n.followsNone() {
+		return false, nil // nothing to stop: as Redis, OK whatever the groups' features
+	}
 	already = cur == addr && addr != ""
+	name := command.Link{Since: newEpoch()} // this REPLICAOF, in every group
 	for g := len(n.groups) - 1; g >= 0; g-- {
 		n.groups[g].EnsureFeature(ctx, command.FeatureMigration)
-		v := n.proposeInternal(ctx, g, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "master", Master: addr}))
+		v := n.proposeInternal(ctx, g, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "master", Master: addr, Link: name}))
 		if v.IsError() {
 			return false, errors.New(string(v.Str))
 		}
@@ -152,14 +165,35 @@ func (n *Node) ReplicaOf(ctx context.Context, addr string) (already bool, err er
 	return already, nil
 }
 
+// followsNone reports whether no group this node hosts follows a master.
+func (n *Node) followsNone() bool {
+	for _, g := range n.groups {
+		if m, _ := g.Replication(); m != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// frozenSlots reports whether a group this node hosts has a slot frozen (a
+// slot move in progress).
+func (n *Node) frozenSlots() bool {
+	for _, g := range n.groups {
+		if g.FrozenSlots() {
+			return true
+		}
+	}
+	return false
+}
+
 // Replication reports what INFO replication shows.
 func (n *Node) Replication() ReplicationStatus {
-	master, _, _, _ := n.groups[0].Replication()
+	master, pos := n.groups[0].Replication()
 	r := &n.repl
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ReplicationStatus{Master: master, Loaded: r.loaded, Skipped: map[string]int64{}}
-	if r.halted != "" && r.haltedAt == n.groups[0].ReplicaOfSince() {
+	if r.halted != "" && r.haltedAt == pos.Link.Since {
 		st.Halted = r.halted
 	}
 	for k, v := range r.skipped {
@@ -181,8 +215,9 @@ func (n *Node) replicaLoop() {
 	for {
 		master, since := "", uint64(0)
 		if n.groups[0].IsLeader() {
-			master, _, _, _ = n.groups[0].Replication()
-			since = n.groups[0].ReplicaOfSince()
+			var pos group.Position
+			master, pos = n.groups[0].Replication()
+			since = pos.Link.Since
 		}
 		n.repl.follow(master, since)
 		select {
@@ -225,7 +260,7 @@ func (r *nodeReplica) follow(master string, since uint64) {
 	if _, p, err := net.SplitHostPort(r.n.cfg.ClientAddr); err == nil {
 		port, _ = strconv.Atoi(p)
 	}
-	sink := &nodeSink{r: r, n: r.n}
+	sink := &nodeSink{r: r, n: r.n, link: command.Link{Since: since}}
 	link := replica.New(replica.Config{Addr: master, User: r.user, Password: r.pass, ListenPort: port, TLS: r.n.cfg.MasterTLS,
 		Logger: r.n.log.With("replica_of", master)}, sink)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -258,10 +293,14 @@ func (r *nodeReplica) skip(reason string, n int64) error {
 	return nil
 }
 
-// nodeSink is the replica.Sink that commits through the node's groups.
+// nodeSink is the replica.Sink that commits through the node's groups. Its
+// entries carry its link (command.Link: the REPLICAOF it follows, and the
+// full sync its data comes from), so that a group refuses them once another
+// link took over; and it proposes only while this node leads group 0.
 type nodeSink struct {
 	r      *nodeReplica
 	n      *Node
+	link   command.Link
 	replID string    // the master's replication id the stream follows
 	posAt  time.Time // when the position was last recorded
 	// During a full sync, the RDB's keys as commands, per group, not yet
@@ -270,23 +309,81 @@ type nodeSink struct {
 	loadSize []int
 }
 
-// Position implements replica.Sink: group 0's record.
+// Position implements replica.Sink: group 0's record. The sink takes the
+// record's full sync as its own (a partial resync continues it).
 func (s *nodeSink) Position() replica.Position {
-	_, id, off, db := s.n.groups[0].Replication()
-	if id == "" {
+	_, pos := s.n.groups[0].Replication()
+	s.link.Epoch = pos.Link.Epoch
+	if pos.ReplID == "" || pos.Link.Since != s.link.Since {
 		return replica.Position{}
 	}
-	s.replID = id
-	return replica.Position{ReplID: id, Offset: off, DB: int(db)}
+	s.replID = pos.ReplID
+	return replica.Position{ReplID: pos.ReplID, Offset: pos.Offset, DB: int(pos.DB)}
 }
 
-// propose proposes a KindReplicated entry to group g and checks its replies:
-// an error of the entry fails it (the link reconnects and sends the run
-// again); a command's own error counts it as not imported.
-func (s *nodeSink) propose(ctx context.Context, g int, offset int64, cmds []command.ReplicatedCmd) error {
-	v := s.n.proposeInternal(ctx, g, command.KindReplicated, command.ReplicatedArgs(offset, cmds))
+// errNotLeading ends a session of a link whose node no longer leads group 0.
+var errNotLeading = errors.New("this node no longer leads group 0")
+
+// internal proposes an internal entry to group g while this node leads group
+// 0 (the link's node; another may run one already), and returns its reply.
+func (s *nodeSink) internal(ctx context.Context, g int, kind command.Kind, args [][]byte) (resp.Value, error) {
+	if !s.n.groups[0].IsLeader() {
+		return resp.Value{}, errNotLeading
+	}
+	v := s.n.proposeInternal(ctx, g, kind, args)
 	if v.IsError() {
-		return fmt.Errorf("group %d: %s", g, v.Str)
+		return v, fmt.Errorf("group %d: %s", g, v.Str)
+	}
+	return v, nil
+}
+
+// propose proposes cmds, a run of group g's in stream order, as
+// KindReplicated entries of at most maxRunBytes each (the group records
+// offset after the last; each earlier entry the End of its own last
+// command), and checks their replies: an error of an entry fails it (the
+// link reconnects and sends the run again); a command's own error counts it
+// as not imported, and so does a command too large for any entry.
+func (s *nodeSink) propose(ctx context.Context, g int, offset int64, cmds []command.ReplicatedCmd) error {
+	for len(cmds) > 0 {
+		n, size := 0, 0
+		for n < len(cmds) && (n == 0 || size+command.Size(cmds[n].Args) <= maxRunBytes) {
+			size += command.Size(cmds[n].Args)
+			n++
+		}
+		if size > maxCommandBytes {
+			if err := s.r.skip("too large "+strings.ToLower(string(cmds[0].Args[0])), 1); err != nil {
+				return err
+			}
+			cmds = cmds[1:]
+			continue
+		}
+		off := offset
+		if n < len(cmds) {
+			off = cmds[n-1].End
+		}
+		if err := s.proposeRun(ctx, g, off, cmds[:n]); err != nil {
+			return err
+		}
+		cmds = cmds[n:]
+	}
+	return nil
+}
+
+// Entry bounds of the sink: maxRunBytes for a run of commands (as a batch
+// entry of clients' writes, group.maxBatchBytes, so that a follower writes
+// and applies it between heartbeats), maxCommandBytes for one command
+// (-max-write-bytes' default: a larger one cost elections in the test
+// cluster, raftstore/DESIGN.md).
+const (
+	maxRunBytes     = 256 << 10
+	maxCommandBytes = group.DefaultMaxWriteBytes
+)
+
+// proposeRun proposes one KindReplicated entry of cmds.
+func (s *nodeSink) proposeRun(ctx context.Context, g int, offset int64, cmds []command.ReplicatedCmd) error {
+	v, err := s.internal(ctx, g, command.KindReplicated, command.ReplicatedArgs(s.link, offset, cmds))
+	if err != nil {
+		return err
 	}
 	for i, e := range v.Elems {
 		if e.IsError() && i < len(cmds) {
@@ -301,36 +398,36 @@ func (s *nodeSink) propose(ctx context.Context, g int, offset int64, cmds []comm
 
 // record writes the position to group 0.
 func (s *nodeSink) record(ctx context.Context, at replica.Position) error {
-	v := s.n.proposeInternal(ctx, 0, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "position", ReplID: at.ReplID, Offset: at.Offset, DB: int64(at.DB)}))
-	if v.IsError() {
-		return fmt.Errorf("group 0: %s", v.Str)
+	_, err := s.internal(ctx, 0, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "position", Link: s.link,
+		ReplID: at.ReplID, Offset: at.Offset, DB: int64(at.DB)}))
+	if err == nil {
+		s.posAt = time.Now()
 	}
-	s.posAt = time.Now()
-	return nil
+	return err
 }
 
-// everyGroup proposes a KindReplication entry to every group.
+// everyGroup proposes a KindReplication entry to every group, group 0 first.
 func (s *nodeSink) everyGroup(ctx context.Context, r command.Replication) error {
 	for g := range s.n.groups {
-		if v := s.n.proposeInternal(ctx, g, command.KindReplication, command.ReplicationArgs(r)); v.IsError() {
-			return fmt.Errorf("group %d: %s", g, v.Str)
+		if _, err := s.internal(ctx, g, command.KindReplication, command.ReplicationArgs(r)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// BeginFull implements replica.Sink: the position is cleared first (a link
-// restarted mid-load asks for a full sync again), then every group is
-// emptied, as a Redis replica flushes before it loads.
+// BeginFull implements replica.Sink: a new full sync (a fresh epoch) is
+// written to every group, group 0 first — which clears the position, so a
+// link restarted mid-load asks for a full sync again, and makes every group
+// refuse the entries of an earlier sync still in flight — then every group
+// is emptied, as a Redis replica flushes before it loads.
 func (s *nodeSink) BeginFull(ctx context.Context, at replica.Position) error {
-	if err := s.record(ctx, replica.Position{}); err != nil {
-		return err
-	}
-	if err := s.everyGroup(ctx, command.Replication{Op: "offset", Offset: 0}); err != nil {
+	s.link.Epoch = newEpoch()
+	if err := s.everyGroup(ctx, command.Replication{Op: "full", Link: s.link}); err != nil {
 		return err
 	}
 	for g := range s.n.groups {
-		if err := s.propose(ctx, g, 0, []command.ReplicatedCmd{{Args: [][]byte{[]byte("FLUSHALL")}}}); err != nil {
+		if err := s.proposeRun(ctx, g, 0, []command.ReplicatedCmd{{Args: [][]byte{[]byte("FLUSHALL")}}}); err != nil {
 			return err
 		}
 	}
@@ -384,11 +481,20 @@ func (s *nodeSink) EndFull(ctx context.Context, at replica.Position) error {
 			return err
 		}
 	}
-	if err := s.everyGroup(ctx, command.Replication{Op: "offset", Offset: at.Offset}); err != nil {
+	if err := s.everyGroup(ctx, command.Replication{Op: "offset", Link: s.link, Offset: at.Offset}); err != nil {
 		return err
 	}
 	s.replID = at.ReplID
 	return s.record(ctx, at)
+}
+
+// newEpoch names a full sync, or a REPLICAOF: random, so that two links (of
+// two nodes that both believed they led group 0 for a moment, or of two
+// REPLICAOFs) never share one.
+func newEpoch() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1 // never 0, which is "none yet"
 }
 
 // Apply implements replica.Sink: the commands go to their keys' groups, one
@@ -494,8 +600,9 @@ func (s *nodeSink) route(args [][]byte) (out [][][]byte, skipped string) {
 		}
 		return out, ""
 	}
-	switch name {
-	case "del", "unlink", "exists", "touch":
+	spec, _ := command.Lookup(args[0])
+	switch {
+	case spec != nil && spec.Route == command.RouteSplit && name != "mset":
 		for _, k := range args[1:] {
 			g := s.n.groupOf(k)
 			if out[g] == nil {
@@ -503,7 +610,7 @@ func (s *nodeSink) route(args [][]byte) (out [][][]byte, skipped string) {
 			}
 			out[g] = append(out[g], k)
 		}
-	case "mset":
+	case name == "mset":
 		for i := 1; i+1 < len(args); i += 2 {
 			g := s.n.groupOf(args[i])
 			if out[g] == nil {
@@ -627,7 +734,8 @@ func (n *Node) ReplicationInfo() [][2]string {
 
 // Role is ROLE's reply on this node: a master's ["master", 0, []] while the
 // cluster follows none, else ["slave", host, port, state, offset] with the
-// link's state (the node that runs it; "connect" elsewhere).
+// link's state and offset (the node that runs it; "connect" and -1
+// elsewhere, as a Redis replica without a link).
 func (n *Node) Role() (master bool, host string, port int64, state string, offset int64) {
 	st := n.Replication()
 	if st.Master == "" {
@@ -635,7 +743,7 @@ func (n *Node) Role() (master bool, host string, port int64, state string, offse
 	}
 	h, p, _ := net.SplitHostPort(st.Master)
 	port, _ = strconv.ParseInt(p, 10, 64)
-	state = string(replica.StateConnect)
+	state, offset = string(replica.StateConnect), -1
 	if st.Link != nil {
 		state, offset = string(st.Link.State), st.Link.Offset
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"strconv"
-	"strings"
 
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
@@ -49,8 +48,8 @@ func cmdReplicaOf(c *conn, a [][]byte) resp.Value {
 	}
 	addr := ""
 	if !(command.EqualFold(a[1], "no") && command.EqualFold(a[2], "one")) {
-		port, err := strconv.ParseInt(string(a[2]), 10, 64)
-		if err != nil || port < 0 || port > 65535 || strings.TrimSpace(string(a[2])) != string(a[2]) {
+		port, ok := command.ParseInt(a[2]) // as Redis's string2ll: no '+', no leading zero
+		if !ok || port < 0 || port > 65535 {
 			return resp.Error("ERR Invalid master port")
 		}
 		addr = net.JoinHostPort(string(a[1]), strconv.FormatInt(port, 10))

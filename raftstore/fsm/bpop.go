@@ -211,7 +211,10 @@ func (k *Keyspace) signalReady(key []byte) {
 // serveReady serves the waiters of the keys signalled ready (see popWaiter).
 func (k *Keyspace) serveReady(c Ctx) {
 	q := k.pops
-	if q == nil {
+	if q == nil || k.repl.master != "" {
+		// While the group follows a Redis master (replica.go), blocked pops
+		// wait: an element the master's stream brings is not theirs to take.
+		// They are served once REPLICAOF NO ONE applies (or time out).
 		return
 	}
 	for len(q.ready) > 0 {

@@ -293,6 +293,9 @@ type Ctx struct {
 	Write bool   // false for a read served outside the log: nothing may change
 	Top   bool   // a command entry of its own (not in a transaction or script): it may block
 	User  string // a script runs for this user: what it calls is checked against the user's ACL ("" = no check)
+	// Replicated: a command a Redis master sent (KindReplicated), which a
+	// group that follows the master runs where it refuses clients' writes.
+	Replicated bool
 }
 
 // ApplyEach executes one committed log entry at Raft index index, as Apply
@@ -420,6 +423,9 @@ func (k *Keyspace) applyEntry(index uint64, e command.Entry, c Ctx) resp.Value {
 	if spec == nil {
 		return resp.Error(fmt.Sprintf("ERR unknown command '%s'", args[0]))
 	}
+	if v, refused := k.refuseWrite(spec, c); refused { // replica.go
+		return v
+	}
 	c.Top, c.User = true, user
 	return k.Exec(op, c)
 }
@@ -427,6 +433,13 @@ func (k *Keyspace) applyEntry(index uint64, e command.Entry, c Ctx) resp.Value {
 // execTx applies a MULTI/EXEC transaction: nothing if a watched key changed (a
 // nil reply), else every command in order, each failure an element of the reply.
 func (k *Keyspace) execTx(tx command.Tx, c Ctx) resp.Value {
+	for _, args := range tx.Cmds {
+		if _, spec, err := command.Parse(args); err == nil && spec != nil {
+			if v, refused := k.refuseWrite(spec, c); refused { // replica.go
+				return v
+			}
+		}
+	}
 	for _, w := range tx.Watch {
 		if k.version(w.Key, c.Now) != w.Version {
 			return resp.NilArray

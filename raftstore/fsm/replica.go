@@ -12,10 +12,17 @@ import (
 
 // Following a Redis master (REPLICAOF; issue 48). Every group records:
 //
-//   - master: the address it follows ("" = none). While set, the group's
-//     leader refuses clients' writes (READONLY, as a Redis replica); only
-//     KindReplicated entries write. Every group holds the same (the node
-//     that takes REPLICAOF writes it to all of them).
+//   - master: the address it follows ("" = none). While set, clients'
+//     writes are refused (READONLY, as on a Redis replica: the leader before
+//     proposing, and the apply, where it decides: refuseWrite); only
+//     KindReplicated entries write, and blocked pops wait (serveReady) so
+//     that they take nothing the master's stream brings. Every group holds
+//     the same (the node that takes REPLICAOF writes it to all of them).
+//   - the link that may write (command.Link): masterAt, the logical index of
+//     the last REPLICAOF entry, and epoch, the full sync the link loaded.
+//     Entries of any other link (of a node that no longer leads group 0, of
+//     an earlier REPLICAOF or full sync) are refused, so two links never
+//     interleave their writes.
 //   - offset: the master's replication offset up to which every command of
 //     the stream that belongs to this group is applied. A KindReplicated
 //     entry applies only the commands past it, then raises it: a run sent
@@ -26,27 +33,35 @@ import (
 //     database the stream had selected there. Zero while a full sync is in
 //     progress, so that a link restarted mid-load asks for a full sync again.
 //
+// The offsets hold only while the shard map stays as it is: slot moves are
+// refused while the cluster follows a master (Node.moveSlots), and REPLICAOF
+// while a slot is frozen.
+//
 // All of it is replicated state (snapshots, FeatureMigration) and decided by
 // entries alone.
 type replication struct {
 	master   string
-	masterAt uint64 // the logical index of the last REPLICAOF (any master, or none)
-	offset int64
-	replID string
-	pos    int64
-	db     int64
+	masterAt uint64 // the name of the last REPLICAOF (any master, or none): command.Link.Since
+	epoch    uint64 // the full sync the writing link loaded (command.Link.Epoch)
+	offset   int64
+	replID   string
+	pos      int64
+	db       int64
 }
+
+// errStaleLink refuses an entry of a link other than the group's.
+const errStaleLink = "ERR stale replication link (another REPLICAOF, full sync or node took over)"
 
 // errNotFollowing refuses a KindReplicated entry applied after REPLICAOF NO
 // ONE.
 const errNotFollowing = "ERR this group follows no Redis master (REPLICAOF NO ONE)"
 
-// errReadOnly is a Redis replica's answer to a client's write.
-const errReadOnly = "READONLY You can't write against a read only replica."
+// ErrReadOnly is a Redis replica's answer to a client's write: the store's
+// leaders refuse one before proposing it while the group follows a master,
+// and the apply refuses one that got into the log (refuseWrite).
+const ErrReadOnly = "READONLY You can't write against a read only replica."
 
-// ErrReadOnly is errReadOnly for the store's leaders, which refuse a client's
-// write before proposing it while the group follows a master.
-const ErrReadOnly = errReadOnly
+const errReadOnly = ErrReadOnly
 
 // ErrMigrationOff refuses a migration entry while the group's settings have
 // FeatureMigration off (a member may run a lockd without it).
@@ -64,15 +79,32 @@ func (k *Keyspace) migrationOff() (resp.Value, bool) {
 // ReplicaOf is the address of the master the group follows ("" = none).
 func (k *Keyspace) ReplicaOf() string { return k.repl.master }
 
-// ReplicaOfSince is the logical index of the last REPLICAOF entry: a new one,
+// ReplicaOfSince names the last REPLICAOF (command.Link.Since): a new one,
 // even of the same master, tells a link that stopped to start over.
 func (k *Keyspace) ReplicaOfSince() uint64 { return k.repl.masterAt }
 
 // ReplicationPosition is where a link resumes (group 0's record): the
 // master's replication id ("" = never synced, or a full sync not finished),
-// the offset and the selected database there.
-func (k *Keyspace) ReplicationPosition() (replID string, offset, db int64) {
-	return k.repl.replID, k.repl.pos, k.repl.db
+// the offset and the selected database there, and the full sync the data
+// comes from (the link's Epoch).
+func (k *Keyspace) ReplicationPosition() (replID string, offset, db int64, epoch uint64) {
+	return k.repl.replID, k.repl.pos, k.repl.db, k.repl.epoch
+}
+
+// linkOK reports whether l is the link that may write: the group follows a
+// master, under l's REPLICAOF, and (unless anyEpoch) l's full sync.
+func (k *Keyspace) linkOK(l command.Link, anyEpoch bool) bool {
+	return k.repl.master != "" && l.Since == k.repl.masterAt && (anyEpoch || l.Epoch == k.repl.epoch)
+}
+
+// refuseWrite is the apply's READONLY: while the group follows a master, a
+// client's write (Redis's "write" flag, command.FlagDataWrite) is refused;
+// refused reports it.
+func (k *Keyspace) refuseWrite(spec *command.Spec, c Ctx) (v resp.Value, refused bool) {
+	if k.repl.master == "" || c.Replicated || !spec.Flags.Has(command.FlagDataWrite) {
+		return resp.Value{}, false
+	}
+	return resp.Error(errReadOnly), true
 }
 
 // ReplicationOffset is the group's own offset (see replication).
@@ -87,17 +119,22 @@ func (k *Keyspace) applyReplication(args [][]byte, c Ctx) resp.Value {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: replication entry: %v", err))
 	}
-	switch r.Op {
-	case "master":
+	switch {
+	case r.Op == "master":
 		if r.Master != k.repl.master {
 			// Another master (or none): what was recorded of the last one's
 			// stream means nothing for the next.
 			k.repl = replication{master: r.Master}
 		}
-		k.repl.masterAt = c.Index
-	case "position":
+		k.repl.masterAt = r.Link.Since
+	case !k.linkOK(r.Link, r.Op == "full"):
+		return resp.Error(errStaleLink)
+	case r.Op == "full":
+		k.repl.epoch, k.repl.offset = r.Link.Epoch, 0
+		k.repl.replID, k.repl.pos, k.repl.db = "", 0, 0
+	case r.Op == "position":
 		k.repl.replID, k.repl.pos, k.repl.db = r.ReplID, r.Offset, r.DB
-	case "offset":
+	case r.Op == "offset":
 		k.repl.offset = r.Offset
 	}
 	return resp.OK
@@ -106,22 +143,26 @@ func (k *Keyspace) applyReplication(args [][]byte, c Ctx) resp.Value {
 // applyReplicated is a KindReplicated entry: each command past the group's
 // offset runs as a client's command would (End 0: always), then the offset
 // becomes the entry's. The reply has one element per command: its reply, or
-// nil for one skipped as applied before. Keys of slots this group does not
-// serve refuse the whole entry (checkEntry), so no command is lost to a slot
-// move: the link sends them again to the group that serves them.
+// nil for one skipped as applied before. An entry of another link is refused
+// whole (errStaleLink), and so is one with a key of a slot this group does
+// not serve (checkEntry).
 func (k *Keyspace) applyReplicated(args [][]byte, c Ctx) resp.Value {
 	if v, off := k.migrationOff(); off {
 		return v
 	}
-	offset, cmds, err := command.ParseReplicatedArgs(args)
+	l, offset, cmds, err := command.ParseReplicatedArgs(args)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: replicated entry: %v", err))
 	}
-	if k.repl.master == "" {
+	switch {
+	case k.repl.master == "":
 		// A run still in flight when REPLICAOF NO ONE applied: clients may
 		// write now, and nothing the old master sends may overwrite them.
 		return resp.Error(errNotFollowing)
+	case !k.linkOK(l, false):
+		return resp.Error(errStaleLink)
 	}
+	c.Replicated = true
 	out := make([]resp.Value, len(cmds))
 	for i, cmd := range cmds {
 		if i > 0 { // each command a logical index of its own, as in a batch entry
@@ -152,7 +193,7 @@ func (k *Keyspace) applyReplicated(args [][]byte, c Ctx) resp.Value {
 // replicatedKeys lists the keys of a KindReplicated entry's commands, for
 // checkEntry.
 func replicatedKeys(args [][]byte) [][]byte {
-	_, cmds, err := command.ParseReplicatedArgs(args)
+	_, _, cmds, err := command.ParseReplicatedArgs(args)
 	if err != nil {
 		return nil
 	}
@@ -169,6 +210,7 @@ func appendReplication(buf []byte, r replication) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(r.master)))
 	buf = append(buf, r.master...)
 	buf = binary.AppendUvarint(buf, r.masterAt)
+	buf = binary.AppendUvarint(buf, r.epoch)
 	buf = binary.AppendVarint(buf, r.offset)
 	buf = binary.AppendUvarint(buf, uint64(len(r.replID)))
 	buf = append(buf, r.replID...)
@@ -185,6 +227,9 @@ func readReplication(br *bufio.Reader, k *Keyspace) error {
 	var r replication
 	r.master = string(master)
 	if r.masterAt, err = binary.ReadUvarint(br); err != nil {
+		return err
+	}
+	if r.epoch, err = binary.ReadUvarint(br); err != nil {
 		return err
 	}
 	if r.offset, err = binary.ReadVarint(br); err != nil {

@@ -2,16 +2,22 @@ package fsm
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
 )
 
-// replicated applies a KindReplicated entry of cmds ("end command" pairs)
-// with the group offset offset and returns its reply as RESP2 text.
-func (g *group) replicated(offset int64, cmds ...command.ReplicatedCmd) string {
-	return string(resp.Append(nil, g.entry(command.KindReplicated, command.ReplicatedArgs(offset, cmds)), 2))
+// replicated applies a KindReplicated entry of link l with cmds and the
+// group offset offset, and returns its reply as RESP2 text.
+func (g *group) replicated(l command.Link, offset int64, cmds ...command.ReplicatedCmd) string {
+	return string(resp.Append(nil, g.entry(command.KindReplicated, command.ReplicatedArgs(l, offset, cmds)), 2))
+}
+
+// replication applies a KindReplication entry and returns its reply as RESP2 text.
+func (g *group) replication(r command.Replication) string {
+	return string(resp.Append(nil, g.entry(command.KindReplication, command.ReplicationArgs(r)), 2))
 }
 
 func rcmd(end int64, cmd string) command.ReplicatedCmd {
@@ -26,38 +32,67 @@ func rcmd(end int64, cmd string) command.ReplicatedCmd {
 func TestReplicatedEntriesApplyOnce(t *testing.T) {
 	g := newGroup(t, "g")
 	// Off: refused, nothing changes.
-	if got := g.replicated(10, rcmd(10, "SET a 1")); got != "-"+ErrMigrationOff+"\r\n" {
+	if got := g.replicated(command.Link{}, 10, rcmd(10, "SET a 1")); got != "-"+ErrMigrationOff+"\r\n" {
 		t.Fatalf("with FeatureMigration off: %q", got)
 	}
 	if got := g.do("EXISTS a"); got != ":0\r\n" {
 		t.Fatalf("a after a refused entry: %q", got)
 	}
 	g.settings(command.Settings{Features: command.FeatureMigration})
-	g.entry(command.KindReplication, command.ReplicationArgs(command.Replication{Op: "master", Master: "10.0.0.1:6379"}))
+	g.replication(command.Replication{Op: "master", Master: "10.0.0.1:6379", Link: command.Link{Since: 41}})
 	if g.ks.ReplicaOf() != "10.0.0.1:6379" {
 		t.Fatalf("ReplicaOf = %q", g.ks.ReplicaOf())
 	}
-	if got := g.replicated(20, rcmd(10, "SET a 1"), rcmd(20, "INCR c")); got != "*2\r\n+OK\r\n:1\r\n" {
+	l := command.Link{Since: g.ks.ReplicaOfSince(), Epoch: 7}
+	if got := g.replicated(l, 20, rcmd(10, "SET a 1")); got != "-"+errStaleLink+"\r\n" {
+		t.Fatalf("before the link's full sync: %q", got)
+	}
+	if got := g.replication(command.Replication{Op: "full", Link: l}); got != "+OK\r\n" {
+		t.Fatalf("full: %q", got)
+	}
+	// A client's write is refused while following; a read is served.
+	if got := g.do("SET a client"); got != "-"+ErrReadOnly+"\r\n" {
+		t.Fatalf("a client's SET while following: %q", got)
+	}
+	eval := func(src string) string {
+		return string(resp.Append(nil, g.entry(command.KindCommand, [][]byte{[]byte("EVAL"), []byte(src), []byte("0")}), 2))
+	}
+	if got := eval("return redis.call('set', 'x', '1')"); !strings.Contains(got, "READONLY") {
+		t.Fatalf("a script's write while following: %q", got)
+	}
+	if got := eval("return redis.call('exists', 'x')"); got != ":0\r\n" {
+		t.Fatalf("a script's read while following: %q", got)
+	}
+	if got := g.replicated(l, 20, rcmd(10, "SET a 1"), rcmd(20, "INCR c")); got != "*2\r\n+OK\r\n:1\r\n" {
 		t.Fatalf("first run: %q", got)
 	}
 	// The same run again (the link resumed from an earlier position), then
 	// a run that overlaps it.
-	if got := g.replicated(20, rcmd(10, "SET a 1"), rcmd(20, "INCR c")); got != "*2\r\n$-1\r\n$-1\r\n" {
+	if got := g.replicated(l, 20, rcmd(10, "SET a 1"), rcmd(20, "INCR c")); got != "*2\r\n$-1\r\n$-1\r\n" {
 		t.Fatalf("the run again: %q, want both skipped", got)
 	}
-	if got := g.replicated(30, rcmd(20, "INCR c"), rcmd(30, "INCR c")); got != "*2\r\n$-1\r\n:2\r\n" {
+	if got := g.replicated(l, 30, rcmd(20, "INCR c"), rcmd(30, "INCR c")); got != "*2\r\n$-1\r\n:2\r\n" {
 		t.Fatalf("an overlapping run: %q", got)
 	}
 	if got := g.do("GET c"); got != "$1\r\n2\r\n" {
 		t.Fatalf("c = %q, want 2: each INCR applied once", got)
 	}
-	if got := g.replicated(0, rcmd(0, "SET loaded x")); got != "*1\r\n+OK\r\n" {
+	if got := g.replicated(l, 0, rcmd(0, "SET loaded x")); got != "*1\r\n+OK\r\n" {
 		t.Fatalf("an RDB key (End 0): %q", got)
 	}
 	if g.ks.ReplicationOffset() != 30 {
 		t.Fatalf("offset %d, want 30", g.ks.ReplicationOffset())
 	}
-	g.entry(command.KindReplication, command.ReplicationArgs(command.Replication{Op: "position", ReplID: "abc", Offset: 25, DB: 0}))
+	// Another link (another sync, or an earlier REPLICAOF) is refused.
+	for _, other := range []command.Link{{Since: l.Since, Epoch: 8}, {Since: l.Since - 1, Epoch: 7}} {
+		if got := g.replicated(other, 40, rcmd(40, "SET a stale")); got != "-"+errStaleLink+"\r\n" {
+			t.Fatalf("link %+v: %q", other, got)
+		}
+		if got := g.replication(command.Replication{Op: "offset", Link: other, Offset: 99}); got != "-"+errStaleLink+"\r\n" {
+			t.Fatalf("offset of link %+v: %q", other, got)
+		}
+	}
+	g.replication(command.Replication{Op: "position", Link: l, ReplID: "abc", Offset: 25, DB: 0})
 
 	var buf bytes.Buffer
 	if _, err := g.ks.Snapshot().WriteTo(&buf); err != nil {
@@ -67,18 +102,18 @@ func TestReplicatedEntriesApplyOnce(t *testing.T) {
 	if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
 		t.Fatal(err)
 	}
-	id, pos, db := r.ReplicationPosition()
-	if r.ReplicaOf() != "10.0.0.1:6379" || r.ReplicationOffset() != 30 || id != "abc" || pos != 25 || db != 0 {
-		t.Fatalf("after a snapshot: master %q offset %d position %q %d %d", r.ReplicaOf(), r.ReplicationOffset(), id, pos, db)
+	id, pos, db, epoch := r.ReplicationPosition()
+	if r.ReplicaOf() != "10.0.0.1:6379" || r.ReplicationOffset() != 30 || id != "abc" || pos != 25 || db != 0 || epoch != 7 || r.ReplicaOfSince() != l.Since {
+		t.Fatalf("after a snapshot: master %q offset %d position %q %d %d epoch %d since %d", r.ReplicaOf(), r.ReplicationOffset(), id, pos, db, epoch, r.ReplicaOfSince())
 	}
 	// Another master (or none) forgets the last one's stream, and a run
 	// still in flight after REPLICAOF NO ONE changes nothing.
-	g.entry(command.KindReplication, command.ReplicationArgs(command.Replication{Op: "master", Master: ""}))
-	if id, pos, _ := g.ks.ReplicationPosition(); g.ks.ReplicaOf() != "" || g.ks.ReplicationOffset() != 0 || id != "" || pos != 0 {
+	g.replication(command.Replication{Op: "master", Master: "", Link: command.Link{Since: 42}})
+	if id, pos, _, _ := g.ks.ReplicationPosition(); g.ks.ReplicaOf() != "" || g.ks.ReplicationOffset() != 0 || id != "" || pos != 0 {
 		t.Fatalf("after REPLICAOF NO ONE: master %q offset %d position %q %d", g.ks.ReplicaOf(), g.ks.ReplicationOffset(), id, pos)
 	}
 	g.do("SET a client")
-	if got := g.replicated(40, rcmd(40, "SET a master")); got != "-"+errNotFollowing+"\r\n" {
+	if got := g.replicated(l, 40, rcmd(40, "SET a master")); got != "-"+errNotFollowing+"\r\n" {
 		t.Fatalf("a run after REPLICAOF NO ONE: %q", got)
 	}
 	if got := g.do("GET a"); got != "$6\r\nclient\r\n" {

@@ -101,6 +101,9 @@ func (h *scriptHost) Call(args [][]byte) resp.Value {
 	if spec.Writes() && (h.ro || !h.c.Write) {
 		return resp.Error(lua.ErrWriteFromRO)
 	}
+	if v, refused := h.k.refuseWrite(spec, h.c); refused { // a replica of a Redis master: replica.go
+		return v
+	}
 	if spec.Writes() && h.k.maxWrite > 0 {
 		if n := command.Size(args); n > h.k.maxWrite {
 			v := resp.Failed(outcome.TooLarge, fmt.Sprintf("%s: %d bytes, at most %d", ErrTooLargeText, n, h.k.maxWrite))

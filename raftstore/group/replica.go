@@ -8,20 +8,21 @@ import (
 
 // Replication is what the group records of the Redis master it follows
 // (fsm.Keyspace.ReplicaOf and ReplicationPosition): the master's address
-// ("" = none) and, in group 0, the position a link resumes from.
-func (s *Store) Replication() (master, replID string, offset, db int64) {
+// ("" = none) and, in group 0, the position a link resumes from and the
+// link it belongs to (the REPLICAOF entry's index, the full sync's epoch).
+func (s *Store) Replication() (master string, pos Position) {
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
-	replID, offset, db = s.m.ks.ReplicationPosition()
-	return s.m.ks.ReplicaOf(), replID, offset, db
+	pos.ReplID, pos.Offset, pos.DB, pos.Link.Epoch = s.m.ks.ReplicationPosition()
+	pos.Link.Since = s.m.ks.ReplicaOfSince()
+	return s.m.ks.ReplicaOf(), pos
 }
 
-// ReplicaOfSince is the logical index of the group's last REPLICAOF entry
-// (fsm.Keyspace.ReplicaOfSince).
-func (s *Store) ReplicaOfSince() uint64 {
-	s.m.mu.RLock()
-	defer s.m.mu.RUnlock()
-	return s.m.ks.ReplicaOfSince()
+// Position is where a link to a Redis master resumes (Replication).
+type Position struct {
+	ReplID     string
+	Offset, DB int64
+	Link       command.Link
 }
 
 // EnsureFeature turns feature f on in the group's settings if every member
@@ -29,22 +30,34 @@ func (s *Store) ReplicaOfSince() uint64 {
 // this leader (ensureFeature). For a Node's internal entries that need f.
 func (s *Store) EnsureFeature(ctx context.Context, f uint64) { s.ensureFeature(ctx, f) }
 
-// readOnly reports whether op, a write, is refused because the group follows
-// a Redis master (REPLICAOF): as on a Redis replica, clients' writes are, but
-// SCRIPT LOAD|FLUSH, EVAL_RO and the entries a node builds itself (Admin)
-// are not.
-// The writes the master sends come as KindReplicated entries, which are
-// internal (an Admin "propose").
-func (s *Store) readOnly(op command.Op) bool {
-	switch op := op.(type) {
-	case command.Admin, command.ScriptLoad, command.ScriptFlush:
+// readOnly reports whether r is refused because the group follows a Redis
+// master (REPLICAOF), as a Redis replica refuses it: a command with Redis's
+// "write" flag (command.FlagDataWrite), or a transaction that queues one.
+// Scripts run (a write they call is refused in the apply), and so do PUBLISH,
+// SCRIPT LOAD and the entries a node builds itself. The apply decides
+// (fsm.Keyspace.refuseWrite); this spares such a write its log entry.
+func (s *Store) readOnly(r command.Request) bool {
+	s.m.mu.RLock()
+	following := s.m.ks.ReplicaOf() != ""
+	s.m.mu.RUnlock()
+	if !following {
 		return false
-	case command.Eval:
-		if op.RO {
-			return false // EVAL_RO loads its script, and changes no key
-		}
 	}
+	if tx, ok := r.Op.(command.Tx); ok {
+		for _, args := range tx.Cmds {
+			if spec, ok := command.Lookup(args[0]); ok && spec.Flags.Has(command.FlagDataWrite) {
+				return true
+			}
+		}
+		return false
+	}
+	return r.Spec.Flags.Has(command.FlagDataWrite)
+}
+
+// FrozenSlots reports whether the group has a slot frozen: a slot move in
+// progress (fsm.Keyspace.Frozen).
+func (s *Store) FrozenSlots() bool {
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
-	return s.m.ks.ReplicaOf() != ""
+	return len(s.m.ks.Frozen()) > 0
 }

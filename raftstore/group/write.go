@@ -126,7 +126,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		if need.Has(command.FlagMigration) {
 			s.ensureFeature(ctx, command.FeatureMigration)
 		}
-		if r.Spec.Writes() && s.readOnly(r.Op) {
+		if s.readOnly(r) { // replica.go
 			out[i] = resp.Error(fsm.ErrReadOnly)
 			continue
 		}
