@@ -87,13 +87,16 @@ type Replication struct {
 	// "full" starts a full sync of Link (its Epoch becomes the group's,
 	// the group's offset and group 0's position are cleared); "offset"
 	// sets the group's own offset (a full sync's end); "position" sets the
-	// position to resume from (group 0). All but "master" are refused
-	// unless Link is the group's (Link.Since its REPLICAOF, and, but for
-	// "full", Link.Epoch its sync).
+	// position to resume from (group 0); "halt" records that the link
+	// stopped at what it cannot import (Reason, in group 0), until the next
+	// REPLICAOF. All but "master" are refused unless Link is the group's
+	// (Link.Since its REPLICAOF, and, but for "full" and "halt", Link.Epoch
+	// its sync).
 	Op     string
 	Master string // host:port
 	Link   Link
 	ReplID string
+	Reason string // "halt": what the link stopped at (sent in ReplID's place)
 	Offset int64
 	DB     int64
 }
@@ -103,8 +106,12 @@ func ReplicationArgs(r Replication) [][]byte {
 	if r.Op == "master" {
 		return [][]byte{[]byte(r.Op), []byte(r.Master), strconv.AppendUint(nil, r.Link.Since, 10)}
 	}
+	id := r.ReplID
+	if r.Op == "halt" {
+		id = r.Reason
+	}
 	return [][]byte{[]byte(r.Op), strconv.AppendUint(nil, r.Link.Since, 10), strconv.AppendUint(nil, r.Link.Epoch, 10),
-		[]byte(r.ReplID), strconv.AppendInt(nil, r.Offset, 10), strconv.AppendInt(nil, r.DB, 10)}
+		[]byte(id), strconv.AppendInt(nil, r.Offset, 10), strconv.AppendInt(nil, r.DB, 10)}
 }
 
 // ParseReplicationArgs is the inverse of ReplicationArgs.
@@ -120,10 +127,14 @@ func ParseReplicationArgs(args [][]byte) (Replication, error) {
 		if r.Link.Since, err = strconv.ParseUint(string(args[2]), 10, 64); err == nil {
 			return r, nil
 		}
-	case (r.Op == "full" || r.Op == "offset" || r.Op == "position") && len(args) == 6:
+	case (r.Op == "full" || r.Op == "offset" || r.Op == "position" || r.Op == "halt") && len(args) == 6:
 		var ok, ok2, ok3 bool
 		r.Link, ok = parseLink(args[1], args[2])
-		r.ReplID = string(args[3])
+		if r.Op == "halt" {
+			r.Reason = string(args[3])
+		} else {
+			r.ReplID = string(args[3])
+		}
 		r.Offset, ok2 = ParseInt(args[4])
 		r.DB, ok3 = ParseInt(args[5])
 		if ok && ok2 && ok3 {

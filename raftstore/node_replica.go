@@ -70,11 +70,10 @@ type nodeReplica struct {
 	skipped map[string]int64   // what was not imported, by reason
 	loaded  int64              // keys loaded by full syncs
 	// stopOnSkip: the link stops at the first thing it cannot import
-	// (SetStopOnUnsupported) instead of counting it; halted says where it
-	// stopped, for the master it followed (cleared when the master changes).
+	// (SetStopOnUnsupported) instead of counting it; where it stopped is
+	// recorded in group 0 (a "halt"), so no node runs the link again until
+	// the next REPLICAOF.
 	stopOnSkip bool
-	halted     string // what the link stopped at ("" = it did not)
-	haltedAt   uint64 // the REPLICAOF (group 0's ReplicaOfSince) it stopped under
 	since      uint64 // the REPLICAOF the running link follows
 }
 
@@ -193,9 +192,7 @@ func (n *Node) Replication() ReplicationStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := ReplicationStatus{Master: master, Loaded: r.loaded, Skipped: map[string]int64{}}
-	if r.halted != "" && r.haltedAt == pos.Link.Since {
-		st.Halted = r.halted
-	}
+	st.Halted = pos.Halted
 	for k, v := range r.skipped {
 		st.Skipped[k] = v
 	}
@@ -218,6 +215,9 @@ func (n *Node) replicaLoop() {
 			var pos group.Position
 			master, pos = n.groups[0].Replication()
 			since = pos.Link.Since
+			if pos.Halted != "" {
+				master = "" // the link stopped at what it cannot import: until the next REPLICAOF
+			}
 		}
 		n.repl.follow(master, since)
 		select {
@@ -230,16 +230,9 @@ func (n *Node) replicaLoop() {
 }
 
 // follow makes the running link follow master ("" = run none) under the
-// REPLICAOF entry since; none while the link halted under that entry
-// (stopOnSkip): a new REPLICAOF starts over.
+// REPLICAOF named since (a new one restarts the link).
 func (r *nodeReplica) follow(master string, since uint64) {
 	r.mu.Lock()
-	if r.halted != "" && r.haltedAt != since {
-		r.halted = ""
-	}
-	if r.halted != "" {
-		master = ""
-	}
 	if r.link != nil && r.master == master && r.since == since {
 		r.mu.Unlock()
 		return
@@ -274,12 +267,11 @@ func (r *nodeReplica) follow(master string, since uint64) {
 }
 
 // skip records that something was not imported, for reason: counted, or,
-// with stopOnSkip, errHalted (the link halts; replicaLoop stops it).
+// with stopOnSkip, errHalted (the sink then records the halt: nodeSink.skip).
 func (r *nodeReplica) skip(reason string, n int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopOnSkip {
-		r.halted, r.haltedAt = "stopped at "+reason+" (lockd-replica-unsupported stop)", r.since
 		r.n.log.Error("the link to the Redis master stopped at what lockd cannot import", "reason", reason)
 		return errHalted
 	}
@@ -307,6 +299,19 @@ type nodeSink struct {
 	// proposed, and their size.
 	load     [][]command.ReplicatedCmd
 	loadSize []int
+}
+
+// skip is nodeReplica.skip, and, when the link stops there, the halt
+// recorded in group 0 (replicaLoop then stops the link, on whichever node
+// leads group 0, until the next REPLICAOF). Where the thing is a command's
+// error in an applied entry, the entries of that batch have applied.
+func (s *nodeSink) skip(ctx context.Context, reason string) error {
+	err := s.r.skip(reason, 1)
+	if err == errHalted {
+		s.internal(ctx, 0, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "halt", Link: s.link,
+			Reason: "stopped at " + reason + " (lockd-replica-unsupported stop)"}))
+	}
+	return err
 }
 
 // Position implements replica.Sink: group 0's record. The sink takes the
@@ -351,7 +356,7 @@ func (s *nodeSink) propose(ctx context.Context, g int, offset int64, cmds []comm
 			n++
 		}
 		if size > maxCommandBytes {
-			if err := s.r.skip("too large "+strings.ToLower(string(cmds[0].Args[0])), 1); err != nil {
+			if err := s.skip(ctx, "too large "+strings.ToLower(string(cmds[0].Args[0]))); err != nil {
 				return err
 			}
 			cmds = cmds[1:]
@@ -388,7 +393,7 @@ func (s *nodeSink) proposeRun(ctx context.Context, g int, offset int64, cmds []c
 	for i, e := range v.Elems {
 		if e.IsError() && i < len(cmds) {
 			s.n.log.Warn("a command from the Redis master failed on lockd", "command", string(cmds[i].Args[0]), "reply", string(e.Str))
-			if err := s.r.skip("command "+strings.ToLower(string(cmds[i].Args[0])), 1); err != nil {
+			if err := s.skip(ctx, "command "+strings.ToLower(string(cmds[i].Args[0]))); err != nil {
 				return err
 			}
 		}
@@ -441,13 +446,13 @@ func (s *nodeSink) BeginFull(ctx context.Context, at replica.Position) error {
 func (s *nodeSink) Load(ctx context.Context, e rdb.Entry) error {
 	switch {
 	case e.Skipped != "":
-		return s.r.skip("type "+e.Skipped, 1)
+		return s.skip(ctx, "type "+e.Skipped)
 	case e.DB != 0:
-		return s.r.skip("db "+strconv.Itoa(e.DB), 1)
+		return s.skip(ctx, "db "+strconv.Itoa(e.DB))
 	}
 	cmds, ok := loadCommands(e)
 	if !ok {
-		return s.r.skip("type "+e.Value.Type.String(), 1)
+		return s.skip(ctx, "type "+e.Value.Type.String())
 	}
 	g := s.n.groupOf(e.Key)
 	for _, c := range cmds {
@@ -507,11 +512,11 @@ func (s *nodeSink) Apply(ctx context.Context, cmds []replica.Command) error {
 	per := make([][]command.ReplicatedCmd, len(s.n.groups))
 	add := func(args [][]byte, db int, end int64) error {
 		if db != 0 {
-			return s.r.skip("db "+strconv.Itoa(db), 1)
+			return s.skip(ctx, "db "+strconv.Itoa(db))
 		}
 		parts, skipped := s.route(args)
 		if skipped != "" {
-			return s.r.skip(skipped, 1)
+			return s.skip(ctx, skipped)
 		}
 		for g, part := range parts {
 			if part != nil {

@@ -47,6 +47,7 @@ type replication struct {
 	replID   string
 	pos      int64
 	db       int64
+	halted   string // group 0: what the link stopped at ("" = it runs), until the next REPLICAOF
 }
 
 // errStaleLink refuses an entry of a link other than the group's.
@@ -107,6 +108,10 @@ func (k *Keyspace) refuseWrite(spec *command.Spec, c Ctx) (v resp.Value, refused
 	return resp.Error(errReadOnly), true
 }
 
+// ReplicationHalted is what the link stopped at under the current REPLICAOF
+// ("" = it did not; group 0's record).
+func (k *Keyspace) ReplicationHalted() string { return k.repl.halted }
+
 // ReplicationOffset is the group's own offset (see replication).
 func (k *Keyspace) ReplicationOffset() int64 { return k.repl.offset }
 
@@ -126,9 +131,11 @@ func (k *Keyspace) applyReplication(args [][]byte, c Ctx) resp.Value {
 			// stream means nothing for the next.
 			k.repl = replication{master: r.Master}
 		}
-		k.repl.masterAt = r.Link.Since
-	case !k.linkOK(r.Link, r.Op == "full"):
+		k.repl.masterAt, k.repl.halted = r.Link.Since, ""
+	case !k.linkOK(r.Link, r.Op == "full" || r.Op == "halt"):
 		return resp.Error(errStaleLink)
+	case r.Op == "halt":
+		k.repl.halted = r.Reason
 	case r.Op == "full":
 		k.repl.epoch, k.repl.offset = r.Link.Epoch, 0
 		k.repl.replID, k.repl.pos, k.repl.db = "", 0, 0
@@ -215,7 +222,9 @@ func appendReplication(buf []byte, r replication) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(r.replID)))
 	buf = append(buf, r.replID...)
 	buf = binary.AppendVarint(buf, r.pos)
-	return binary.AppendVarint(buf, r.db)
+	buf = binary.AppendVarint(buf, r.db)
+	buf = binary.AppendUvarint(buf, uint64(len(r.halted)))
+	return append(buf, r.halted...)
 }
 
 // readReplication is appendReplication's inverse, into k.
@@ -246,6 +255,11 @@ func readReplication(br *bufio.Reader, k *Keyspace) error {
 	if r.db, err = binary.ReadVarint(br); err != nil {
 		return err
 	}
+	halted, err := readBytes(br)
+	if err != nil || len(halted) > 4096 {
+		return errors.New("bad halt reason")
+	}
+	r.halted = string(halted)
 	k.repl = r
 	return nil
 }

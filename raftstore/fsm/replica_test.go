@@ -93,6 +93,7 @@ func TestReplicatedEntriesApplyOnce(t *testing.T) {
 		}
 	}
 	g.replication(command.Replication{Op: "position", Link: l, ReplID: "abc", Offset: 25, DB: 0})
+	g.replication(command.Replication{Op: "halt", Link: command.Link{Since: l.Since}, Reason: "stopped at type set"})
 
 	var buf bytes.Buffer
 	if _, err := g.ks.Snapshot().WriteTo(&buf); err != nil {
@@ -106,9 +107,15 @@ func TestReplicatedEntriesApplyOnce(t *testing.T) {
 	if r.ReplicaOf() != "10.0.0.1:6379" || r.ReplicationOffset() != 30 || id != "abc" || pos != 25 || db != 0 || epoch != 7 || r.ReplicaOfSince() != l.Since {
 		t.Fatalf("after a snapshot: master %q offset %d position %q %d %d epoch %d since %d", r.ReplicaOf(), r.ReplicationOffset(), id, pos, db, epoch, r.ReplicaOfSince())
 	}
+	if r.ReplicationHalted() != "stopped at type set" {
+		t.Fatalf("the halt after a snapshot: %q", r.ReplicationHalted())
+	}
 	// Another master (or none) forgets the last one's stream, and a run
 	// still in flight after REPLICAOF NO ONE changes nothing.
 	g.replication(command.Replication{Op: "master", Master: "", Link: command.Link{Since: 42}})
+	if g.ks.ReplicationHalted() != "" {
+		t.Fatalf("a new REPLICAOF kept the halt %q", g.ks.ReplicationHalted())
+	}
 	if id, pos, _, _ := g.ks.ReplicationPosition(); g.ks.ReplicaOf() != "" || g.ks.ReplicationOffset() != 0 || id != "" || pos != 0 {
 		t.Fatalf("after REPLICAOF NO ONE: master %q offset %d position %q %d", g.ks.ReplicaOf(), g.ks.ReplicationOffset(), id, pos)
 	}

@@ -14,15 +14,17 @@ func (s *Store) Replication() (master string, pos Position) {
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
 	pos.ReplID, pos.Offset, pos.DB, pos.Link.Epoch = s.m.ks.ReplicationPosition()
-	pos.Link.Since = s.m.ks.ReplicaOfSince()
+	pos.Link.Since, pos.Halted = s.m.ks.ReplicaOfSince(), s.m.ks.ReplicationHalted()
 	return s.m.ks.ReplicaOf(), pos
 }
 
-// Position is where a link to a Redis master resumes (Replication).
+// Position is where a link to a Redis master resumes (Replication), and
+// Halted what the link stopped at, if it did (-replica-unsupported stop).
 type Position struct {
 	ReplID     string
 	Offset, DB int64
 	Link       command.Link
+	Halted     string
 }
 
 // EnsureFeature turns feature f on in the group's settings if every member
