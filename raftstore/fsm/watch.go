@@ -106,8 +106,13 @@ func (k *Keyspace) noteDeleted(it *item) {
 		return
 	}
 	idx := k.Logical()
+	if prev, had := t.at[h]; !had || prev != idx {
+		// A key deleted twice by one entry (a transaction or script: one
+		// logical index) keeps one entry in order, as in at: order's live
+		// entries are at's, which the snapshot counts.
+		t.order = append(t.order, tomb{h, idx})
+	}
 	t.at[h] = idx
-	t.order = append(t.order, tomb{h, idx})
 	if it.kind() == KindString && k.settings.Features&command.FeatureMigration != 0 {
 		t.released[h] = xxh3.HashString(it.val())
 	} else {
@@ -257,8 +262,11 @@ func readTombstones(br *bufio.Reader, k *Keyspace) error {
 	if t.floor, err = binary.ReadUvarint(br); err != nil {
 		return err
 	}
+	// An earlier lockd listed a key deleted several times by one
+	// entry once per deletion (noteDeleted): such a snapshot may hold more
+	// than maxTombstones entries, repeated; they are read once each.
 	n, err := binary.ReadUvarint(br)
-	if err != nil || n > maxTombstones {
+	if err != nil || n > maxOldTombstones {
 		return errors.New("bad tombstone count")
 	}
 	for ; n > 0; n-- {
@@ -269,12 +277,22 @@ func readTombstones(br *bufio.Reader, k *Keyspace) error {
 		if e.index, err = binary.ReadUvarint(br); err != nil {
 			return err
 		}
+		if idx, had := t.at[e.hash]; had && idx == e.index {
+			continue
+		}
 		t.at[e.hash] = e.index
 		t.order = append(t.order, e)
+	}
+	if len(t.at) > maxTombstones {
+		return errors.New("bad tombstone count")
 	}
 	k.tombs = t
 	return nil
 }
+
+// maxOldTombstones bounds the tombstone entries a snapshot may list, repeats
+// included (readTombstones): 16 bytes each at most, 16 MiB.
+const maxOldTombstones = 1 << 20
 
 // writeReleased appends the released values' digests to buf (snapshot
 // version 7): their count, then hash and digest (8 bytes, little-endian) of
