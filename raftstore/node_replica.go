@@ -715,11 +715,25 @@ func (n *Node) ReplicationInfo() [][2]string {
 	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
 	out = append(out, [2]string{"master_link_status", up}, [2]string{"master_last_io_seconds_ago", itoa(lastIO)},
 		[2]string{"master_sync_in_progress", syncing})
+	out = append(out, [2]string{"slave_read_repl_offset", itoa(l.Offset)}, [2]string{"slave_repl_offset", itoa(l.Offset)})
 	if l.SyncInProgress {
-		out = append(out, [2]string{"master_sync_left_bytes", itoa(l.SyncLeftBytes)}, [2]string{"master_sync_read_bytes", itoa(l.SyncReadBytes)})
+		total, perc := int64(-1), 0.0 // a diskless master announces no size
+		if l.SyncLeftBytes >= 0 {
+			total = l.SyncReadBytes + l.SyncLeftBytes
+		}
+		if total > 0 {
+			perc = float64(l.SyncReadBytes) / float64(total) * 100
+		}
+		out = append(out, [2]string{"master_sync_total_bytes", itoa(total)}, [2]string{"master_sync_read_bytes", itoa(l.SyncReadBytes)},
+			[2]string{"master_sync_left_bytes", itoa(l.SyncLeftBytes)}, [2]string{"master_sync_perc", strconv.FormatFloat(perc, 'f', 2, 64)},
+			[2]string{"master_sync_last_io_seconds_ago", itoa(lastIO)})
 	}
-	out = append(out, [2]string{"slave_read_repl_offset", itoa(l.Offset)}, [2]string{"slave_repl_offset", itoa(l.Offset)},
-		[2]string{"slave_priority", "100"}, [2]string{"slave_read_only", "1"}, [2]string{"replica_announced", "1"},
+	if up != "up" {
+		// Since the last read from the master (Redis: since the link went
+		// down); -1 when this node has read nothing from it.
+		out = append(out, [2]string{"master_link_down_since_seconds", itoa(lastIO)})
+	}
+	out = append(out, [2]string{"slave_priority", "100"}, [2]string{"slave_read_only", "1"}, [2]string{"replica_announced", "1"},
 		[2]string{"connected_slaves", "0"}, [2]string{"master_failover_state", "no-failover"},
 		[2]string{"master_replid", l.ReplID}, [2]string{"master_repl_offset", itoa(l.Offset)})
 	here := "0"

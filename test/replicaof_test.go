@@ -461,3 +461,48 @@ func TestReplicaOfStopsAtUnsupported(t *testing.T) {
 		t.Fatalf("k = %q after following again", v)
 	}
 }
+
+// TestReplicaOfFollowsASourceFailover: the source fails over to its own
+// replica (promoted with REPLICAOF NO ONE); REPLICAOF to the promoted one
+// continues with a partial sync, as a Redis replica does, and keeps what
+// was imported.
+func TestReplicaOfFollowsASourceFailover(t *testing.T) {
+	ctx := context.Background()
+	src, srcAddr := startRedisServer(t)
+	standby, standbyAddr := startRedisServer(t)
+	host, port, _ := strings.Cut(srcAddr, ":")
+	shost, sport, _ := strings.Cut(standbyAddr, ":")
+	if err := standby.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		src.Set(ctx, fmt.Sprintf("k%d", i), i, 0)
+	}
+	nd := startLockd(t, "n1", t.TempDir())
+	dst := redis.NewClient(&redis.Options{Addr: nd.addr})
+	defer dst.Close()
+	dst.Do(ctx, "REPLICAOF", host, port)
+	caughtUp := func(c *redis.Client, offsetOf *redis.Client) bool {
+		want := replInfo(offsetOf)["master_repl_offset"]
+		return replInfo(c)["master_link_status"] == "up" && replInfo(c)["slave_repl_offset"] == want
+	}
+	if !pollUntil(replTimeout, func() bool { return caughtUp(dst, src) && caughtUp(standby, src) }) {
+		t.Fatalf("lockd %v, standby %v did not catch up with the source", replInfo(dst), replInfo(standby))
+	}
+	// The failover: the standby is promoted; lockd follows it.
+	if err := standby.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	standby.Set(ctx, "after-failover", "1", 0)
+	dst.Do(ctx, "REPLICAOF", shost, sport)
+	var i map[string]string
+	if !pollUntil(replTimeout, func() bool { i = replInfo(dst); return i["master_port"] == sport && caughtUp(dst, standby) }) {
+		t.Fatalf("lockd did not follow the promoted standby: %v", i)
+	}
+	if i["lockd_partial_syncs"] != "1" || i["lockd_full_syncs"] != "0" {
+		t.Fatalf("following the promoted standby took %s full and %s partial syncs, want one partial", i["lockd_full_syncs"], i["lockd_partial_syncs"])
+	}
+	if v := dst.Get(ctx, "after-failover").Val(); v != "1" || dst.Get(ctx, "k199").Val() != "199" {
+		t.Fatalf("after the failover lockd holds after-failover=%q k199=%q", v, dst.Get(ctx, "k199").Val())
+	}
+}

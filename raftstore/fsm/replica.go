@@ -126,10 +126,18 @@ func (k *Keyspace) applyReplication(args [][]byte, c Ctx) resp.Value {
 	}
 	switch {
 	case r.Op == "master":
-		if r.Master != k.repl.master {
-			// Another master (or none): what was recorded of the last one's
-			// stream means nothing for the next.
-			k.repl = replication{master: r.Master}
+		switch {
+		case r.Master == "":
+			// REPLICAOF NO ONE: clients write from now on, so no later link
+			// may continue this stream here (a Redis master that is promoted
+			// takes a new replication id for the same reason).
+			k.repl = replication{}
+		case r.Master != k.repl.master:
+			// Another master while following: the position stays, and the
+			// new master continues it with a partial sync if it can (a
+			// replica of the old one, promoted: a failover of the source),
+			// else answers FULLRESYNC.
+			k.repl.master = r.Master
 		}
 		k.repl.masterAt, k.repl.halted = r.Link.Since, ""
 	case !k.linkOK(r.Link, r.Op == "full" || r.Op == "halt"):
