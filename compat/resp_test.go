@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/lockd/lockd/resp"
 )
 
 // This file is the client side of the wire: building requests, reading exactly
@@ -22,16 +24,7 @@ const maxFrameBytes = 64 << 20
 const maxDepth = 64
 
 // multibulk encodes args as a RESP array of bulk strings, as clients send commands.
-func multibulk(args ...string) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n", len(a))
-		b.WriteString(a)
-		b.WriteString("\r\n")
-	}
-	return b.Bytes()
-}
+func multibulk(args ...string) []byte { return resp.AppendCommand(nil, args...) }
 
 // errBadFrame reports bytes that are not RESP2/RESP3.
 var errBadFrame = errors.New("malformed reply frame")

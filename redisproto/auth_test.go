@@ -134,14 +134,7 @@ func readFrame(r *bufio.Reader, out *[]byte) error {
 	return nil
 }
 
-func multibulk(args ...string) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	return b.Bytes()
-}
+func multibulk(args ...string) []byte { return resp.AppendCommand(nil, args...) }
 
 // closed reports whether the server closed the connection (within a bound).
 func (c *client) closed() bool {

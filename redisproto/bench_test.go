@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/command"
+	"github.com/lockd/lockd/resp"
 )
 
 // cycleReader returns its bytes over and over, as a client that pipelines the
@@ -35,8 +36,8 @@ func BenchmarkReaderPipeline(b *testing.B) {
 	var wire []byte
 	for i := 0; i < batch/2; i++ {
 		name := "lock:bench:" + strconv.Itoa(i)
-		wire = appendCommand(wire, "LOCK.ACQUIRE", name, "client-0123456789", "PX", "30000")
-		wire = appendCommand(wire, "LOCK.RELEASE", name, strconv.Itoa(1000000+i))
+		wire = resp.AppendCommand(wire, "LOCK.ACQUIRE", name, "client-0123456789", "PX", "30000")
+		wire = resp.AppendCommand(wire, "LOCK.RELEASE", name, strconv.Itoa(1000000+i))
 	}
 	r := newReader(&cycleReader{b: wire}, Limits{})
 	b.SetBytes(int64(len(wire)))
@@ -49,21 +50,6 @@ func BenchmarkReaderPipeline(b *testing.B) {
 			}
 		}
 	}
-}
-
-// appendCommand appends argv as a RESP multibulk request.
-func appendCommand(b []byte, argv ...string) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(argv)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range argv {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
 }
 
 // BenchmarkAuthorize: one op checks one LOCK.ACQUIRE against the ACL, as

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockd/lockd/resp"
 )
 
 // Bounds on what the master may send.
@@ -155,7 +157,7 @@ type writer struct {
 func (w *writer) command(args ...string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	b := appendCommand(w.scratch[:0], args...)
+	b := resp.AppendCommand(w.scratch[:0], args...)
 	w.scratch = b
 	return w.write(b)
 }
@@ -180,19 +182,4 @@ func (w *writer) write(b []byte) error {
 	}
 	_, err := w.conn.Write(b)
 	return err
-}
-
-// appendCommand appends args as a RESP array of bulk strings.
-func appendCommand(b []byte, args ...string) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/rdb"
+	"github.com/lockd/lockd/resp"
 )
 
 // chunkConn is a net.Conn that returns data at most chunk bytes a Read,
@@ -55,7 +56,7 @@ func TestParser(t *testing.T) {
 		if len(args) == 0 {
 			stream = append(stream, "*0\r\n"...)
 		} else {
-			stream = appendCommand(stream, args...)
+			stream = resp.AppendCommand(stream, args...)
 		}
 		sizes = append(sizes, len(stream)-n)
 	}
@@ -153,7 +154,7 @@ func BenchmarkFollow(b *testing.B) {
 	var stream []byte
 	val := strings.Repeat("v", 100)
 	for i := 0; len(stream) < 8<<20; i++ {
-		stream = appendCommand(stream, "SET", "key:"+strconv.Itoa(i), val)
+		stream = resp.AppendCommand(stream, "SET", "key:"+strconv.Itoa(i), val)
 	}
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()

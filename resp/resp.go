@@ -261,3 +261,19 @@ func FormatDouble(f float64) string {
 	}
 	return strconv.FormatFloat(f, 'g', 17, 64)
 }
+
+// AppendCommand appends args to buf as a client sends a command: a RESP array
+// of bulk strings.
+func AppendCommand(buf []byte, args ...string) []byte {
+	buf = append(buf, '*')
+	buf = strconv.AppendInt(buf, int64(len(args)), 10)
+	buf = append(buf, '\r', '\n')
+	for _, a := range args {
+		buf = append(buf, '$')
+		buf = strconv.AppendInt(buf, int64(len(a)), 10)
+		buf = append(buf, '\r', '\n')
+		buf = append(buf, a...)
+		buf = append(buf, '\r', '\n')
+	}
+	return buf
+}
