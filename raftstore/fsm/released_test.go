@@ -78,8 +78,9 @@ func (h *harness) release(r release, key, val string) string {
 // A Redlock client's release by the owner that just released answers as that
 // release did (1) while the group's FeatureSameValueNX is on, and as Redis
 // does (0, or redsync's -1) with -strict-nx, with FeatureMigration off when
-// the key was deleted, after another owner's grant and release, after an
-// expiry, from a read-only script, or for a user who may not DEL the key.
+// the key was deleted, after another owner's grant and release, after
+// someone else's DEL, after an expiry, from a read-only script, or for a user
+// who may not DEL the key.
 // The single-instance clients' compare-and-delete answers as Redis does
 // always.
 func TestReleaseAnswersAgain(t *testing.T) {
@@ -126,13 +127,13 @@ func TestReleaseAnswersAgain(t *testing.T) {
 					want("the first owner's late release", h.release(r, "k", "owner1"), r.absent)
 					want("the other owner's again", h.release(r, "k", "owner2"), mode.again)
 
-					// Someone else's DEL of the owner's value: the owner's grant
-					// is gone, its release answers as one.
+					// Someone else's DEL of the owner's value: the owner did not
+					// hold it until its release, which answers as Redis's.
 					h.do("SET k owner3 NX PX 10000")
 					if got := h.do("DEL k"); got != num(1) {
 						t.Fatalf("DEL k = %q", got)
 					}
-					want("the owner's release after a DEL", h.release(r, "k", "owner3"), mode.again)
+					want("the owner's release after a DEL", h.release(r, "k", "owner3"), r.absent)
 
 					// Redis's answers where it would not repeat a release: a
 					// lease that ran out (before and after its removal), a
@@ -161,6 +162,97 @@ func TestReleaseAnswersAgain(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// forcedDeletions are the ways other than its owner's release that a held
+// lock's key ends at once: an operator's command, given the key (and, for
+// RESTORE, a DUMP payload of another string).
+var forcedDeletions = []struct {
+	name string
+	cmd  func(key, payload string) []string
+}{
+	{"DEL", func(k, _ string) []string { return []string{"DEL", k} }},
+	{"UNLINK", func(k, _ string) []string { return []string{"UNLINK", k} }},
+	{"GETDEL", func(k, _ string) []string { return []string{"GETDEL", k} }},
+	{"EXPIRE 0", func(k, _ string) []string { return []string{"EXPIRE", k, "0"} }},
+	{"PEXPIREAT 1", func(k, _ string) []string { return []string{"PEXPIREAT", k, "1"} }},
+	{"FLUSHALL", func(string, string) []string { return []string{"FLUSHALL"} }},
+	{"RESTORE REPLACE", func(k, p string) []string { return []string{"RESTORE", k, "1", p, "REPLACE", "ABSTTL"} }},
+}
+
+// After an operator force-deletes or force-expires a held lock, its owner's
+// release answers as Redis's (redsync's -1, node-redlock's count 0, the
+// compare-and-delete's 0), whether or not the same owner released the same
+// key and value before: only the owner's own release is remembered. The
+// forced deletion itself answers as Redis's and the key stays absent.
+func TestReleaseAfterForcedDeletion(t *testing.T) {
+	for _, r := range releases {
+		for _, f := range forcedDeletions {
+			for _, before := range []bool{false, true} {
+				name := r.name + "/" + f.name
+				if before {
+					name += "/after an earlier release"
+				}
+				t.Run(name, func(t *testing.T) {
+					h := newHarness(t)
+					withFeatures(h, featuresOn)
+					want := func(what, got, w string) {
+						t.Helper()
+						if got != w {
+							t.Fatalf("%s = %q, want %q", what, got, w)
+						}
+					}
+					if before { // the owner's own release is remembered
+						h.do("SET k owner NX PX 10000")
+						want("the release", h.release(r, "k", "owner"), num(1))
+						again := num(r.absent)
+						if r.redlock {
+							again = num(1)
+						}
+						want("the release again", h.release(r, "k", "owner"), again)
+					}
+					h.do("SET other payload")
+					p := h.dumpOf("other")
+					want("the grant", h.do("SET k owner NX PX 10000"), ok)
+					reply := num(1)
+					if f.name == "FLUSHALL" || f.name == "RESTORE REPLACE" {
+						reply = ok
+					} else if f.name == "GETDEL" {
+						reply = bulk("owner")
+					}
+					want(f.name, h.doArgs(f.cmd("k", p)...), reply)
+					want("EXISTS k", h.do("EXISTS k"), num(0))
+					want("the owner's release", h.release(r, "k", "owner"), num(r.absent))
+					want("and again", h.release(r, "k", "owner"), num(r.absent))
+					if h.ks.tombs.releasingSet {
+						t.Fatalf("the release mark outlived the release")
+					}
+				})
+			}
+		}
+	}
+}
+
+// A node-redlock release of several keys, one of them force-deleted, counts
+// the keys it deleted and, again, those only: the force-deleted key never.
+func TestReleaseEachAfterForcedDeletion(t *testing.T) {
+	for _, c := range []struct {
+		features uint64
+		want     []string // replies to the two releases
+	}{
+		{featuresOn, []string{num(1), num(1)}},
+		{featuresStrict, []string{num(1), num(0)}},
+	} {
+		h := newHarness(t)
+		withFeatures(h, c.features)
+		h.do("MSET a v b v")
+		h.do("DEL a")
+		for i, w := range c.want {
+			if got := h.doArgs("EVAL", redlockRelease, "2", "a", "b", "v"); got != w {
+				t.Fatalf("features %b: release %d = %q, want %q", c.features, i+1, got, w)
+			}
+		}
 	}
 }
 
@@ -207,17 +299,18 @@ func TestReleasedValuesSnapshot(t *testing.T) {
 		t.Fatalf("snapshot version %d before FeatureMigration, want 6", b[3])
 	}
 	withFeatures(h, featuresOn)
-	for _, k := range []string{"a", "b", "c"} {
+	for _, k := range []string{"a", "b", "c", "d"} {
 		h.do("SET " + k + " v-" + k)
 	}
 	h.do("HSET hash f x")
 	h.doArgs("EVAL", redsyncRelease, "1", "a", "v-a")
-	h.do("DEL b")
+	h.doArgs("EVAL", redlockRelease, "1", "b", "v-b")
 	h.do("HDEL hash f")
-	h.do("SET b v-b2") // deleted and created again: present
-	h.do("DEL c")
-	h.do("SET c v-c2") // c's latest deletion still removed v-c
-	h.do("DEL c")      // now v-c2
+	h.do("SET b v-b2") // released and created again: present
+	h.doArgs("EVAL", recipeDel, "1", "c", "v-c")
+	h.do("SET c v-c2")                                 // c's latest deletion still removed v-c
+	h.doArgs("EVAL", redsyncRelease, "1", "c", "v-c2") // now v-c2
+	h.do("DEL d")                                      // not a release: no digest
 	b := snapshotBytes(t, h.ks)
 	if b[3] != 7 {
 		t.Fatalf("snapshot version %d, want 7", b[3])
@@ -229,8 +322,8 @@ func TestReleasedValuesSnapshot(t *testing.T) {
 	if again := snapshotBytes(t, r); !bytes.Equal(again, b) {
 		t.Fatalf("a restored keyspace's snapshot differs from the one it was restored from")
 	}
-	if len(r.tombs.released) != 3 || len(r.tombs.at) != 5 {
-		t.Fatalf("restored %d released values, %d tombstones; want 3 (a, b, c), 5", len(r.tombs.released), len(r.tombs.at))
+	if len(r.tombs.released) != 3 || len(r.tombs.at) != 6 {
+		t.Fatalf("restored %d released values, %d tombstones; want 3 (a, b, c), 6", len(r.tombs.released), len(r.tombs.at))
 	}
 	g := &harness{t: t, ks: r, index: h.index, now: h.now}
 	for _, c := range []struct{ key, val, want string }{
@@ -239,6 +332,7 @@ func TestReleasedValuesSnapshot(t *testing.T) {
 		{"b", "v-b", num(0)}, // present again, another owner's
 		{"c", "v-c2", num(1)},
 		{"c", "v-c", num(-1)},
+		{"d", "v-d", num(-1)}, // deleted by a DEL
 		{"old", "v", num(-1)}, // deleted before FeatureMigration
 		{"hash", "x", num(-1)},
 	} {

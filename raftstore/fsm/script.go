@@ -207,13 +207,19 @@ func (k *Keyspace) Clone() *Keyspace {
 // command refused or failing, a missing argument), and the interpreter runs
 // the script instead. CompareAndDeleteEach is releaseEach.
 //
-// A Redlock client's release (CompareAndDeleteOrMissing, redsync's) of a key
-// that is absent because an earlier command deleted it holding ARGV[1]
-// answers 1, as that release did, while FeatureSameValueNX is on: see
-// releasedBefore (watch.go) and released. The plain CompareAndDelete answers
-// 0 there, as Redis does: it is the release of the single-instance clients
-// (redislock, go-redis scripts), whose second release through the one
-// server they use must hear that the lock is not held.
+// Its DEL of a key found holding ARGV[1] is the owner's release
+// (releaseDel): the group remembers the value removed, and only that
+// deletion is remembered. A Redlock client's release
+// (CompareAndDeleteOrMissing, redsync's) of a key that is absent because an
+// earlier release deleted it holding ARGV[1] answers 1, as that release
+// did, while FeatureSameValueNX is on: see releasedBefore (watch.go) and
+// released. A key absent because of a DEL, GETDEL, FLUSHALL, RESTORE …
+// REPLACE, an EXPIRE to the past or an expiry answers as Redis does (-1):
+// its owner did not hold it until it released it. The plain
+// CompareAndDelete answers 0 for an absent key always, as Redis does: it is
+// the release of the single-instance clients (redislock, go-redis scripts),
+// whose second release through the one server they use must hear that the
+// lock is not held.
 func (k *Keyspace) recipe(op command.Eval, c Ctx) (resp.Value, bool) {
 	r := k.scripts.Recipe(op.SHA)
 	if r == lua.CompareAndDeleteEach {
@@ -246,7 +252,12 @@ func (k *Keyspace) recipe(op command.Eval, c Ctx) (resp.Value, bool) {
 	case !bytes.Equal(got.Str, op.Args[0]):
 		return resp.Int(0), true
 	}
-	v := h.Call(write) // an error changed nothing (a refusal, a bad PEXPIRE argument)
+	var v resp.Value // an error changed nothing (a refusal, a bad PEXPIRE argument)
+	if r == lua.CompareAndPexpire {
+		v = h.Call(write)
+	} else {
+		v = k.releaseDel(key, func() resp.Value { return h.Call(write) }) // the owner's release: watch.go
+	}
 	return v, v.Kind != resp.KindError
 }
 
@@ -255,9 +266,11 @@ func (k *Keyspace) recipe(op command.Eval, c Ctx) (resp.Value, bool) {
 // redis.pcall does) and count it; the reply is the count. A GET that would
 // raise an error (WRONGTYPE, a refusal) makes it report false, having changed
 // nothing (every GET is tried before any DEL), and the interpreter runs the
-// script. With FeatureSameValueNX on, a key that the release finds absent
-// because an earlier command deleted it holding ARGV[1] counts too, as it
-// did in that release (releasedBefore), except a key named again in KEYS.
+// script. Each such DEL is the owner's release (releaseDel): its value is
+// remembered. With FeatureSameValueNX on, a key that the release finds
+// absent because an earlier release deleted it holding ARGV[1] counts too,
+// as it did in that release (releasedBefore), except a key named again in
+// KEYS; one absent after any other deletion (a DEL, an expiry …) does not.
 func (k *Keyspace) releaseEach(op command.Eval, c Ctx) (resp.Value, bool) {
 	if len(op.Args) < 1 {
 		return resp.Value{}, false
@@ -276,7 +289,7 @@ func (k *Keyspace) releaseEach(op command.Eval, c Ctx) (resp.Value, bool) {
 		got := h.Call([][]byte{[]byte("GET"), key})
 		switch {
 		case got.Kind == resp.KindBulk && bytes.Equal(got.Str, op.Args[0]):
-			h.Call([][]byte{[]byte("DEL"), key})
+			k.releaseDel(key, func() resp.Value { return h.Call([][]byte{[]byte("DEL"), key}) })
 			count++
 		case got.Kind == resp.KindNull && h.released(key, op.Args[0]):
 			if seen == nil {
@@ -299,8 +312,8 @@ func (k *Keyspace) releaseEach(op command.Eval, c Ctx) (resp.Value, bool) {
 // released reports whether a release of key by the owner of val, which
 // found key absent, answers as the owner's earlier release did: the group's
 // FeatureSameValueNX is on, the script may write and its user may DEL key
-// (the release it repeats did), and key's most recent deletion, by an
-// earlier command, removed val (Keyspace.releasedBefore).
+// (the release it repeats did), and key's most recent deletion was an
+// earlier release's, of val (Keyspace.releasedBefore).
 func (h *scriptHost) released(key, val []byte) bool {
 	if h.k.settings.Features&command.FeatureSameValueNX == 0 || h.ro || !h.c.Write {
 		return false

@@ -36,10 +36,12 @@ import (
 // every replica at once; before that, absent keys read version 0, as every
 // earlier lockd reads them.
 //
-// Released values (issue 48). While the settings have FeatureMigration on, a
-// tombstone of a string also keeps the xxh3 digest of the value it held, so
-// that a lock release by the owner that just released answers as that
-// release did (releasedBefore). They are replicated too (snapshot version 7).
+// Released values (issue 48). While the settings have FeatureMigration on, the
+// tombstone of a string deleted by a lock release (the compare-and-delete of
+// script.go's recipe or releaseEach, and nothing else) also keeps the xxh3
+// digest of the value it held, so that a release by the owner that just
+// released answers as that release did (releasedBefore). They are
+// replicated too (snapshot version 7).
 
 // live reports whether it is present at log time now (not past its deadline).
 func (it *item) live(now int64) bool { return it.deadline == 0 || it.deadline > now }
@@ -57,10 +59,16 @@ type tombstones struct {
 	at    map[uint64]uint64 // key hash -> logical index of its latest deletion
 	order []tomb            // at's entries by deletion, oldest first (may hold stale ones)
 	floor uint64            // every deletion not in at happened at or before floor
-	// released holds, for the keys of at whose latest end was the deletion
-	// of a live string while FeatureMigration was on, the xxh3 digest of
-	// the value deleted (see releasedBefore). Its keys are a subset of at's.
+	// released holds, for the keys of at whose latest end was a lock
+	// release's deletion of a live string while FeatureMigration was on,
+	// the xxh3 digest of the value deleted (see releasedBefore). Its keys
+	// are a subset of at's.
 	released map[uint64]uint64
+	// releasing, while set, names (by its hash) the key whose deletion is
+	// a lock release's own: set by Keyspace.releaseDel just around that
+	// DEL, within one apply, and never in a snapshot (see released).
+	releasing    uint64
+	releasingSet bool
 }
 
 type tomb struct{ hash, index uint64 }
@@ -92,9 +100,11 @@ func (k *Keyspace) startTombstones() {
 }
 
 // noteDeleted records that the entry being applied deleted it: a tombstone
-// when it was present until now (with the digest of its value when it is a
-// string and FeatureMigration is on), else (it had expired) the end of any
-// released value kept for its key.
+// when it was present until now. Only a lock release's own deletion of a
+// string (releaseDel), with FeatureMigration on, keeps the digest of its
+// value; any other deletion — a DEL, GETDEL, FLUSHALL, RESTORE …
+// REPLACE, an EXPIRE to the past, an expiry — ends any released value kept
+// for its key, since its latest end is then not its owner's release.
 func (k *Keyspace) noteDeleted(it *item) {
 	t := k.tombs
 	if t == nil {
@@ -113,7 +123,7 @@ func (k *Keyspace) noteDeleted(it *item) {
 		t.order = append(t.order, tomb{h, idx})
 	}
 	t.at[h] = idx
-	if it.kind() == KindString && k.settings.Features&command.FeatureMigration != 0 {
+	if t.releasingSet && t.releasing == h && it.kind() == KindString && k.settings.Features&command.FeatureMigration != 0 {
 		t.released[h] = xxh3.HashString(it.val())
 	} else {
 		delete(t.released, h)
@@ -170,9 +180,26 @@ func (k *Keyspace) noteMoved(it *item) {
 	}
 }
 
+// releaseDel runs del, the DEL of key that a lock release (script.go
+// recipe, releaseEach) sends once it found key holding the owner's value,
+// marking the deletion of key as that release's own: noteDeleted keeps the
+// digest of the value it removes. The mark is cleared before releaseDel
+// returns, within the apply, so no other deletion is ever taken for a
+// release.
+func (k *Keyspace) releaseDel(key []byte, del func() resp.Value) resp.Value {
+	t := k.tombs
+	if t == nil {
+		return del()
+	}
+	t.releasing, t.releasingSet = xxh3.Hash(key), true
+	defer func() { t.releasing, t.releasingSet = 0, false }()
+	return del()
+}
+
 // releasedBefore reports whether key, absent, was last deleted holding
-// exactly val by an earlier command (the deletion is not this command's own),
-// with the value recorded (FeatureMigration on at the deletion): the
+// exactly val by an earlier lock release (the deletion is not this
+// command's own), with the value recorded (FeatureMigration on at the
+// deletion): the
 // Redlock clients' release recipes (script.go recipe, releaseEach) then
 // answer, with FeatureSameValueNX on, what the release answered, as a SET …
 // NX of the value a key holds is a grant (sameGrant): the same owner asking
@@ -181,16 +208,18 @@ func (k *Keyspace) noteMoved(it *item) {
 // the others, finding it absent, would otherwise answer "already expired"
 // (redsync's -1) or count fewer keys (node-redlock).
 //
-// It is safe: a release's success tells its owner only that the grant is
-// gone, and it is. The digest is the value the key's most recent deletion
-// removed: another owner's grant and release in between leaves that owner's
-// value, so the first owner's late release answers as Redis does (0, or
-// redsync's -1); a plain DEL (RENAME, FLUSHALL …) by someone else leaves the
-// value it deleted — still the owner's, so the owner's late release answers
-// 1, which is right (the owner's grant is gone). An expiry is not a release:
-// the key's expired item still in the tree, or its removal (noteDeleted),
-// leaves no digest, so an owner whose lease ran out hears that it did. A
-// slot move leaves none either (noteMoved). Digests are 64-bit xxh3 of the
+// It is safe: a release's success tells its owner that it held the grant
+// until it released it, and it did. The digest is kept only when the key's
+// most recent deletion was a release's own compare-and-delete (releaseDel),
+// and is the value that release removed: another owner's grant and release
+// in between leaves that owner's value, so the first owner's late release
+// answers as Redis does (0, or redsync's -1). Any other deletion leaves no
+// digest (noteDeleted): after a DEL, GETDEL, FLUSHALL or RESTORE …
+// REPLACE by someone else, an EXPIRE or PEXPIREAT to the past, or the expiry
+// of a lease that ran out (the key's expired item still in the tree, or its
+// removal), the owner's release answers as Redis does, so an owner whose
+// lock was taken from it hears that it was. A slot move leaves none either
+// (noteMoved). Digests are 64-bit xxh3 of the
 // values and keys are kept as 64-bit hashes: a false match needs two 64-bit
 // collisions at once. A released value lives as long as its tombstone
 // (maxTombstones, oldest dropped first): after that, the release answers
