@@ -34,7 +34,7 @@ func decodeObject(s source, t byte) (v Value, skipped string, err error) {
 		if err != nil {
 			return Value{}, "", err
 		}
-		v, err = decodeBlob(blob, t)
+		v, err = decodeBlob(blob, t, s.meter())
 		if err != nil {
 			return Value{}, "", err
 		}
@@ -84,6 +84,21 @@ func (v *Value) len() int {
 // never more than a modest number, so a lying count costs nothing.
 func initialCap(n uint64) int { return int(min(n, 1024)) }
 
+// grow makes room for one more element in s, of a collection that claims
+// claimed elements in all: it doubles the capacity, never past claimed
+// (append grows a large slice by a quarter, allocating about five times
+// its final size on the way; doubling allocates at most twice).
+func grow[T any](s []T, claimed uint64) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	c := max(uint64(2*cap(s)), 16)
+	c = max(min(c, claimed), uint64(len(s))+1)
+	out := make([]T, len(s), c)
+	copy(out, s)
+	return out
+}
+
 func decodeList(s source) (Value, error) {
 	n, err := readCount(s, 1)
 	if err != nil {
@@ -91,11 +106,14 @@ func decodeList(s source) (Value, error) {
 	}
 	out := make([][]byte, 0, initialCap(n))
 	for ; n > 0; n-- {
+		if err := s.meter().chargeElems(1); err != nil {
+			return Value{}, err
+		}
 		e, err := readString(s)
 		if err != nil {
 			return Value{}, err
 		}
-		out = append(out, e)
+		out = append(grow(out, n+uint64(len(out))), e)
 	}
 	return Value{Type: List, List: out}, nil
 }
@@ -106,19 +124,17 @@ func decodeSet(s source) (Value, error) {
 		return Value{}, err
 	}
 	out := make([][]byte, 0, initialCap(n))
-	seen := make(map[string]struct{}, initialCap(n))
 	for ; n > 0; n-- {
+		if err := s.meter().chargeElems(1); err != nil {
+			return Value{}, err
+		}
 		e, err := readString(s)
 		if err != nil {
 			return Value{}, err
 		}
-		if _, dup := seen[string(e)]; dup {
-			return Value{}, errf("duplicate set member")
-		}
-		seen[string(e)] = struct{}{}
-		out = append(out, e)
+		out = append(grow(out, n+uint64(len(out))), e)
 	}
-	return Value{Type: Set, Set: out}, nil
+	return setValue(out)
 }
 
 func decodeZSet(s source, binaryScores bool) (Value, error) {
@@ -132,6 +148,9 @@ func decodeZSet(s source, binaryScores bool) (Value, error) {
 	}
 	out := make([]Member, 0, initialCap(n))
 	for ; n > 0; n-- {
+		if err := s.meter().chargeElems(2); err != nil { // member and score
+			return Value{}, err
+		}
 		m, err := readString(s)
 		if err != nil {
 			return Value{}, err
@@ -146,7 +165,7 @@ func decodeZSet(s source, binaryScores bool) (Value, error) {
 		} else if score, err = readDoubleString(s); err != nil {
 			return Value{}, err
 		}
-		out = append(out, Member{Member: m, Score: score})
+		out = append(grow(out, n+uint64(len(out))), Member{Member: m, Score: score})
 	}
 	return zsetValue(out)
 }
@@ -183,6 +202,18 @@ func parseScore(b []byte) (float64, error) {
 		return 0, errf("score %q is not a number", b)
 	}
 	return f, nil
+}
+
+// setValue checks that set members are distinct.
+func setValue(es [][]byte) (Value, error) {
+	seen := make(map[string]struct{}, len(es))
+	for _, e := range es {
+		if _, dup := seen[string(e)]; dup {
+			return Value{}, errf("duplicate set member")
+		}
+		seen[string(e)] = struct{}{}
+	}
+	return Value{Type: Set, Set: es}, nil
 }
 
 // zsetValue checks members (distinct, no NaN score) and sorts them in
@@ -222,6 +253,9 @@ func decodeHash(s source) (Value, error) {
 	}
 	out := make([]Field, 0, initialCap(n))
 	for ; n > 0; n-- {
+		if err := s.meter().chargeElems(2); err != nil { // field and value
+			return Value{}, err
+		}
 		f, err := readString(s)
 		if err != nil {
 			return Value{}, err
@@ -230,7 +264,7 @@ func decodeHash(s source) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		out = append(out, Field{Field: f, Value: v})
+		out = append(grow(out, n+uint64(len(out))), Field{Field: f, Value: v})
 	}
 	return hashValue(out)
 }
@@ -248,13 +282,25 @@ func hashValue(fs []Field) (Value, error) {
 }
 
 // decodeQuicklist reads a list of ziplist nodes (v1) or of listpack and
-// plain nodes (v2). Empty nodes are passed over, as Redis does.
+// plain nodes (v2). Empty nodes are passed over, as Redis does. Every node
+// is read, checked and charged (one element for the node, one for each of
+// its entries) before any entry is made, and the entries go into one slice
+// of the exact size: a value over the budget costs its nodes' bytes only.
 func decodeQuicklist(s source, v2 bool) (Value, error) {
 	n, err := readCount(s, 2)
 	if err != nil {
 		return Value{}, err
 	}
-	var out [][]byte
+	walk := walkZiplist
+	if v2 {
+		walk = walkListpack
+	}
+	type node struct {
+		blob  []byte
+		plain bool
+	}
+	nodes := make([]node, 0, initialCap(n))
+	total := 0
 	for ; n > 0; n-- {
 		container := uint64(containerPacked)
 		if v2 {
@@ -272,33 +318,39 @@ func decodeQuicklist(s source, v2 bool) (Value, error) {
 		if len(blob) == 0 {
 			return Value{}, errf("empty quicklist node")
 		}
-		if container == containerPlain {
-			out = append(out, blob)
-			continue
+		entries := 1
+		if container != containerPlain {
+			if entries, err = walk(blob, nil); err != nil {
+				return Value{}, err
+			}
 		}
-		var es [][]byte
-		if v2 {
-			es, err = listpackEntries(blob)
-		} else {
-			es, err = ziplistEntries(blob)
-		}
-		if err != nil {
+		if err := s.meter().chargeElems(1 + uint64(entries)); err != nil {
 			return Value{}, err
 		}
-		out = append(out, es...)
+		nodes = grow(nodes, n+uint64(len(nodes)))
+		nodes = append(nodes, node{blob: blob, plain: container == containerPlain})
+		total += entries
+	}
+	out := make([][]byte, 0, total)
+	for _, nd := range nodes {
+		if nd.plain {
+			out = append(out, nd.blob)
+		} else {
+			out = appendEntries(out, nd.blob, walk)
+		}
 	}
 	return Value{Type: List, List: out}, nil
 }
 
 // decodeBlob turns an encoding held in one string (ziplist, listpack,
-// intset, zipmap) into a Value.
-func decodeBlob(blob []byte, t byte) (Value, error) {
+// intset, zipmap) into a Value, charging m for its elements.
+func decodeBlob(blob []byte, t byte, m *meter) (Value, error) {
 	switch t {
 	case typeSetIntset:
-		es, err := intsetEntries(blob)
+		es, err := intsetEntries(blob, m)
 		return Value{Type: Set, Set: es}, err
 	case typeHashZipmap:
-		fs, err := zipmapFields(blob)
+		fs, err := zipmapFields(blob, m)
 		if err != nil {
 			return Value{}, err
 		}
@@ -308,9 +360,9 @@ func decodeBlob(blob []byte, t byte) (Value, error) {
 	var err error
 	switch t {
 	case typeListZiplist, typeZSetZiplist, typeHashZiplist:
-		es, err = ziplistEntries(blob)
+		es, err = ziplistEntries(blob, m)
 	default:
-		es, err = listpackEntries(blob)
+		es, err = listpackEntries(blob, m)
 	}
 	if err != nil {
 		return Value{}, err
@@ -319,14 +371,7 @@ func decodeBlob(blob []byte, t byte) (Value, error) {
 	case typeListZiplist:
 		return Value{Type: List, List: es}, nil
 	case typeSetListpack:
-		seen := make(map[string]struct{}, len(es))
-		for _, e := range es {
-			if _, dup := seen[string(e)]; dup {
-				return Value{}, errf("duplicate set member")
-			}
-			seen[string(e)] = struct{}{}
-		}
-		return Value{Type: Set, Set: es}, nil
+		return setValue(es)
 	}
 	if len(es)%2 != 0 {
 		return Value{}, errf("odd number of entries (%d) in a pairs encoding", len(es))
@@ -349,22 +394,60 @@ func decodeBlob(blob []byte, t byte) (Value, error) {
 	return hashValue(fs)
 }
 
-// listpackEntries returns a listpack's entries, integers in decimal. It
-// checks the whole structure: header size and count, every entry's bounds
-// and back-length, and the terminator at the very end.
-func listpackEntries(lp []byte) ([][]byte, error) {
+// listpackEntries returns a listpack's entries, integers in decimal (see
+// packedEntries).
+func listpackEntries(lp []byte, m *meter) ([][]byte, error) {
+	return packedEntries(lp, walkListpack, m)
+}
+
+// walker checks a listpack or ziplist whole and calls f, unless nil, with
+// each entry: walkListpack or walkZiplist.
+type walker func(blob []byte, f func(str []byte, v int64, isInt bool)) (int, error)
+
+// packedEntries returns the entries of a listpack or ziplist, integers in
+// decimal. It checks the whole blob first, then charges m for the entries
+// and only then makes them, so a blob of more entries than the budget
+// allows costs no allocation.
+func packedEntries(blob []byte, walk walker, m *meter) ([][]byte, error) {
+	n, err := walk(blob, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.chargeElems(uint64(n)); err != nil {
+		return nil, err
+	}
+	return appendEntries(make([][]byte, 0, n), blob, walk), nil
+}
+
+// appendEntries appends the entries of blob, which walk has already
+// checked, to out: strings as slices of blob, integers in decimal.
+func appendEntries(out [][]byte, blob []byte, walk walker) [][]byte {
+	_, _ = walk(blob, func(str []byte, v int64, isInt bool) {
+		if isInt {
+			str = strconv.AppendInt(nil, v, 10)
+		}
+		out = append(out, str)
+	})
+	return out
+}
+
+// walkListpack checks a listpack whole (header size and count, every
+// entry's bounds and back-length, the terminator at the very end), calling
+// f, unless nil, with each entry (a string within lp, or an integer) in
+// order, and returns how many entries it holds.
+func walkListpack(lp []byte, f func(str []byte, v int64, isInt bool)) (int, error) {
 	const hdr = 6
 	if len(lp) < hdr+1 {
-		return nil, errf("listpack of %d bytes", len(lp))
+		return 0, errf("listpack of %d bytes", len(lp))
 	}
 	if int(binary.LittleEndian.Uint32(lp)) != len(lp) {
-		return nil, errf("listpack header size %d, blob %d", binary.LittleEndian.Uint32(lp), len(lp))
+		return 0, errf("listpack header size %d, blob %d", binary.LittleEndian.Uint32(lp), len(lp))
 	}
 	if lp[len(lp)-1] != 0xff {
-		return nil, errf("listpack without terminator")
+		return 0, errf("listpack without terminator")
 	}
 	count := int(binary.LittleEndian.Uint16(lp[4:]))
-	var out [][]byte
+	entries := 0
 	p := hdr
 	end := len(lp) - 1
 	for p < end {
@@ -381,30 +464,30 @@ func listpackEntries(lp []byte) ([][]byte, error) {
 			data, size = 1, 1+int(c&0x3f)
 		case c&0xe0 == 0xc0: // 13-bit int
 			if !need(2) {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
 			u := uint64(c&0x1f)<<8 | uint64(lp[p+1])
 			size, intVal = 2, signExtend(u, 13)
 		case c&0xf0 == 0xe0: // 12-bit string length
 			if !need(2) {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
 			isInt = false
 			data, size = 2, 2+(int(c&0x0f)<<8|int(lp[p+1]))
 		case c == 0xf0: // 32-bit string length
 			if !need(5) {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
 			isInt = false
 			n := binary.LittleEndian.Uint32(lp[p+1:])
 			if uint64(n) > uint64(end-p) {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
 			data, size = 5, 5+int(n)
 		case c >= 0xf1 && c <= 0xf4: // 16/24/32/64-bit int
 			nb := [...]int{2, 3, 4, 8}[c-0xf1]
 			if !need(1 + nb) {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
 			var u uint64
 			for i := nb - 1; i >= 0; i-- {
@@ -412,26 +495,25 @@ func listpackEntries(lp []byte) ([][]byte, error) {
 			}
 			size, intVal = 1+nb, signExtend(u, uint(nb*8))
 		default:
-			return nil, errf("listpack entry encoding 0x%02x", c)
+			return 0, errf("listpack entry encoding 0x%02x", c)
 		}
 		bl := backlenSize(uint64(size))
 		if !need(size + bl) {
-			return nil, errTruncated
+			return 0, errTruncated
 		}
 		if decodeBacklen(lp[p+size:p+size+bl]) != uint64(size) {
-			return nil, errf("listpack entry back-length mismatch")
+			return 0, errf("listpack entry back-length mismatch")
 		}
-		if isInt {
-			out = append(out, strconv.AppendInt(nil, intVal, 10))
-		} else {
-			out = append(out, lp[p+data:p+size])
+		if f != nil {
+			f(lp[p+data:p+size], intVal, isInt)
 		}
+		entries++
 		p += size + bl
 	}
-	if count != 0xffff && count != len(out) {
-		return nil, errf("listpack header counts %d entries, holds %d", count, len(out))
+	if count != 0xffff && count != entries {
+		return 0, errf("listpack header counts %d entries, holds %d", count, entries)
 	}
-	return out, nil
+	return entries, nil
 }
 
 // signExtend reads the low n bits of u as a two's complement number.
@@ -468,23 +550,30 @@ func decodeBacklen(b []byte) uint64 {
 	return v
 }
 
-// ziplistEntries returns a ziplist's entries, integers in decimal, checking
-// header size, tail offset, each entry's bounds and previous-entry length,
-// count, and terminator.
-func ziplistEntries(zl []byte) ([][]byte, error) {
+// ziplistEntries returns a ziplist's entries, integers in decimal (see
+// packedEntries).
+func ziplistEntries(zl []byte, m *meter) ([][]byte, error) {
+	return packedEntries(zl, walkZiplist, m)
+}
+
+// walkZiplist checks a ziplist whole (header size, tail offset, each
+// entry's bounds and previous-entry length, count, terminator), calling f,
+// unless nil, with each entry (a string within zl, or an integer) in order,
+// and returns how many entries it holds.
+func walkZiplist(zl []byte, f func(str []byte, v int64, isInt bool)) (int, error) {
 	const hdr = 10
 	if len(zl) < hdr+1 {
-		return nil, errf("ziplist of %d bytes", len(zl))
+		return 0, errf("ziplist of %d bytes", len(zl))
 	}
 	if int(binary.LittleEndian.Uint32(zl)) != len(zl) {
-		return nil, errf("ziplist header size %d, blob %d", binary.LittleEndian.Uint32(zl), len(zl))
+		return 0, errf("ziplist header size %d, blob %d", binary.LittleEndian.Uint32(zl), len(zl))
 	}
 	if zl[len(zl)-1] != 0xff {
-		return nil, errf("ziplist without terminator")
+		return 0, errf("ziplist without terminator")
 	}
 	tail := int(binary.LittleEndian.Uint32(zl[4:]))
 	count := int(binary.LittleEndian.Uint16(zl[8:]))
-	var out [][]byte
+	entries := 0
 	p, prev, last := hdr, 0, hdr
 	end := len(zl) - 1
 	for p < end {
@@ -494,18 +583,18 @@ func ziplistEntries(zl []byte) ([][]byte, error) {
 		p++
 		if pl == 0xfe {
 			if p+4 > end {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
 			pl = int(binary.LittleEndian.Uint32(zl[p:]))
 			p += 4
 		} else if pl == 0xff {
-			return nil, errf("ziplist prevlen 0xff")
+			return 0, errf("ziplist prevlen 0xff")
 		}
 		if pl != prev {
-			return nil, errf("ziplist prevlen %d, previous entry %d", pl, prev)
+			return 0, errf("ziplist prevlen %d, previous entry %d", pl, prev)
 		}
 		if p >= end {
-			return nil, errTruncated
+			return 0, errTruncated
 		}
 		c := zl[p]
 		var strLen, intSize int
@@ -515,17 +604,17 @@ func ziplistEntries(zl []byte) ([][]byte, error) {
 			p++
 		case 1:
 			if p+2 > end {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
 			strLen = int(c&0x3f)<<8 | int(zl[p+1])
 			p += 2
 		case 2:
 			if c != 0x80 || p+5 > end {
-				return nil, errf("ziplist string encoding 0x%02x", c)
+				return 0, errf("ziplist string encoding 0x%02x", c)
 			}
 			n := binary.BigEndian.Uint32(zl[p+1:])
 			if uint64(n) > uint64(end) {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
 			strLen = int(n)
 			p += 5
@@ -545,18 +634,20 @@ func ziplistEntries(zl []byte) ([][]byte, error) {
 			case c >= 0xf1 && c <= 0xfd:
 				intSize = 0
 			default:
-				return nil, errf("ziplist entry encoding 0x%02x", c)
+				return 0, errf("ziplist entry encoding 0x%02x", c)
 			}
 		}
 		if c>>6 != 3 {
 			if p+strLen > end {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
-			out = append(out, zl[p:p+strLen])
+			if f != nil {
+				f(zl[p:p+strLen], 0, false)
+			}
 			p += strLen
 		} else {
 			if p+intSize > end {
-				return nil, errTruncated
+				return 0, errTruncated
 			}
 			var v int64
 			if intSize == 0 {
@@ -568,23 +659,27 @@ func ziplistEntries(zl []byte) ([][]byte, error) {
 				}
 				v = signExtend(u, uint(intSize*8))
 			}
-			out = append(out, strconv.AppendInt(nil, v, 10))
+			if f != nil {
+				f(nil, v, true)
+			}
 			p += intSize
 		}
 		prev, last = p-start, start
+		entries++
 	}
-	if len(out) > 0 && tail != last || len(out) == 0 && tail != hdr {
-		return nil, errf("ziplist tail offset %d, last entry at %d", tail, last)
+	if entries > 0 && tail != last || entries == 0 && tail != hdr {
+		return 0, errf("ziplist tail offset %d, last entry at %d", tail, last)
 	}
-	if count != 0xffff && count != len(out) {
-		return nil, errf("ziplist header counts %d entries, holds %d", count, len(out))
+	if count != 0xffff && count != entries {
+		return 0, errf("ziplist header counts %d entries, holds %d", count, entries)
 	}
-	return out, nil
+	return entries, nil
 }
 
 // intsetEntries returns an intset's members in decimal, checking the
-// encoding width, size, and that members strictly ascend.
-func intsetEntries(b []byte) ([][]byte, error) {
+// encoding width, size, and that members strictly ascend; m is charged for
+// the members before they are made.
+func intsetEntries(b []byte, m *meter) ([][]byte, error) {
 	if len(b) < 8 {
 		return nil, errf("intset of %d bytes", len(b))
 	}
@@ -598,6 +693,9 @@ func intsetEntries(b []byte) ([][]byte, error) {
 	}
 	if n == 0 {
 		return nil, errEmpty
+	}
+	if err := m.chargeElems(uint64(n)); err != nil {
+		return nil, err
 	}
 	out := make([][]byte, 0, n)
 	var prev int64
@@ -623,8 +721,9 @@ func intsetEntries(b []byte) ([][]byte, error) {
 
 // zipmapFields returns the pairs of a zipmap (Redis ≤ 2.4 hashes): a count
 // byte, then per pair a length, key, length, free byte, value, free space;
-// 0xff ends it.
-func zipmapFields(b []byte) ([]Field, error) {
+// 0xff ends it. m is charged for each pair (two elements) before it is
+// made.
+func zipmapFields(b []byte, m *meter) ([]Field, error) {
 	if len(b) < 2 {
 		return nil, errf("zipmap of %d bytes", len(b))
 	}
@@ -682,6 +781,9 @@ func zipmapFields(b []byte) ([]Field, error) {
 		p++
 		if p+vl+free > len(b) {
 			return nil, errTruncated
+		}
+		if err := m.chargeElems(2); err != nil {
+			return nil, err
 		}
 		out = append(out, Field{Field: k, Value: b[p : p+vl]})
 		p += vl + free

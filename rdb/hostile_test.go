@@ -181,6 +181,7 @@ func FuzzDecodeDump(f *testing.F) {
 		// the footer were right.
 		for _, q := range [][]byte{p, fixFooter(p)} {
 			v, err := DecodeDump(q)
+			checkLimited(t, q, v, err)
 			if err != nil {
 				if !errors.Is(err, ErrBadFormat) && err != ErrVersionOrChecksum {
 					if _, ok := IsUnsupported(err); !ok {
@@ -195,7 +196,39 @@ func FuzzDecodeDump(f *testing.F) {
 			}
 		}
 		_ = readAll(append([]byte("REDIS0010"), p...))
+		rd := NewReaderLimit(bytes.NewReader(append([]byte("REDIS0010"), p...)), fuzzLimit)
+		for {
+			if _, err := rd.Next(); err != nil {
+				break
+			}
+		}
 	})
+}
+
+// fuzzLimit is the budget FuzzDecodeDump gives DecodeDumpLimit and
+// NewReaderLimit: small, so that mutations run past it.
+const fuzzLimit = 4096
+
+// checkLimited checks DecodeDumpLimit against DecodeDump's answer (v, err)
+// for q: never more than fuzzLimit charged; the same value or error, or
+// ErrTooLarge, which a value that decodes without a limit (or a malformation
+// found only past the budget) may give.
+func checkLimited(t *testing.T, q []byte, v Value, err error) {
+	t.Helper()
+	lv, used, lerr := DecodeDumpLimit(q, fuzzLimit)
+	if used < 0 || used > fuzzLimit {
+		t.Fatalf("DecodeDumpLimit charged %d, limit %d", used, fuzzLimit)
+	}
+	switch {
+	case errors.Is(lerr, ErrTooLarge):
+		if errors.Is(lerr, ErrBadFormat) || err == ErrVersionOrChecksum {
+			t.Fatalf("DecodeDumpLimit = %v where DecodeDump = %v", lerr, err)
+		}
+	case (lerr == nil) != (err == nil):
+		t.Fatalf("DecodeDumpLimit = %v, DecodeDump = %v", lerr, err)
+	case lerr == nil && !sameValue(lv, v):
+		t.Fatalf("DecodeDumpLimit = %s, DecodeDump = %s", show(lv), show(v))
+	}
 }
 
 // fixFooter replaces p's footer (if it has one) with version 10 and the

@@ -8,9 +8,13 @@
 // Redis's own DUMP wherever Redis's choice of encoding is deterministic and
 // rdbcompression is off (see DESIGN.md).
 //
-// Decoding never panics and never allocates more than a small multiple of
-// the input it was given: every length is checked against the bytes left (a
-// payload) or grown only as bytes arrive (a stream).
+// Decoding never panics, and a length that claims more than the input holds
+// costs nothing: every length is checked against the bytes left (a payload)
+// or grown only as bytes arrive (a stream). What the input does hold may
+// still decode to far more than its size (LZF expands up to 88 times, a
+// 2-byte listpack entry becomes an element of some 70 bytes): DecodeDumpLimit
+// and NewReaderLimit charge every byte and element to a budget before they
+// allocate it and stop with ErrTooLarge when it runs out.
 package rdb
 
 import (

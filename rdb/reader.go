@@ -20,30 +20,55 @@ import (
 // the footer are ignored, as RESTORE ignores them. A stream or module value
 // is an *Unsupported (after its structure was read to its end). The Value
 // returned shares no memory with payload.
+//
+// DecodeDump sets no bound on the decoded size but the payload's own: LZF
+// strings may expand 88 times, and a listpack's entries cost more than
+// their bytes. Code that decodes payloads it did not make, where the
+// expansion matters, uses DecodeDumpLimit.
 func DecodeDump(payload []byte) (Value, error) {
+	v, _, err := decodeDump(payload, meter{})
+	return v, err
+}
+
+// DecodeDumpLimit is DecodeDump with a budget of limit bytes decoded
+// (negative counts as 0): every byte decoding allocates for the value (raw
+// strings, LZF output, encoded blobs such as listpacks) and 64 bytes per
+// element of a collection (a hash field and its value are two, a
+// sorted-set member and its score two) are charged before they are
+// allocated, and decoding stops with an error matching ErrTooLarge as soon
+// as the next charge would pass limit. A payload whose footer is wrong is
+// still ErrVersionOrChecksum, found before anything is decoded; a body
+// malformed before the budget runs out is still ErrBadFormat. used is what
+// was charged, also when decoding failed: what the decode cost (never more
+// than limit).
+func DecodeDumpLimit(payload []byte, limit int64) (v Value, used int64, err error) {
+	return decodeDump(payload, meter{limit: max(limit, 0), limited: true})
+}
+
+func decodeDump(payload []byte, m meter) (Value, int64, error) {
 	if len(payload) < 10 {
-		return Value{}, ErrVersionOrChecksum
+		return Value{}, 0, ErrVersionOrChecksum
 	}
 	footer := payload[len(payload)-10:]
 	if binary.LittleEndian.Uint16(footer) > Version {
-		return Value{}, ErrVersionOrChecksum
+		return Value{}, 0, ErrVersionOrChecksum
 	}
 	if crc(0, payload[:len(payload)-8]) != binary.LittleEndian.Uint64(footer[2:]) {
-		return Value{}, ErrVersionOrChecksum
+		return Value{}, 0, ErrVersionOrChecksum
 	}
-	s := &bytesSource{b: payload[:len(payload)-10]}
+	s := &bytesSource{b: payload[:len(payload)-10], m: m}
 	t, err := s.readByte()
 	if err != nil {
-		return Value{}, err
+		return Value{}, 0, err
 	}
 	v, skipped, err := decodeObject(s, t)
 	if err != nil {
-		return Value{}, err
+		return Value{}, s.m.used, err
 	}
 	if skipped != "" {
-		return Value{}, &Unsupported{Name: skipped}
+		return Value{}, s.m.used, &Unsupported{Name: skipped}
 	}
-	return v, nil
+	return v, s.m.used, nil
 }
 
 // Entry is one key of an RDB stream.
@@ -72,8 +97,27 @@ type Reader struct {
 }
 
 // NewReader returns a Reader of the RDB stream r; nothing is read until Next.
+// It sets no bound on a value's decoded size (see NewReaderLimit).
 func NewReader(r io.Reader) *Reader {
 	return &Reader{s: newStreamSource(r), aux: map[string]string{}}
+}
+
+// ReplicaValueLimit is a per-value limit for NewReaderLimit on a
+// replication link: 512 MiB, Redis's default proto-max-bulk-len (the
+// largest string a Redis client may send). Redis itself loads whatever its
+// master sends; a lockd replica refuses a value that would cost more.
+const ReplicaValueLimit = 512 << 20
+
+// NewReaderLimit is NewReader with a budget per record of limit bytes
+// decoded, counted as DecodeDumpLimit counts (every byte allocated for a
+// key, an aux field or a value, and 64 per collection element), charged
+// before it is allocated and restarted at each record: a key (with its
+// value) or an aux field over the limit makes Next fail with an error
+// matching ErrTooLarge (and, as for any error, every later Next).
+func NewReaderLimit(r io.Reader, limit int64) *Reader {
+	rd := NewReader(r)
+	rd.s.m = meter{limit: max(limit, 0), limited: true}
+	return rd
 }
 
 // Aux returns a copy of the aux fields (repl-id, repl-offset, redis-ver, …)
@@ -90,7 +134,8 @@ func (r *Reader) Version() int { return r.version }
 // Redis does when loading. A malformed stream is an error matching
 // ErrBadFormat (a truncated one as well), a failing io.Reader its own
 // error; a module value in the pre-GA format is an error wrapping
-// *Unsupported. After an error or io.EOF, Next returns that again.
+// *Unsupported; a record over a NewReaderLimit budget an error matching
+// ErrTooLarge. After an error or io.EOF, Next returns that again.
 func (r *Reader) Next() (Entry, error) {
 	if r.err != nil {
 		return Entry{}, r.err
@@ -120,6 +165,7 @@ func (r *Reader) next() (Entry, error) {
 	}
 	var expire int64
 	for {
+		s.m.used = 0 // each record has its own budget
 		t, err := s.readByte()
 		if err != nil {
 			return Entry{}, err

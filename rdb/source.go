@@ -33,6 +33,69 @@ type source interface {
 	// fits reports whether n more bytes can be present: for a payload,
 	// whether n bytes are left; a stream cannot tell and says yes.
 	fits(n uint64) bool
+	// meter is the decoded-size budget of the value being decoded: read
+	// charges it for every byte it returns, the decoder for what it makes.
+	meter() *meter
+}
+
+// elementCost is what the decoded-size budget charges for each string a
+// collection holds, on top of the string's bytes (which are charged where
+// they are allocated: a raw string when read, an LZF string's expansion
+// before it is made, a listpack or ziplist blob whole): a hash field and its
+// value are two, a sorted-set member and its score two. 64 bytes is what an
+// element costs beyond its bytes: decoding allocates a 24-byte slice header
+// (up to twice, while the slice of elements grows), an integer's decimal
+// text in its own 8- or 16-byte allocation, and for sets, sorted sets and
+// hashes the map entry that checks members are distinct (measured, within
+// twice the charge for every kind: TestDecodeAllocWithinBudget); and lockd
+// keeps about 70 bytes per list element once it holds the value
+// (raftstore/fsm's TestRestoreFullBudget).
+const elementCost = 64
+
+// ErrTooLarge is matched (errors.Is) by the error of a decoder given a
+// limit (DecodeDumpLimit, NewReaderLimit) when the value it decodes would
+// cost more than that: the value is refused as soon as the budget runs out,
+// before the allocation that would exceed it. It is not a format error.
+var ErrTooLarge = errors.New("rdb: value too large")
+
+// tooLargeError is the ErrTooLarge a meter returns, naming its limit.
+type tooLargeError struct{ limit int64 }
+
+func (e *tooLargeError) Error() string {
+	return "rdb: value too large: over " + strconv.FormatInt(e.limit, 10) + " bytes decoded"
+}
+func (e *tooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
+// meter is a decoded-size budget: every byte a decoder allocates for a value
+// (its strings, LZF output, encoded blobs) and elementCost per element is
+// charged before it is allocated. The zero meter has no limit (and counts,
+// saturating at MaxInt64).
+type meter struct {
+	used    int64 // charged so far: what decoding has cost
+	limit   int64
+	limited bool
+}
+
+// charge adds n to the budget used, or, if that would pass the limit,
+// returns an ErrTooLarge error and adds nothing.
+func (m *meter) charge(n uint64) error {
+	if m.limited && n > uint64(m.limit-m.used) {
+		return &tooLargeError{limit: m.limit}
+	}
+	if n > uint64(math.MaxInt64-m.used) {
+		m.used = math.MaxInt64
+		return nil
+	}
+	m.used += int64(n)
+	return nil
+}
+
+// chargeElems charges elementCost for each of n elements.
+func (m *meter) chargeElems(n uint64) error {
+	if n > math.MaxInt64/elementCost {
+		n = math.MaxInt64 / elementCost
+	}
+	return m.charge(n * elementCost)
 }
 
 var errTruncated = &formatError{msg: "unexpected end of data"}
@@ -41,7 +104,10 @@ var errTruncated = &formatError{msg: "unexpected end of data"}
 type bytesSource struct {
 	b   []byte
 	off int
+	m   meter
 }
+
+func (s *bytesSource) meter() *meter { return &s.m }
 
 func (s *bytesSource) left() uint64 { return uint64(len(s.b) - s.off) }
 
@@ -59,6 +125,9 @@ func (s *bytesSource) readByte() (byte, error) {
 func (s *bytesSource) read(n uint64) ([]byte, error) {
 	if n > s.left() {
 		return nil, errTruncated
+	}
+	if err := s.m.charge(n); err != nil {
+		return nil, err
 	}
 	out := slices.Clone(s.b[s.off : s.off+int(n)])
 	s.off += int(n)
@@ -90,7 +159,10 @@ type streamSource struct {
 	r   byteReader
 	crc uint64
 	n   int64 // bytes read
+	m   meter // the budget of the record being read (Reader resets it)
 }
+
+func (s *streamSource) meter() *meter { return &s.m }
 
 const readChunk = 1 << 20
 
@@ -124,6 +196,9 @@ func (s *streamSource) readByte() (byte, error) {
 func (s *streamSource) read(n uint64) ([]byte, error) {
 	if n > math.MaxInt32*2 {
 		return nil, errf("length %d is beyond any Redis value", n)
+	}
+	if err := s.m.charge(n); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, 0, min(n, readChunk))
 	for uint64(len(buf)) < n {
@@ -233,7 +308,12 @@ func readString(s source) ([]byte, error) {
 		default:
 			v = int64(int32(binary.LittleEndian.Uint32(b)))
 		}
-		return strconv.AppendInt(nil, v, 10), nil
+		var buf [20]byte
+		text := strconv.AppendInt(buf[:0], v, 10)
+		if err := s.meter().charge(uint64(len(text))); err != nil {
+			return nil, err
+		}
+		return slices.Clone(text), nil
 	case encLZF:
 		clen, _, err := readLen(s)
 		if err != nil {
@@ -248,6 +328,9 @@ func readString(s source) ([]byte, error) {
 		}
 		c, err := s.read(clen)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.meter().charge(ulen); err != nil {
 			return nil, err
 		}
 		out := make([]byte, ulen)

@@ -53,7 +53,7 @@ func (l *Link) transfer(ctx context.Context, rd *reader, at Position) (Position,
 	if err := l.sink.BeginFull(ctx, at); err != nil {
 		return Position{}, err
 	}
-	dec := rdb.NewReader(body)
+	dec := rdb.NewReaderLimit(body, rdb.ReplicaValueLimit)
 	keys := 0
 	for {
 		e, err := dec.Next()

@@ -18,19 +18,55 @@ import (
 // ordinary item through put/putItem, so WATCH versions, tracking, blocked
 // pops, snapshots and slot moves treat it as any write's.
 
-// MaxRestoreBytes bounds the value one RESTORE creates, counted as the bytes
-// of its strings (a string's value; each element, member and field name and
-// value of a collection) plus 16 per element: 64 MiB, the log's own limit
-// for one entry. A payload is bounded by -max-write-bytes like any write,
-// but its LZF-compressed strings may expand up to 88 times; a value over
-// this bound is refused and nothing changes.
+// MaxRestoreBytes bounds what RESTORE decodes, while it decodes: 64 MiB, the
+// log's own limit for one entry, counted as rdb.DecodeDumpLimit counts
+// (every byte decoding allocates: strings, LZF output, listpack and ziplist
+// blobs; plus 64 bytes per element, a hash field and its value two, a
+// sorted-set member and its score two), each charge made before its
+// allocation. A payload is bounded by -max-write-bytes like any write, but
+// LZF strings expand up to 88 times and a listpack entry of 2 bytes becomes
+// an element of about 70 (measured): an 87 KB payload holds 3.8 million list
+// elements. A value over the bound is refused as soon as the budget runs
+// out (that payload after 7.7 MB of LZF output, before any element is made)
+// and nothing changes.
+//
+// The bound is per log entry, not per RESTORE: the RESTOREs of one
+// transaction or script share one budget of MaxRestoreBytes (restoreBudget),
+// refused ones counting what they decoded before they stopped. A single
+// RESTORE can use it all, and one entry never decodes more than one maximal
+// RESTORE does. The number that settled it: the budget is a list of a
+// million elements from a 22 KB payload, which RESTORE builds in 0.2 s,
+// allocating 97 MiB and keeping about 70 MiB (measured,
+// TestRestoreFullBudget); a budget per RESTORE would let one 4 MiB
+// transaction (the default -max-write-bytes) of 180 such payloads decode
+// 11 GiB in one apply, on every replica and again on every replay.
 const MaxRestoreBytes = 64 << 20
 
 // The DUMP and RESTORE errors of lockd's own (Redis has no such case).
 const (
-	errDumpLock        = "ERR lockd cannot DUMP a lock record: its holders, waiters and fencing tokens have no form in Redis's serialization"
-	errRestoreTooLarge = "ERR RESTORE value too large: lockd's limit is 67108864 bytes decoded (MaxRestoreBytes)"
+	errDumpLock             = "ERR lockd cannot DUMP a lock record: its holders, waiters and fencing tokens have no form in Redis's serialization"
+	errRestoreTooLarge      = "ERR RESTORE value too large: over 67108864 bytes decoded (lockd's limit)"
+	errRestoreEntryTooLarge = "ERR RESTORE value too large: over 67108864 bytes decoded by one transaction's or script's RESTOREs (lockd's limit)"
 )
+
+// restoreBudget is what the RESTOREs of the entry being applied have decoded
+// (see MaxRestoreBytes). It is tied to the entry by its logical index
+// (Ctx.Index, unique to each entry and shared by a transaction's or
+// script's commands), so it needs no reset and nothing of it outlives the
+// entry: not in a snapshot, and the same on every replica and on replay.
+type restoreBudget struct {
+	index uint64 // the entry whose RESTOREs used counts
+	used  int64
+}
+
+// restoreLimit is how many bytes a RESTORE of the entry at c may decode:
+// MaxRestoreBytes less what the entry's earlier RESTOREs decoded.
+func (k *Keyspace) restoreLimit(c Ctx) int64 {
+	if k.restored.index != c.Index {
+		k.restored = restoreBudget{index: c.Index}
+	}
+	return MaxRestoreBytes - k.restored.used
+}
 
 // The RESTORE errors Redis 7.0.15 answers (restoreCommand).
 const (
@@ -87,9 +123,11 @@ func rdbValue(it *item) (v rdb.Value, ok bool) {
 // restore applies RESTORE key ttl payload [REPLACE] [ABSTTL] (IDLETIME and
 // FREQ were checked by the parser and are ignored: lockd keeps no LRU or LFU
 // data). Redis's order of checks: the key (BUSYKEY without REPLACE), the
-// TTL, the payload's footer, its body. Then lockd's: a type it does not hold
-// (set, stream, module) is refused naming it, a sorted set or list while
-// collections are off, a value over MaxRestoreBytes. A TTL already past
+// TTL, the payload's footer, its body, which lockd decodes within
+// MaxRestoreBytes (less what the entry's earlier RESTOREs decoded): a value
+// over it is refused as soon as decoding runs past it. Then lockd's: a type
+// it does not hold (set, stream, module) is refused naming it, a sorted set
+// or list while collections are off. A TTL already past
 // (ABSTTL at or before now, or a relative one that overflows Redis's clock
 // arithmetic) creates nothing, and REPLACE still deletes the old key: Redis
 // answers OK and does the same.
@@ -108,7 +146,15 @@ func (k *Keyspace) restore(op command.Restore, c Ctx) resp.Value {
 	if ttl < 0 {
 		return resp.Error(errRestoreTTL)
 	}
-	v, err := rdb.DecodeDump(op.Payload)
+	limit := k.restoreLimit(c)
+	v, used, err := rdb.DecodeDumpLimit(op.Payload, limit)
+	k.restored.used += used
+	if errors.Is(err, rdb.ErrTooLarge) {
+		if limit < MaxRestoreBytes {
+			return resp.Error(errRestoreEntryTooLarge)
+		}
+		return resp.Error(errRestoreTooLarge)
+	}
 	if err != nil {
 		return restoreError(err)
 	}
@@ -119,9 +165,6 @@ func (k *Keyspace) restore(op command.Restore, c Ctx) resp.Value {
 		if r, off := k.collectionsOff(); off {
 			return r
 		}
-	}
-	if restoreSize(v) > MaxRestoreBytes {
-		return resp.Error(errRestoreTooLarge)
 	}
 	var deadline int64
 	expired := false
@@ -169,7 +212,7 @@ func (k *Keyspace) restore(op command.Restore, c Ctx) resp.Value {
 	return resp.OK
 }
 
-// restoreError is the reply to a payload rdb.DecodeDump refused: Redis's
+// restoreError is the reply to a payload rdb.DecodeDumpLimit refused: Redis's
 // texts for a bad footer and a bad body; for a stream or module value, which
 // Redis would hold, an error naming the type lockd does not hold.
 func restoreError(err error) resp.Value {
@@ -189,23 +232,4 @@ func unheld(name string) string {
 		return "ERR lockd does not hold module values (module type " + strconv.Quote(mod) + ")"
 	}
 	return "ERR lockd does not hold " + name + " values"
-}
-
-// restoreSize is v's size as MaxRestoreBytes counts it.
-func restoreSize(v rdb.Value) int64 {
-	const per = 16
-	n := int64(len(v.Str))
-	for _, e := range v.List {
-		n += int64(len(e)) + per
-	}
-	for _, e := range v.Set {
-		n += int64(len(e)) + per
-	}
-	for _, m := range v.ZSet {
-		n += int64(len(m.Member)) + per
-	}
-	for _, f := range v.Hash {
-		n += int64(len(f.Field)+len(f.Value)) + per
-	}
-	return n
 }

@@ -195,6 +195,7 @@ type Keyspace struct {
 	stats         LockStats            // metrics only (see LockStats)
 	expiredRecent map[uint64]string    // metrics only: tokens whose lease ran out lately -> name
 	expiredOrder  []uint64             // expiredRecent's keys, oldest first
+	restored      restoreBudget        // RESTORE's decoded bytes in the entry being applied (dump.go)
 }
 
 // Event is a message published by an applied entry (PUBLISH, at top level, in a
