@@ -100,41 +100,40 @@ func grow[T any](s []T, claimed uint64) []T {
 }
 
 func decodeList(s source) (Value, error) {
-	n, err := readCount(s, 1)
+	out, err := readStrings(s)
 	if err != nil {
 		return Value{}, err
-	}
-	out := make([][]byte, 0, initialCap(n))
-	for ; n > 0; n-- {
-		if err := s.meter().chargeElems(1); err != nil {
-			return Value{}, err
-		}
-		e, err := readString(s)
-		if err != nil {
-			return Value{}, err
-		}
-		out = append(grow(out, n+uint64(len(out))), e)
 	}
 	return Value{Type: List, List: out}, nil
 }
 
 func decodeSet(s source) (Value, error) {
-	n, err := readCount(s, 1)
+	out, err := readStrings(s)
 	if err != nil {
 		return Value{}, err
+	}
+	return setValue(out)
+}
+
+// readStrings reads a count and that many strings (a plain list or set),
+// each element charged to the meter before it is read.
+func readStrings(s source) ([][]byte, error) {
+	n, err := readCount(s, 1)
+	if err != nil {
+		return nil, err
 	}
 	out := make([][]byte, 0, initialCap(n))
 	for ; n > 0; n-- {
 		if err := s.meter().chargeElems(1); err != nil {
-			return Value{}, err
+			return nil, err
 		}
 		e, err := readString(s)
 		if err != nil {
-			return Value{}, err
+			return nil, err
 		}
 		out = append(grow(out, n+uint64(len(out))), e)
 	}
-	return setValue(out)
+	return out, nil
 }
 
 func decodeZSet(s source, binaryScores bool) (Value, error) {
