@@ -89,14 +89,15 @@ type Replication struct {
 	// sets the group's own offset (a full sync's end); "position" sets the
 	// position to resume from (group 0); "halt" records that the link
 	// stopped at what it cannot import (Reason, in group 0), until the next
-	// REPLICAOF. All but "master" are refused unless Link is the group's
-	// (Link.Since its REPLICAOF, and, but for "full" and "halt", Link.Epoch
-	// its sync).
+	// REPLICAOF; "skipped" adds Offset to the count of what was not imported
+	// for Reason (group 0). All but "master" are refused unless Link is the
+	// group's (Link.Since its REPLICAOF, and, but for "full", "halt" and
+	// "skipped", Link.Epoch its sync).
 	Op     string
 	Master string // host:port
 	Link   Link
 	ReplID string
-	Reason string // "halt": what the link stopped at (sent in ReplID's place)
+	Reason string // "halt", "skipped": what the link stopped at, or skipped (sent in ReplID's place)
 	Offset int64
 	DB     int64
 }
@@ -107,7 +108,7 @@ func ReplicationArgs(r Replication) [][]byte {
 		return [][]byte{[]byte(r.Op), []byte(r.Master), strconv.AppendUint(nil, r.Link.Since, 10)}
 	}
 	id := r.ReplID
-	if r.Op == "halt" {
+	if r.Op == "halt" || r.Op == "skipped" {
 		id = r.Reason
 	}
 	return [][]byte{[]byte(r.Op), strconv.AppendUint(nil, r.Link.Since, 10), strconv.AppendUint(nil, r.Link.Epoch, 10),
@@ -127,10 +128,10 @@ func ParseReplicationArgs(args [][]byte) (Replication, error) {
 		if r.Link.Since, err = strconv.ParseUint(string(args[2]), 10, 64); err == nil {
 			return r, nil
 		}
-	case (r.Op == "full" || r.Op == "offset" || r.Op == "position" || r.Op == "halt") && len(args) == 6:
+	case (r.Op == "full" || r.Op == "offset" || r.Op == "position" || r.Op == "halt" || r.Op == "skipped") && len(args) == 6:
 		var ok, ok2, ok3 bool
 		r.Link, ok = parseLink(args[1], args[2])
-		if r.Op == "halt" {
+		if r.Op == "halt" || r.Op == "skipped" {
 			r.Reason = string(args[3])
 		} else {
 			r.ReplID = string(args[3])

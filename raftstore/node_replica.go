@@ -67,7 +67,7 @@ type nodeReplica struct {
 	done    chan struct{}      // closed when link's Run returned
 	user    string             // masteruser
 	pass    string             // masterauth
-	skipped map[string]int64   // what was not imported, by reason
+	skipped map[string]int64   // what was not imported and is not yet in group 0, by reason
 	loaded  int64              // keys loaded by full syncs
 	// stopOnSkip: the link stops at the first thing it cannot import
 	// (SetStopOnUnsupported) instead of counting it; where it stopped is
@@ -87,8 +87,10 @@ type ReplicationStatus struct {
 	Master string
 	// Link is the link's status when this node runs it (it leads group 0).
 	Link *replica.Status
-	// Skipped counts what was not imported, by reason ("type stream",
-	// "db 1", "command sadd", "cross-group rename").
+	// Skipped counts what was not imported under this REPLICAOF, by reason
+	// ("type stream", "db 1", "command sadd", "cross-group rename"): group 0's
+	// record (every node shows it), plus what this node's link counted since
+	// its last record.
 	Skipped map[string]int64
 	// Loaded counts keys loaded by full syncs on this node.
 	Loaded int64
@@ -191,10 +193,9 @@ func (n *Node) Replication() ReplicationStatus {
 	r := &n.repl
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := ReplicationStatus{Master: master, Loaded: r.loaded, Skipped: map[string]int64{}}
-	st.Halted = pos.Halted
-	for k, v := range r.skipped {
-		st.Skipped[k] = v
+	st := ReplicationStatus{Master: master, Loaded: r.loaded, Skipped: pos.Skipped, Halted: pos.Halted}
+	for k, v := range r.skipped { // counted here, not recorded yet
+		st.Skipped[k] += v
 	}
 	if r.link != nil {
 		s := r.link.Status()
@@ -402,7 +403,32 @@ func (s *nodeSink) proposeRun(ctx context.Context, g int, offset int64, cmds []c
 }
 
 // record writes the position to group 0.
+// The counts of what was not imported go first (group 0's record of them:
+// every node's INFO shows them, and they outlive this link).
 func (s *nodeSink) record(ctx context.Context, at replica.Position) error {
+	s.r.mu.Lock()
+	pending := s.r.skipped
+	s.r.skipped = nil
+	s.r.mu.Unlock()
+	reasons := make([]string, 0, len(pending))
+	for reason := range pending {
+		reasons = append(reasons, reason)
+	}
+	slices.Sort(reasons)
+	for i, reason := range reasons {
+		if _, err := s.internal(ctx, 0, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "skipped", Link: s.link,
+			Reason: reason, Offset: pending[reason]})); err != nil {
+			s.r.mu.Lock() // counted again at the next record (the link resends what follows anyway)
+			for _, r := range reasons[i:] {
+				if s.r.skipped == nil {
+					s.r.skipped = map[string]int64{}
+				}
+				s.r.skipped[r] += pending[r]
+			}
+			s.r.mu.Unlock()
+			return err
+		}
+	}
 	_, err := s.internal(ctx, 0, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "position", Link: s.link,
 		ReplID: at.ReplID, Offset: at.Offset, DB: int64(at.DB)}))
 	if err == nil {

@@ -388,6 +388,18 @@ func TestReplicaOfRedisCluster(t *testing.T) {
 	if i := replInfo(sc); i["lockd_partial_syncs"] != "1" || i["lockd_full_syncs"] != "0" {
 		t.Fatalf("%s resumed the link with %s full and %s partial syncs, want a partial one only", second.id, i["lockd_full_syncs"], i["lockd_partial_syncs"])
 	}
+	// What the first link did not import is still named, on every node
+	// (group 0 records it).
+	for _, nd := range cl.running() {
+		c := redis.NewClient(&redis.Options{Addr: nd.addrs.resp})
+		sk := replInfo(c)["lockd_skipped"]
+		c.Close()
+		for _, want := range []string{"type_set=1", "type_stream=1", "db_1=1"} {
+			if !strings.Contains(sk, want) {
+				t.Errorf("%s: lockd_skipped %q lacks %s", nd.id, sk, want)
+			}
+		}
+	}
 	cl.restart(first)
 	close(stop)
 	t.Logf("the source acknowledged %d writes during the migration", writes())

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/resp"
@@ -47,7 +48,8 @@ type replication struct {
 	replID   string
 	pos      int64
 	db       int64
-	halted   string // group 0: what the link stopped at ("" = it runs), until the next REPLICAOF
+	halted   string           // group 0: what the link stopped at ("" = it runs), until the next REPLICAOF
+	skipped  map[string]int64 // group 0: what was not imported under this REPLICAOF, by reason
 }
 
 // errStaleLink refuses an entry of a link other than the group's.
@@ -112,6 +114,21 @@ func (k *Keyspace) refuseWrite(spec *command.Spec, c Ctx) (v resp.Value, refused
 // ("" = it did not; group 0's record).
 func (k *Keyspace) ReplicationHalted() string { return k.repl.halted }
 
+// ReplicationSkipped is what was not imported under the current REPLICAOF,
+// by reason (group 0's record; a copy).
+func (k *Keyspace) ReplicationSkipped() map[string]int64 {
+	out := make(map[string]int64, len(k.repl.skipped))
+	for r, n := range k.repl.skipped {
+		out[r] = n
+	}
+	return out
+}
+
+// maxSkipReasons bounds the reasons counted (a reason names a type, a
+// database or a command: a master sending hundreds of unknown commands is
+// hostile); later reasons are not counted.
+const maxSkipReasons = 256
+
 // ReplicationOffset is the group's own offset (see replication).
 func (k *Keyspace) ReplicationOffset() int64 { return k.repl.offset }
 
@@ -139,9 +156,16 @@ func (k *Keyspace) applyReplication(args [][]byte, c Ctx) resp.Value {
 			// else answers FULLRESYNC.
 			k.repl.master = r.Master
 		}
-		k.repl.masterAt, k.repl.halted = r.Link.Since, ""
-	case !k.linkOK(r.Link, r.Op == "full" || r.Op == "halt"):
+		k.repl.masterAt, k.repl.halted, k.repl.skipped = r.Link.Since, "", nil
+	case !k.linkOK(r.Link, r.Op == "full" || r.Op == "halt" || r.Op == "skipped"):
 		return resp.Error(errStaleLink)
+	case r.Op == "skipped":
+		if r.Offset > 0 && (len(k.repl.skipped) < maxSkipReasons || k.repl.skipped[r.Reason] > 0) {
+			if k.repl.skipped == nil {
+				k.repl.skipped = map[string]int64{}
+			}
+			k.repl.skipped[r.Reason] += r.Offset
+		}
 	case r.Op == "halt":
 		k.repl.halted = r.Reason
 	case r.Op == "full":
@@ -232,7 +256,19 @@ func appendReplication(buf []byte, r replication) []byte {
 	buf = binary.AppendVarint(buf, r.pos)
 	buf = binary.AppendVarint(buf, r.db)
 	buf = binary.AppendUvarint(buf, uint64(len(r.halted)))
-	return append(buf, r.halted...)
+	buf = append(buf, r.halted...)
+	reasons := make([]string, 0, len(r.skipped))
+	for reason := range r.skipped {
+		reasons = append(reasons, reason)
+	}
+	slices.Sort(reasons) // the same bytes on every replica
+	buf = binary.AppendUvarint(buf, uint64(len(reasons)))
+	for _, reason := range reasons {
+		buf = binary.AppendUvarint(buf, uint64(len(reason)))
+		buf = append(buf, reason...)
+		buf = binary.AppendVarint(buf, r.skipped[reason])
+	}
+	return buf
 }
 
 // readReplication is appendReplication's inverse, into k.
@@ -268,6 +304,24 @@ func readReplication(br *bufio.Reader, k *Keyspace) error {
 		return errors.New("bad halt reason")
 	}
 	r.halted = string(halted)
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n > maxSkipReasons {
+		return errors.New("bad skipped count")
+	}
+	for ; n > 0; n-- {
+		reason, err := readBytes(br)
+		if err != nil || len(reason) > 4096 {
+			return errors.New("bad skipped reason")
+		}
+		c, err := binary.ReadVarint(br)
+		if err != nil {
+			return err
+		}
+		if r.skipped == nil {
+			r.skipped = map[string]int64{}
+		}
+		r.skipped[string(reason)] = c
+	}
 	k.repl = r
 	return nil
 }

@@ -94,6 +94,9 @@ func TestReplicatedEntriesApplyOnce(t *testing.T) {
 	}
 	g.replication(command.Replication{Op: "position", Link: l, ReplID: "abc", Offset: 25, DB: 0})
 	g.replication(command.Replication{Op: "halt", Link: command.Link{Since: l.Since}, Reason: "stopped at type set"})
+	g.replication(command.Replication{Op: "skipped", Link: command.Link{Since: l.Since}, Reason: "type stream", Offset: 2})
+	g.replication(command.Replication{Op: "skipped", Link: command.Link{Since: l.Since}, Reason: "type stream", Offset: 1})
+	g.replication(command.Replication{Op: "skipped", Link: command.Link{Since: l.Since}, Reason: "db 1", Offset: 4})
 
 	var buf bytes.Buffer
 	if _, err := g.ks.Snapshot().WriteTo(&buf); err != nil {
@@ -110,11 +113,14 @@ func TestReplicatedEntriesApplyOnce(t *testing.T) {
 	if r.ReplicationHalted() != "stopped at type set" {
 		t.Fatalf("the halt after a snapshot: %q", r.ReplicationHalted())
 	}
+	if sk := r.ReplicationSkipped(); len(sk) != 2 || sk["type stream"] != 3 || sk["db 1"] != 4 {
+		t.Fatalf("what was skipped, after a snapshot: %v", sk)
+	}
 	// Another master (or none) forgets the last one's stream, and a run
 	// still in flight after REPLICAOF NO ONE changes nothing.
 	g.replication(command.Replication{Op: "master", Master: "", Link: command.Link{Since: 42}})
-	if g.ks.ReplicationHalted() != "" {
-		t.Fatalf("a new REPLICAOF kept the halt %q", g.ks.ReplicationHalted())
+	if g.ks.ReplicationHalted() != "" || len(g.ks.ReplicationSkipped()) != 0 {
+		t.Fatalf("a new REPLICAOF kept the halt %q, the counts %v", g.ks.ReplicationHalted(), g.ks.ReplicationSkipped())
 	}
 	if id, pos, _, _ := g.ks.ReplicationPosition(); g.ks.ReplicaOf() != "" || g.ks.ReplicationOffset() != 0 || id != "" || pos != 0 {
 		t.Fatalf("after REPLICAOF NO ONE: master %q offset %d position %q %d", g.ks.ReplicaOf(), g.ks.ReplicationOffset(), id, pos)

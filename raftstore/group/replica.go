@@ -15,6 +15,7 @@ func (s *Store) Replication() (master string, pos Position) {
 	defer s.m.mu.RUnlock()
 	pos.ReplID, pos.Offset, pos.DB, pos.Link.Epoch = s.m.ks.ReplicationPosition()
 	pos.Link.Since, pos.Halted = s.m.ks.ReplicaOfSince(), s.m.ks.ReplicationHalted()
+	pos.Skipped = s.m.ks.ReplicationSkipped()
 	return s.m.ks.ReplicaOf(), pos
 }
 
@@ -25,6 +26,7 @@ type Position struct {
 	Offset, DB int64
 	Link       command.Link
 	Halted     string
+	Skipped    map[string]int64 // what was not imported, by reason
 }
 
 // EnsureFeature turns feature f on in the group's settings if every member
