@@ -603,18 +603,25 @@ func (s *nodeSink) Advance(ctx context.Context, at replica.Position) error {
 
 // route splits a command the master sent by the groups of its keys: one
 // element per group (nil where the group gets none). FLUSHALL and FLUSHDB go
-// to every group; a command without keys to group 0; DEL, UNLINK, EXISTS,
+// to every group (as FLUSHALL); a command lockd does not have is not
+// imported; a command without keys goes to group 0; DEL, UNLINK, EXISTS,
 // TOUCH and MSET over several groups are split; another command whose keys
 // span groups is not imported: skipped names why.
 func (s *nodeSink) route(args [][]byte) (out [][][]byte, skipped string) {
 	out = make([][][]byte, len(s.n.groups))
 	name := strings.ToLower(string(args[0]))
 	switch name {
-	case "flushall", "flushdb":
+	case "flushall", "flushdb": // lockd has one database: FLUSHDB of 0 is FLUSHALL
+		all := append([][]byte{[]byte("FLUSHALL")}, args[1:]...)
 		for g := range out {
-			out[g] = args
+			out[g] = all
 		}
 		return out, ""
+	}
+	if _, spec, _ := command.Parse(args); spec == nil {
+		// A command lockd does not have: skipped before anything of its
+		// batch is proposed (so -replica-unsupported stop stops before it).
+		return nil, "command " + name
 	}
 	keys := command.CommandKeys(args)
 	groups := map[int]bool{}

@@ -517,4 +517,9 @@ func TestReplicaOfFollowsASourceFailover(t *testing.T) {
 	if v := dst.Get(ctx, "after-failover").Val(); v != "1" || dst.Get(ctx, "k199").Val() != "199" {
 		t.Fatalf("after the failover lockd holds after-failover=%q k199=%q", v, dst.Get(ctx, "k199").Val())
 	}
+	// FLUSHDB of database 0 empties lockd (it has one database).
+	standby.FlushDB(ctx)
+	if !pollUntil(replTimeout, func() bool { return dst.DBSize(ctx).Val() == 0 }) {
+		t.Fatalf("after the source's FLUSHDB lockd holds %d keys", dst.DBSize(ctx).Val())
+	}
 }
