@@ -67,3 +67,14 @@ func ParseTx(args [][]byte) (Tx, error) {
 	tx.Cmds = cmds
 	return tx, nil
 }
+
+// WritesData reports whether one of tx's commands has Redis's "write" flag
+// (FlagDataWrite): what a replica of a Redis master refuses.
+func (tx Tx) WritesData() bool {
+	for _, args := range tx.Cmds {
+		if spec, ok := Lookup(args[0]); ok && spec.Flags.Has(FlagDataWrite) {
+			return true
+		}
+	}
+	return false
+}

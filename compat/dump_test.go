@@ -1,7 +1,6 @@
 package compat
 
 import (
-	"encoding/binary"
 	"os"
 	"sort"
 	"strconv"
@@ -29,25 +28,7 @@ func strPayload(s string) string { return payload(rdb.Value{Type: rdb.String, St
 
 // withFooter is body with a DUMP footer: RDB version ver and Redis's CRC64.
 func withFooter(body string, ver uint16) string {
-	p := binary.LittleEndian.AppendUint16([]byte(body), ver)
-	return string(binary.LittleEndian.AppendUint64(p, crc64Jones(p)))
-}
-
-// crc64Jones is Redis's CRC64 (Jones polynomial, reflected, init 0, no final
-// xor), bit by bit.
-func crc64Jones(b []byte) uint64 {
-	var crc uint64
-	for _, c := range b {
-		crc ^= uint64(c)
-		for i := 0; i < 8; i++ {
-			if crc&1 != 0 {
-				crc = crc>>1 ^ 0x95ac9329ac4bc9b5
-			} else {
-				crc >>= 1
-			}
-		}
-	}
-	return crc
+	return string(rdb.AppendFooter([]byte(body), ver))
 }
 
 // numbered is prefix0 … prefix(n-1).

@@ -105,9 +105,15 @@ func EncodeDump(v Value) []byte {
 	default:
 		panic("rdb: EncodeDump of " + v.Type.String())
 	}
-	w.b = binary.LittleEndian.AppendUint16(w.b, Version)
-	w.b = binary.LittleEndian.AppendUint64(w.b, crc(0, w.b))
-	return w.b
+	return AppendFooter(w.b, Version)
+}
+
+// AppendFooter appends the footer Redis ends a DUMP payload with to body (a
+// value's serialization): the RDB version, then the CRC64 of everything
+// before the checksum. For payloads built by hand (tests, tools).
+func AppendFooter(body []byte, version uint16) []byte {
+	body = binary.LittleEndian.AppendUint16(body, version)
+	return binary.LittleEndian.AppendUint64(body, crc(0, body))
 }
 
 func zsetFitsListpack(ms []Member) bool {

@@ -234,25 +234,7 @@ func TestRestoreEffects(t *testing.T) {
 
 // withFooter appends a DUMP footer (RDB version 10, Redis's CRC64) to body.
 func withFooter(body []byte) []byte {
-	p := append(append([]byte(nil), body...), rdb.Version, 0)
-	return binary.LittleEndian.AppendUint64(p, crc64Jones(p))
-}
-
-// crc64Jones is Redis's CRC64 (Jones polynomial, reflected, init 0, no final
-// xor), bit by bit.
-func crc64Jones(b []byte) uint64 {
-	var crc uint64
-	for _, c := range b {
-		crc ^= uint64(c)
-		for i := 0; i < 8; i++ {
-			if crc&1 != 0 {
-				crc = crc>>1 ^ 0x95ac9329ac4bc9b5
-			} else {
-				crc >>= 1
-			}
-		}
-	}
-	return crc
+	return rdb.AppendFooter(append([]byte(nil), body...), rdb.Version)
 }
 
 // appendLen32 appends n as an RDB 32-bit length.

@@ -434,12 +434,8 @@ func (k *Keyspace) applyEntry(index uint64, e command.Entry, c Ctx) resp.Value {
 // execTx applies a MULTI/EXEC transaction: nothing if a watched key changed (a
 // nil reply), else every command in order, each failure an element of the reply.
 func (k *Keyspace) execTx(tx command.Tx, c Ctx) resp.Value {
-	for _, args := range tx.Cmds {
-		if _, spec, err := command.Parse(args); err == nil && spec != nil {
-			if v, refused := k.refuseWrite(spec, c); refused { // replica.go
-				return v
-			}
-		}
+	if v, refused := k.refuseTx(tx, c); refused { // replica.go
+		return v
 	}
 	for _, w := range tx.Watch {
 		if k.version(w.Key, c.Now) != w.Version {

@@ -100,6 +100,15 @@ func (k *Keyspace) linkOK(l command.Link, anyEpoch bool) bool {
 	return k.repl.master != "" && l.Since == k.repl.masterAt && (anyEpoch || l.Epoch == k.repl.epoch)
 }
 
+// refuseTx is refuseWrite for a transaction: refused whole when one of its
+// commands would be (Redis refuses such a command when it is queued).
+func (k *Keyspace) refuseTx(tx command.Tx, c Ctx) (v resp.Value, refused bool) {
+	if k.repl.master == "" || c.Replicated || !tx.WritesData() {
+		return resp.Value{}, false
+	}
+	return resp.Error(errReadOnly), true
+}
+
 // refuseWrite is the apply's READONLY: while the group follows a master, a
 // client's write (Redis's "write" flag, command.FlagDataWrite) is refused;
 // refused reports it.

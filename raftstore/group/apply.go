@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -20,6 +21,10 @@ import (
 type machine struct {
 	mu sync.RWMutex
 	ks *fsm.Keyspace
+	// following mirrors ks.ReplicaOf() != "" (set where a KindReplication
+	// entry or a snapshot changes it), so that every write's READONLY check
+	// (Store.readOnly) reads no lock.
+	following atomic.Bool
 
 	wmu     sync.Mutex
 	applied uint64
@@ -128,6 +133,9 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 			if b := m.ks.ShardMap(); b != nil {
 				m.onShardMap(b)
 			}
+		}
+		if e.Kind == command.KindReplication {
+			m.following.Store(m.ks.ReplicaOf() != "")
 		}
 	}
 	m.mu.Unlock()
@@ -299,6 +307,7 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	ks.SetEventFilter(m.wants)
 	m.mu.Lock()
 	m.ks = ks
+	m.following.Store(ks.ReplicaOf() != "")
 	if m.publish != nil && (m.wants == nil || m.wants(command.TrackingChannel)) {
 		// Any key may have changed: clients caching keys of this node are
 		// told so (an empty message: every key), as on FLUSHALL.

@@ -41,19 +41,11 @@ func (s *Store) EnsureFeature(ctx context.Context, f uint64) { s.ensureFeature(c
 // SCRIPT LOAD and the entries a node builds itself. The apply decides
 // (fsm.Keyspace.refuseWrite); this spares such a write its log entry.
 func (s *Store) readOnly(r command.Request) bool {
-	s.m.mu.RLock()
-	following := s.m.ks.ReplicaOf() != ""
-	s.m.mu.RUnlock()
-	if !following {
+	if !s.m.following.Load() {
 		return false
 	}
 	if tx, ok := r.Op.(command.Tx); ok {
-		for _, args := range tx.Cmds {
-			if spec, ok := command.Lookup(args[0]); ok && spec.Flags.Has(command.FlagDataWrite) {
-				return true
-			}
-		}
-		return false
+		return tx.WritesData()
 	}
 	return r.Spec.Flags.Has(command.FlagDataWrite)
 }
