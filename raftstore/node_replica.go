@@ -716,16 +716,16 @@ func loadCommands(e rdb.Entry) ([][][]byte, bool) {
 	return out, true
 }
 
-// ReplicationInfo is INFO's replication section on this node, in Redis's
-// field names: a master's (role:master) while the cluster follows none, else
-// a replica's. Only the node that runs the link (it leads group 0) knows the
+// ReplicationInfo is INFO's replication section on this node while the
+// cluster follows a Redis master, in a Redis replica's field names (nil
+// while it follows none). Only the node that runs the link (it leads group 0) knows the
 // link: the others say master_link_status:down and lockd_link_here:0 — ask
 // the leader of group 0 (RAFT GROUPS) for the offsets. lockd_skipped names
 // what was not imported, with counts.
 func (n *Node) ReplicationInfo() [][2]string {
 	st := n.Replication()
 	if st.Master == "" {
-		return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
+		return nil // a master: the front door's own lines
 	}
 	host, port, _ := net.SplitHostPort(st.Master)
 	out := [][2]string{{"role", "slave"}, {"master_host", host}, {"master_port", port}}

@@ -58,7 +58,7 @@ func cmdInfo(c *conn, a [][]byte) resp.Value {
 		}},
 		{"Replication", func() [][2]string {
 			if r, ok := s.store.(Replicator); ok {
-				if lines := r.ReplicationInfo(); len(lines) > 0 && lines[0][1] != "master" {
+				if lines := r.ReplicationInfo(); lines != nil {
 					return lines // a replica of a Redis master (replicaof.go)
 				}
 			}

@@ -18,7 +18,8 @@ type Replicator interface {
 	// already reports that addr was followed already. An error's text is
 	// the whole error reply.
 	ReplicaOf(ctx context.Context, addr string) (already bool, err error)
-	// ReplicationInfo is INFO's replication section.
+	// ReplicationInfo is INFO's replication section while following a
+	// master (nil otherwise).
 	ReplicationInfo() [][2]string
 	// Role is ROLE's content (master true: the rest is unset).
 	Role() (master bool, host string, port int64, state string, offset int64)

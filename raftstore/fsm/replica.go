@@ -64,8 +64,6 @@ const errNotFollowing = "ERR this group follows no Redis master (REPLICAOF NO ON
 // and the apply refuses one that got into the log (refuseWrite).
 const ErrReadOnly = "READONLY You can't write against a read only replica."
 
-const errReadOnly = ErrReadOnly
-
 // ErrMigrationOff refuses a migration entry while the group's settings have
 // FeatureMigration off (a member may run a lockd without it).
 const ErrMigrationOff = "ERR migration from Redis is off in this group until every member runs a lockd that has it (finish the upgrade)"
@@ -106,7 +104,7 @@ func (k *Keyspace) refuseTx(tx command.Tx, c Ctx) (v resp.Value, refused bool) {
 	if k.repl.master == "" || c.Replicated || !tx.WritesData() {
 		return resp.Value{}, false
 	}
-	return resp.Error(errReadOnly), true
+	return resp.Error(ErrReadOnly), true
 }
 
 // refuseWrite is the apply's READONLY: while the group follows a master, a
@@ -116,7 +114,7 @@ func (k *Keyspace) refuseWrite(spec *command.Spec, c Ctx) (v resp.Value, refused
 	if k.repl.master == "" || c.Replicated || !spec.Flags.Has(command.FlagDataWrite) {
 		return resp.Value{}, false
 	}
-	return resp.Error(errReadOnly), true
+	return resp.Error(ErrReadOnly), true
 }
 
 // ReplicationHalted is what the link stopped at under the current REPLICAOF
