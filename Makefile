@@ -8,7 +8,7 @@ PKGS    := ./...
 # the tests that inject faults run; build, run, cluster and bench do not.
 FAULTS  := -tags faults
 
-.PHONY: all build run test deps lint unit compat e2e bench bench-ab bench-groups bench-memory chaos cluster cluster-stop clean fuzz compat-fuzz
+.PHONY: all build run test deps lint unit compat e2e bench bench-ab bench-groups bench-scale bench-memory chaos cluster cluster-stop clean fuzz compat-fuzz
 
 all: build
 
@@ -122,6 +122,15 @@ bench-ab: deps
 ## same uncontended lock load (scripts/groups.sh; BENCH_DURATION, BENCH_CLIENTS).
 bench-groups: build deps
 	./scripts/groups.sh
+
+## bench-scale: issue 49's scale-out measurement: fresh clusters of 3, 6 and 9
+## nodes (-groups 8, -replicas 3 once lockd has it) under the same uncontended
+## lock load, clients over all nodes: cycles/s, acquire p50/p99, the servers' CPU
+## per operation and per node, fsyncs per operation; printed and written with its
+## date, commit and machine to docs/bench/scale.md (scripts/scale.sh; SCALE_NODES,
+## SCALE_CLIENTS, BENCH_DURATION, SCALE_TABLE).
+bench-scale: build deps
+	./scripts/scale.sh
 
 ## bench-memory: issue 9's memory and restart targets: a 3-node cluster holding
 ## BIG_LOCKS locks (default 1000000) against redis-server holding as many keys

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/internal/durable"
+	"github.com/lockd/lockd/placement"
 	"github.com/lockd/lockd/raftstore/group"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/raftstore/mux"
@@ -34,6 +35,7 @@ type Node struct {
 	peer    *mux.Mux
 	members *group.MemberCheck // the peer port's TLS check (used with Config.PeerTLSMembers)
 	groups  []*group.Store
+	remote  []remoteGroup // where the groups this node is no member of live (node_remote.go)
 
 	mapMu sync.RWMutex
 	smap  shard.Map // the shard map this node routes by (group 0's, cached)
@@ -43,7 +45,8 @@ type Node struct {
 	moveMu sync.Mutex // one slot move at a time from this node
 	addrs  addrBook   // node id -> RESP address
 
-	repl nodeReplica // following a Redis master (node_replica.go)
+	repl  nodeReplica // following a Redis master (node_replica.go)
+	place placer      // the balancer, while this node leads group 0 (node_place.go)
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -95,6 +98,72 @@ func groupCount(dataDir string, want int, lg *slog.Logger) (int, error) {
 	return want, nil
 }
 
+// replicasFile records, in a data directory created with -replicas, the
+// voters each group gets (issue 49); without it the count follows the node
+// count (placement.DefaultReplicas).
+const replicasFile = "REPLICAS"
+
+// replicaCount returns the replication factor recorded in dataDir, or, for a
+// new directory (fresh), want, recorded there when it is not 0 (0: follow the
+// node count).
+func replicaCount(dataDir string, want int, fresh bool) (int, error) {
+	path := filepath.Join(dataDir, replicasFile)
+	if b, err := os.ReadFile(path); err == nil {
+		r, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || r < 1 || r > MaxReplicas {
+			return 0, fmt.Errorf("%w: %s holds %q", ErrReplicas, path, b)
+		}
+		return r, nil
+	}
+	if want < 0 || want > MaxReplicas {
+		return 0, fmt.Errorf("%w: %d (1 to %d, or 0 to follow the node count)", ErrReplicas, want, MaxReplicas)
+	}
+	if !fresh || want == 0 {
+		return want, nil
+	}
+	err := durable.WriteFile(path, []byte(strconv.Itoa(want)+"\n"), 0o644)
+	if err == nil {
+		err = durable.SyncDir(dataDir)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
+	}
+	return want, nil
+}
+
+// MaxReplicas bounds -replicas: a group of more voters waits for more
+// flushes on every write and survives no failure that 7 would not.
+const MaxReplicas = 7
+
+// ErrReplicas reports a replication factor that cannot be used.
+var ErrReplicas = errors.New("bad replica count")
+
+// bootPlacement is where a new cluster's groups start (cfg.Peers, the same
+// on every node): every group on every node while the replication factor
+// covers them all (the zero Placement), else placement.Plan over the peers.
+// Zones are not known yet (each node knows its own): the balancer spreads
+// across them once the nodes have said theirs.
+func bootPlacement(cfg Config, groups int) (placement.Placement, error) {
+	r := replicasFor(cfg.Replicas, len(cfg.Peers))
+	if len(cfg.Peers) < 2 || r >= len(cfg.Peers) {
+		return placement.Placement{}, nil
+	}
+	nodes := make([]placement.Node, len(cfg.Peers))
+	for i, p := range cfg.Peers {
+		nodes[i] = placement.Node{ID: p.ID}
+	}
+	return placement.Plan(nodes, groups, r, nil)
+}
+
+// replicasFor is the replication factor of a cluster of nodes nodes: the
+// configured one, or placement.DefaultReplicas.
+func replicasFor(configured, nodes int) int {
+	if configured > 0 {
+		return configured
+	}
+	return placement.DefaultReplicas(nodes)
+}
+
 // HasData reports whether dataDir already holds a node's state (its group
 // count is then fixed).
 func HasData(dataDir string) bool {
@@ -125,12 +194,25 @@ func OpenNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
+	fresh := !HasData(cfg.DataDir)
 	n, err := groupCount(cfg.DataDir, cfg.Groups, lg)
+	if err == nil {
+		cfg.Replicas, err = replicaCount(cfg.DataDir, cfg.Replicas, fresh)
+	}
 	if err != nil {
 		peer.Close()
 		return nil, err
 	}
-	nd := &Node{cfg: cfg, log: lg, peer: peer, members: members, closed: make(chan struct{})}
+	// Computed at every start, not only the first: a group with no Raft
+	// state yet (a crash during the first start) must be bootstrapped as the
+	// other nodes bootstrapped it, or not at all here (it depends only on
+	// -peers and the recorded replication factor).
+	plan, err := bootPlacement(cfg, n)
+	if err != nil {
+		peer.Close()
+		return nil, err
+	}
+	nd := &Node{cfg: cfg, log: lg, peer: peer, members: members, closed: make(chan struct{}), remote: make([]remoteGroup, n)}
 	nd.smap, _ = shard.NewMap(n)
 	metrics := group.NewMetrics()
 	if n > 1 {
@@ -146,6 +228,9 @@ func OpenNode(cfg Config) (*Node, error) {
 	for g := range n {
 		gc := cfg
 		gc.Group = g
+		if plan.Groups != nil {
+			gc.Voters = plan.Groups[g].Voters
+		}
 		gc.LogBytes = max(cmp.Or(cfg.LogBytes, DefaultLogBytes)/uint64(n), 1) // the node's bound, shared
 		if n > 1 {
 			gc.Logger = lg.With("group", g)
@@ -225,19 +310,36 @@ func (n *Node) groupOf(key []byte) int {
 
 // WaitServing blocks until every group has a serving leader, or ctx ends.
 func (n *Node) WaitServing(ctx context.Context) error {
-	for _, g := range n.groups {
-		if err := g.WaitServing(ctx); err != nil {
-			return err
+	for g, s := range n.groups {
+		for !s.Member() {
+			if addr, _ := n.remoteLeader(ctx, g, true); addr != "" {
+				break
+			}
+			if !n.pause(ctx, 50*time.Millisecond) {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return group.ErrClosed
+			}
+		}
+		if s.Member() {
+			if err := s.WaitServing(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
 // Serving reports whether every group has a serving leader (this node or one
-// it forwards to).
+// it forwards or relays to).
 func (n *Node) Serving() bool {
-	for _, g := range n.groups {
-		if !g.Serving() {
+	for g, s := range n.groups {
+		if s.Member() {
+			if !s.Serving() {
+				return false
+			}
+		} else if addr, _ := n.remoteServersLeader(g); addr == "" {
 			return false
 		}
 	}
@@ -303,7 +405,7 @@ func (n *Node) proposeInternal(ctx context.Context, g int, kind command.Kind, ar
 	req := command.Request{Op: command.Admin{Action: "propose", Addr: string(e.Encode())}, Spec: command.AdminSpec}
 	deadline := time.Now().Add(group.ElectionWait)
 	for {
-		v := n.groups[g].Do(ctx, []command.Request{req})[0]
+		v := n.do(ctx, g, []command.Request{req})[0]
 		if !v.Outcome.Retryable() || time.Now().After(deadline) {
 			return v
 		}

@@ -34,21 +34,43 @@ func (n *Node) groupStatuses() []groupStatus {
 	}
 	out := make([]groupStatus, len(n.groups))
 	for g, s := range n.groups {
+		if !s.Member() {
+			// Hosted elsewhere: what this node last heard from a member.
+			servers, leader := n.remoteServers(g)
+			out[g] = groupStatus{group: g, state: "remote", leader: leader, members: voterIDs(servers), voters: countVoters(servers), slots: slots[g]}
+			continue
+		}
 		st := s.Raft().Stats()
 		_, leader := s.Raft().LeaderWithID()
 		num := func(k string) int64 { return atoi(st[k]) }
-		var ids []string
-		for _, srv := range s.Configuration() {
-			if srv.Suffrage == raft.Voter {
-				ids = append(ids, string(srv.ID))
-			}
-		}
-		slices.Sort(ids)
-		out[g] = groupStatus{group: g, state: strings.ToLower(s.Raft().State().String()), leader: string(leader), members: strings.Join(ids, ";"),
+		out[g] = groupStatus{group: g, state: strings.ToLower(s.Raft().State().String()), leader: string(leader), members: voterIDs(s.Configuration()),
 			term: num("term"), commit: num("commit_index"), applied: num("applied_index"), lastLog: num("last_log_index"),
-			voters: int64(len(s.Configuration())), slots: slots[g], appliedToken: int64(s.AppliedToken())}
+			voters: countVoters(s.Configuration()), slots: slots[g], appliedToken: int64(s.AppliedToken())}
 	}
 	return out
+}
+
+// voterIDs are the voters of servers, sorted, ';'-separated.
+func voterIDs(servers []raft.Server) string {
+	var ids []string
+	for _, srv := range servers {
+		if srv.Suffrage == raft.Voter {
+			ids = append(ids, string(srv.ID))
+		}
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ";")
+}
+
+// countVoters is how many of servers are voters.
+func countVoters(servers []raft.Server) int64 {
+	n := int64(0)
+	for _, srv := range servers {
+		if srv.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
 }
 
 // Stats are INFO's raft section: the node, the shard map, group 0's Raft
@@ -69,7 +91,8 @@ func (n *Node) Stats() [][2]string {
 			out[i][1] = strconv.FormatUint(sum, 10)
 		}
 	}
-	out = append(out, [2]string{"shard_map_version", strconv.FormatUint(n.ShardMap().Version, 10)})
+	out = append(out, [2]string{"raft_replicas", strconv.Itoa(n.cfg.Replicas)},
+		[2]string{"shard_map_version", strconv.FormatUint(n.ShardMap().Version, 10)})
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, g := range n.groupStatuses() {
 		out = append(out, [2]string{"raft_group_" + strconv.Itoa(g.group), "state=" + g.state + ",leader=" + g.leader +
@@ -83,6 +106,9 @@ func (n *Node) Stats() [][2]string {
 func (n *Node) KeyspaceInfo() string {
 	keys, expires := 0, 0
 	for _, s := range n.groups {
+		if !s.Member() {
+			continue // another node's group: this copy is empty or old
+		}
 		k, e := s.Counts()
 		keys += k
 		expires += e
@@ -101,6 +127,9 @@ func (n *Node) LockCounters() LockCounters {
 	out := n.groups[0].LockCounters()
 	out.LateOps = maps.Clone(out.LateOps)
 	for _, s := range n.groups[1:] {
+		if !s.Member() {
+			continue // counted by the nodes that host it
+		}
 		c := s.LockCounters()
 		out.Locks += c.Locks
 		out.Holders += c.Holders
@@ -184,10 +213,11 @@ func (n *Node) ClusterView() shard.View {
 		book[n.cfg.NodeID] = n.cfg.ClientAddr
 	}
 	seen := map[string]shard.NodeAddress{}
-	for _, s := range n.groups {
-		_, leader := s.Raft().LeaderWithID()
+	for g, s := range n.groups {
+		servers, leaderID := n.groupServers(g)
+		leader := raft.ServerID(leaderID)
 		var gv shard.GroupView
-		for _, srv := range s.Configuration() {
+		for _, srv := range servers {
 			if srv.Suffrage != raft.Voter {
 				continue
 			}
@@ -216,7 +246,26 @@ func (n *Node) ClusterView() shard.View {
 type addrBook struct {
 	mu    sync.Mutex
 	resp  map[string]string
-	asked time.Time // the last refresh
+	zone  map[string]string    // each node's -zone, as it last said
+	seen  map[string]time.Time // when each node last answered a refresh
+	asked time.Time            // the last refresh
+}
+
+// zoneOf is node id's zone and when it last answered ("", zero: never).
+func (b *addrBook) zoneOf(id string) (string, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.zone[id], b.seen[id]
+}
+
+// answered records that node id answered a refresh, in zone.
+func (b *addrBook) answered(id, zone string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.zone == nil {
+		b.zone, b.seen = map[string]string{}, map[string]time.Time{}
+	}
+	b.zone[id], b.seen[id] = zone, time.Now()
 }
 
 // due reports whether the last refresh is older than d (and then counts one
@@ -256,16 +305,24 @@ func (b *addrBook) set(id, addr string) {
 func (n *Node) refreshAddrs(ctx context.Context) {
 	v := n.groups[0].Members(ctx)
 	for _, m := range v.Elems {
-		var id, addr string
+		var id, addr, zone string
+		applied := int64(-1)
 		for i := 0; i+1 < len(m.Elems); i += 2 {
 			switch m.Elems[i].String() {
 			case "id":
 				id = m.Elems[i+1].String()
 			case "resp_addr":
 				addr = m.Elems[i+1].String()
+			case "zone":
+				zone = m.Elems[i+1].String()
+			case "applied_index":
+				applied = m.Elems[i+1].Int
 			}
 		}
 		n.addrs.set(id, addr)
+		if applied >= 0 {
+			n.addrs.answered(id, zone)
+		}
 	}
 }
 
@@ -323,9 +380,19 @@ func (n *Node) balanceLoop() {
 		if len(n.groups) == 1 {
 			continue // one group: nothing to spread
 		}
+		ctx, cancel = context.WithTimeout(context.Background(), whereTimeout+time.Second)
+		n.refreshRemote(ctx)
+		cancel()
+		if n.groups[0].IsLeader() {
+			n.placeTick()
+		}
+		everyNode := len(n.groups[0].Configuration())
 		for g, s := range n.groups {
 			if !s.IsLeader() || time.Since(last[g]) < transferBackoff {
 				continue
+			}
+			if countVoters(s.Configuration()) != int64(everyNode) {
+				continue // a placed group: the balancer moves its leader (placeStep)
 			}
 			pref, ok := preferredLeader(s.Configuration(), g)
 			if !ok || pref.ID == raft.ServerID(n.cfg.NodeID) || !n.caughtUp(s, pref) {

@@ -39,7 +39,11 @@ const dropRetryFor = 30 * time.Second
 // nodeAdmin runs the Node-level admin actions that must happen on group 0's
 // leader (Store.admin calls it there).
 func (n *Node) nodeAdmin(ctx context.Context, op command.Admin) (resp.Value, bool) {
-	if op.Action != "moveslots" {
+	switch op.Action {
+	case "nodeadd", "noderemove":
+		return n.placeAdmin(ctx, op), true
+	case "moveslots":
+	default:
 		return resp.Value{}, false
 	}
 	a, b, ok := strings.Cut(op.ID, "-")

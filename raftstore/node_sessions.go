@@ -90,7 +90,7 @@ func (n *Node) closeEverywhere(ctx context.Context, id uint64) {
 		if g == 0 {
 			return resp.OK
 		}
-		return n.groups[g].Do(c, []command.Request{r})[0]
+		return n.do(c, g, []command.Request{r})[0]
 	})
 }
 

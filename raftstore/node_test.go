@@ -3,11 +3,13 @@ package raftstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/raftstore/group"
@@ -385,9 +387,11 @@ func TestNodeSessionGoneInGroupZeroEndsEverywhere(t *testing.T) {
 	}
 }
 
-// A node that joins a sharded cluster becomes a voter of every group, and the
-// balance loop hands it its share of the leaderships; a removed node's groups
-// are led by the others.
+// A node that joins a sharded cluster of 3 takes its share: with the default
+// replication factor (3 for 4 nodes) the balancer on group 0's leader moves
+// ⌊4·3/4⌋ = 3 replicas and one leadership onto it, every group keeping 3
+// voters; a removed node's replicas go back to the others, which again host
+// every group and lead their preferred ones.
 func TestNodeJoinTakesItsShare(t *testing.T) {
 	c := newNodeCluster(t, 3, 4)
 	c.waitSpread()
@@ -410,21 +414,22 @@ func TestNodeJoinTakesItsShare(t *testing.T) {
 	if v.IsError() {
 		t.Fatalf("RAFT ADD: %v", v)
 	}
-	for g := range 4 {
-		if n := len(nd.Group(g).Configuration()); n != 4 {
-			waitFor(t, 10*time.Second, "n4 in every group's configuration", func() bool { return len(nd.Group(g).Configuration()) == 4 })
+	waitFor(t, 60*time.Second, "n4 to hold 3 replicas and lead 1 group, every group 3 voters", func() bool {
+		held, leads := 0, 0
+		for g := range 4 {
+			servers, _ := nd.groupServers(g)
+			if countVoters(servers) != 3 {
+				return false
+			}
+			if nd.Group(g).Member() && slices.ContainsFunc(servers, func(s raft.Server) bool { return s.ID == "n4" && s.Suffrage == raft.Voter }) {
+				held++
+			}
+			if nd.Group(g).IsLeader() {
+				leads++
+			}
 		}
-	}
-	c.waitSpread() // every one of the 4 nodes leads its preferred group
-	leads := 0
-	for g := range 4 {
-		if nd.Group(g).IsLeader() {
-			leads++
-		}
-	}
-	if leads != 1 {
-		t.Fatalf("n4 leads %d groups after joining, want 1", leads)
-	}
+		return held == 3 && leads == 1
+	})
 	if v := ndo(nd, "SET", "joined", "yes"); v.String() != "OK" {
 		t.Fatalf("SET through the new node: %v", v)
 	}

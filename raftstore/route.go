@@ -246,7 +246,7 @@ func isRefused(v resp.Value) bool { return v.Outcome.Refused() }
 func (n *Node) doRetrying(ctx context.Context, g int, reqs []command.Request) []resp.Value {
 	end := time.Now().Add(group.ElectionWait)
 	for {
-		out := n.groups[g].Do(ctx, reqs)
+		out := n.do(ctx, g, reqs)
 		refused := true
 		for _, v := range out {
 			refused = refused && isRefused(v)
@@ -458,7 +458,19 @@ func (n *Node) doSplit(ctx context.Context, r command.Request) resp.Value {
 // same in every group. A transfer moves the leadership of every group that
 // the named node (or, without one, any other node) can take.
 func (n *Node) adminAll(ctx context.Context, r command.Request) resp.Value {
-	res := n.eachGroup(func(g int) resp.Value { return n.groups[g].Do(ctx, []command.Request{r})[0] })
+	if op := r.Op.(command.Admin); op.Action == "add" || op.Action == "remove" {
+		nodes := len(n.groups[0].Configuration())
+		after := nodes + 1
+		if op.Action == "remove" {
+			after = nodes - 1
+		}
+		if n.placed(nodes) || n.placed(after) {
+			// A placed cluster: group 0's leader places (node_place.go).
+			op.Action = "node" + op.Action
+			return n.do(ctx, 0, []command.Request{{Op: op, Spec: command.AdminSpec, User: r.User}})[0]
+		}
+	}
+	res := n.eachGroup(func(g int) resp.Value { return n.do(ctx, g, []command.Request{r})[0] })
 	for g, v := range res {
 		if v.IsError() {
 			return resp.Failed(v.Outcome, v.String()+" (group "+strconv.Itoa(g)+")")

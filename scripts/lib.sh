@@ -280,3 +280,44 @@ balanced() {
 	done
 	((n == 1 || (n > 1 && off == 0)))
 }
+
+RESP_PORTS=() # start_lockd_nodes: each node's RESP port, node n1 first
+HTTP_PORTS=() # start_lockd_nodes: each node's HTTP port (/metrics), node n1 first
+
+# start_lockd_nodes N [FLAG...]: N lockd nodes n1…nN of a fresh -peers cluster
+# on 127.0.0.1, each with its RESP, peer and HTTP port and FLAG... added to
+# its command line; returns once every node answers PING (not once its groups
+# have leaders: the caller waits for what its load needs). Sets ADDRS (the
+# RESP addresses as a comma list, n1 first), RESP_PORTS, HTTP_PORTS and
+# SYSTEM_PIDS (stop_system stops them). Retried when a port was taken meanwhile.
+start_lockd_nodes() {
+	local n=$1 attempt i dir peers ports
+	shift
+	for attempt in 1 2 3; do
+		mapfile -t ports < <(free_ports $((3 * n)))
+		RESP_PORTS=("${ports[@]:0:n}") HTTP_PORTS=("${ports[@]:2*n:n}")
+		peers="" ADDRS=""
+		for ((i = 0; i < n; i++)); do
+			peers+="${peers:+,}n$((i + 1))=127.0.0.1:${ports[n + i]}"
+			ADDRS+="${ADDRS:+,}127.0.0.1:${RESP_PORTS[i]}"
+		done
+		dir=$(mktemp -d "$work/lockd-$n.XXXXXX")
+		SYSTEM_PIDS=()
+		for ((i = 0; i < n; i++)); do
+			mkdir -p "$dir/n$((i + 1))"
+			"$LOCKD_BIN" "$@" -node-id "n$((i + 1))" -peers "$peers" -addr "127.0.0.1:${RESP_PORTS[i]}" \
+				-peer-addr "127.0.0.1:${ports[n + i]}" -http-addr "127.0.0.1:${HTTP_PORTS[i]}" \
+				-data-dir "$dir/n$((i + 1))" >"$dir/n$((i + 1)).log" 2>&1 &
+			pids+=("$!")
+			SYSTEM_PIDS+=("$!")
+		done
+		for ((i = 0; i < n; i++)); do
+			wait_ping "${RESP_PORTS[i]}" "${SYSTEM_PIDS[i]}" || break
+		done
+		((i == n)) && return 0
+		stop_system
+		echo "${0##*/}: the $n-node lockd cluster did not start (attempt $attempt); its logs:" >&2
+		tail -n 5 "$dir"/n*.log >&2
+	done
+	die "the $n-node lockd cluster did not start"
+}

@@ -82,7 +82,14 @@ type Config struct {
 	// cluster of several nodes (Peers), the member's count when joining, and
 	// one group for a single node (one disk: more groups only add fsyncs).
 	Groups int
-	Logger *slog.Logger
+	// Replicas is the voters each Raft group gets in a new data directory
+	// (-replicas; 0: placement.DefaultReplicas of the node count, which
+	// grows with the cluster); the member's when joining. Zone is this
+	// node's failure domain (-zone): no two voters of a group in one zone
+	// while zones remain (docs/clusters.md).
+	Replicas int
+	Zone     string
+	Logger   *slog.Logger
 	// RaftLogOutput receives hashicorp/raft's own log lines as they are; nil
 	// routes them into Logger (warnings and errors; all with RaftLogs).
 	RaftLogOutput io.Writer
@@ -267,7 +274,7 @@ func New(cfg Config) (*Server, error) {
 			s.hln = tls.NewListener(s.hln, respTLS)
 		}
 	}
-	groups, err := chooseGroups(cfg, ts)
+	groups, replicas, err := chooseGroups(cfg, ts)
 	if err != nil {
 		rs.Close()
 		if s.hln != nil {
@@ -279,6 +286,7 @@ func New(cfg Config) (*Server, error) {
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
+		Replicas: replicas, Zone: cfg.Zone,
 		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX,
 		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterAuth, ReplicaStopOnUnsupported: cfg.ReplicaStopOnUnsupported, MasterTLS: cfg.MasterTLS}
@@ -392,13 +400,14 @@ func chooseEventLoop(rs *redisproto.Server, mode string) error {
 	return nil
 }
 
-// chooseGroups decides the group count of a new data directory (see
-// Config.Groups); an existing directory keeps its own and this is ignored. A
-// node joining a cluster takes the member's count (INFO raft_groups), and a
-// -groups that differs from it is refused: every node hosts every group.
-func chooseGroups(cfg Config, ts *tlsSetup) (int, error) {
+// chooseGroups decides the group count and replication factor of a new
+// data directory (see Config.Groups and Config.Replicas); an existing
+// directory keeps its own and these are ignored. A node joining a cluster
+// takes the member's (INFO raft_groups, raft_replicas), and a -groups or
+// -replicas that differs from it is refused.
+func chooseGroups(cfg Config, ts *tlsSetup) (groups, replicas int, err error) {
 	if raftstore.HasData(cfg.DataDir) {
-		return cfg.Groups, nil
+		return cfg.Groups, cfg.Replicas, nil
 	}
 	switch {
 	case cfg.Join != "":
@@ -408,40 +417,52 @@ func chooseGroups(cfg Config, ts *tlsSetup) (int, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
 		defer cancel()
-		n, err := memberGroups(ctx, cfg.Join, cfg.RequirePass, tc)
+		n, r, err := memberGroups(ctx, cfg.Join, cfg.RequirePass, tc)
 		if err != nil {
-			return 0, fmt.Errorf("asking %s for its group count: %w", cfg.Join, err)
+			return 0, 0, fmt.Errorf("asking %s for its group count: %w", cfg.Join, err)
 		}
 		if cfg.Groups != 0 && cfg.Groups != n {
-			return 0, fmt.Errorf("%w: the cluster at %s has %d groups, -groups says %d", raftstore.ErrGroups, cfg.Join, n, cfg.Groups)
+			return 0, 0, fmt.Errorf("%w: the cluster at %s has %d groups, -groups says %d", raftstore.ErrGroups, cfg.Join, n, cfg.Groups)
 		}
-		return n, nil
+		if cfg.Replicas != 0 && cfg.Replicas != r {
+			return 0, 0, fmt.Errorf("%w: the cluster at %s has -replicas %d, this node says %d", raftstore.ErrReplicas, cfg.Join, r, cfg.Replicas)
+		}
+		return n, r, nil
 	case cfg.Groups != 0:
-		return cfg.Groups, nil
+		return cfg.Groups, cfg.Replicas, nil
 	case len(cfg.Peers) > 1:
-		return DefaultClusterGroups, nil
+		return DefaultClusterGroups, cfg.Replicas, nil
 	}
-	return 1, nil
+	return 1, cfg.Replicas, nil
 }
 
-// memberGroups reads a member's group count from its INFO raft section,
-// retrying (bounded by ctx) while it does not answer.
-func memberGroups(ctx context.Context, member, password string, tc *tls.Config) (int, error) {
+// memberGroups reads a member's group count and replication factor (0: it
+// follows the node count) from its INFO raft section, retrying (bounded by
+// ctx) while it does not answer.
+func memberGroups(ctx context.Context, member, password string, tc *tls.Config) (groups, replicas int, err error) {
 	c := redis.NewClient(&redis.Options{Addr: member, Password: password, MaxRetries: -1, TLSConfig: joinTLS(tc, member)})
 	defer c.Close()
 	for {
 		info, err := c.Info(ctx, "raft").Result()
 		if err == nil {
+			groups = 1 // a member from before sharding
 			for _, line := range strings.Split(info, "\r\n") {
 				if v, ok := strings.CutPrefix(line, "raft_groups:"); ok {
-					return strconv.Atoi(v)
+					if groups, err = strconv.Atoi(v); err != nil {
+						return 0, 0, err
+					}
+				}
+				if v, ok := strings.CutPrefix(line, "raft_replicas:"); ok {
+					if replicas, err = strconv.Atoi(v); err != nil {
+						return 0, 0, err
+					}
 				}
 			}
-			return 1, nil // a member from before sharding
+			return groups, replicas, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, err
+			return 0, 0, err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

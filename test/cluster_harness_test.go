@@ -45,12 +45,14 @@ type clusterNode struct {
 // goroutine that runs the test starts, kills and restarts nodes; load
 // goroutines read only the fixed addresses and the up flags.
 type lockdCluster struct {
-	t      testing.TB
-	nodes  []*clusterNode
-	peers  string   // the -peers flag
-	extra  []string // more lockd flags for every node (-groups 4)
-	slowMu sync.Mutex
-	slow   []string // requests through nodeConns that took longer than slowRequest
+	t     testing.TB
+	nodes []*clusterNode
+	peers string   // the -peers flag
+	extra []string // more lockd flags for every node (-groups 4)
+	// nodeArgs are more lockd flags for one node (-zone), by node id.
+	nodeArgs map[string][]string
+	slowMu   sync.Mutex
+	slow     []string // requests through nodeConns that took longer than slowRequest
 	// stopping is a process sent SIGTERM that may not have exited yet (see
 	// awaitStopped).
 	stopping atomic.Pointer[lockdProc]
@@ -132,6 +134,7 @@ func (cl *lockdCluster) spawn(nd *clusterNode) {
 	cl.t.Helper()
 	nd.gen++
 	args := append([]string{"-node-id", nd.id, "-peers", cl.peers, "-raft-logs"}, cl.extra...)
+	args = append(args, cl.nodeArgs[nd.id]...)
 	nd.proc = spawnLockdArgs(cl.t, fmt.Sprintf("%s.%d", nd.id, nd.gen), nd.dir, nd.addrs, args...)
 	nd.procs = append(nd.procs, nd.proc)
 }

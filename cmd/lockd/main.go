@@ -57,6 +57,8 @@ type options struct {
 	nodeID   *string
 	peers    *string
 	groups   *int
+	replicas *int
+	zone     *string
 	evLoop   *string
 	redirect *bool
 	joinAddr *string
@@ -123,6 +125,8 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *options) {
 		nodeID:   fs.String("node-id", "node1", "this node's ID in the Raft configuration"),
 		peers:    fs.String("peers", "", "voters of a new cluster, this node included: id=peer-addr,id=peer-addr,... (empty: a single-node cluster)"),
 		groups:   fs.Int("groups", 0, "Raft groups of a new data directory (1 to 63): the slots are split evenly over them and their leaders spread over the nodes; fixed when the directory is created, the same on every node. 0: 8 for a new cluster started with -peers, the member's count with -join, 1 for a single node"),
+		replicas: fs.Int("replicas", 0, "voters of each Raft group of a new cluster (1 to 7): with fewer than the nodes, each group lives on that many of them, spread evenly over nodes and -zone zones, and a node that joins or leaves has replicas moved (docs/clusters.md); fixed when the directory is created, the same on every node. 0: follow the node count (every node of 1 or 2, 3 of 3 or 4 nodes, 5 from 5 nodes)"),
+		zone:     fs.String("zone", "", "this node's failure domain (a rack, a zone, a region): a group's voters go to different zones while zones remain"),
 		evLoop:   fs.String("event-loop", "auto", "how the RESP port serves connections: auto (an epoll event loop that batches every ready client's keyspace commands into one Raft proposal per group, on Linux and plain TCP; a goroutine per connection otherwise), on (the loop, or refuse to start), off (a goroutine per connection)"),
 		redirect: fs.Bool("cluster-redirect", false, "answer -MOVED to every client for a key whose group another node leads (only when every client is cluster-aware; without it only connections that asked CLUSTER SLOTS/SHARDS/NODES, READONLY, READWRITE or ASKING are redirected)"),
 		joinAddr: fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)"),
@@ -291,6 +295,7 @@ func run(args []string, stderr io.Writer) int {
 	cfg.EnableMonitor = *o.monitor
 	cfg.Join = *o.joinAddr
 	cfg.Groups = *o.groups
+	cfg.Replicas, cfg.Zone = *o.replicas, *o.zone
 	cfg.Redirect = *o.redirect
 	cfg.EventLoop = *o.evLoop
 	cfg.Pprof = *o.pprofOn

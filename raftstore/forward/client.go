@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,8 +107,30 @@ func NewClient(dial Dialer, opts Options) *Client {
 // before the request was written), ErrClosed, ErrFrameTooLarge (a request
 // above MaxFrame is refused with ErrNotSent; a response above it breaks the
 // connection), a dial or connection error. A broken connection fails all
-// the Calls in flight on it. Call never retries.
+// the Calls in flight on it. Call never retries. Call never sends a cancel
+// frame: when ctx ends after the request was written, the server's handler
+// goes on (see CallCancelable).
 func (c *Client) Call(ctx context.Context, addr string, req []byte) ([]byte, error) {
+	return c.call(ctx, addr, req, false)
+}
+
+// CallCancelable is Call, except that when ctx ends after the request was
+// written and before its response came, it also sends the server a cancel
+// frame for the request, best-effort, before returning ErrUnknown: the
+// server then ends the handler's ctx with cause ErrCanceledByCaller, if the
+// handler still runs. It does not wait for another Call's write to finish:
+// the cancel frame then goes out right after that write. A cancel frame that
+// cannot be written within about a second (the server is not reading) is
+// dropped, and the connection kept.
+//
+// A server that predates cancel frames closes the connection on one, failing
+// every Call in flight on it: use CallCancelable only for servers known to
+// understand them (the caller's duty; the protocol does not tell).
+func (c *Client) CallCancelable(ctx context.Context, addr string, req []byte) ([]byte, error) {
+	return c.call(ctx, addr, req, true)
+}
+
+func (c *Client) call(ctx context.Context, addr string, req []byte, cancelable bool) ([]byte, error) {
 	if uint64(len(req)) > c.maxFrame {
 		return nil, notSent(addr, fmt.Errorf("%w: request of %d bytes, max %d", ErrFrameTooLarge, len(req), c.maxFrame))
 	}
@@ -124,7 +147,7 @@ func (c *Client) Call(ctx context.Context, addr string, req []byte) ([]byte, err
 		return nil, err
 	}
 	defer cn.users.Add(-1)
-	return cn.call(ctx, req)
+	return cn.call(ctx, req, cancelable)
 }
 
 // Close fails the Calls in progress (with ErrUnknown those whose request was
@@ -172,7 +195,7 @@ type conn struct {
 
 	users atomic.Int64 // Calls given this conn and not yet returned: its load
 
-	wsem         chan struct{} // held (cap 1) while a request is written
+	wsem         chan struct{} // held (cap 1) while a frame is written; released by unlockWrite
 	preambleSent bool          // guarded by wsem
 
 	dead chan struct{} // closed by fail
@@ -183,6 +206,7 @@ type conn struct {
 	err     error // why it broke
 	nextID  uint64
 	pending map[uint64]chan result // requests written or being written
+	cancels []uint64               // requests whose cancel frame awaits the write lock
 }
 
 type result struct {
@@ -335,6 +359,7 @@ func (cn *conn) fail(cause error) {
 	cn.err = cause
 	pending := cn.pending
 	cn.pending = nil
+	cn.cancels = nil
 	nc := cn.nc
 	cn.mu.Unlock()
 
@@ -366,8 +391,9 @@ func (cn *conn) forget(id uint64) bool {
 	return false
 }
 
-// call writes req as one frame, then waits for its response.
-func (cn *conn) call(ctx context.Context, req []byte) ([]byte, error) {
+// call writes req as one frame, then waits for its response. If cancelable,
+// a request given up on after it was written gets a cancel frame.
+func (cn *conn) call(ctx context.Context, req []byte, cancelable bool) ([]byte, error) {
 	select {
 	case cn.wsem <- struct{}{}:
 	case <-cn.dead:
@@ -377,14 +403,14 @@ func (cn *conn) call(ctx context.Context, req []byte) ([]byte, error) {
 	}
 
 	if err := ctx.Err(); err != nil {
-		<-cn.wsem
+		cn.unlockWrite()
 		return nil, notSent(cn.addr, err)
 	}
 	cn.mu.Lock()
 	if cn.broken {
 		err := cn.err
 		cn.mu.Unlock()
-		<-cn.wsem
+		cn.unlockWrite()
 		return nil, notSent(cn.addr, err)
 	}
 	cn.nextID++
@@ -418,7 +444,6 @@ func (cn *conn) call(ctx context.Context, req []byte) ([]byte, error) {
 	if err == nil {
 		cn.preambleSent = true
 	}
-	<-cn.wsem
 
 	if err != nil {
 		cn.forget(id)
@@ -426,27 +451,113 @@ func (cn *conn) call(ctx context.Context, req []byte) ([]byte, error) {
 			// Nothing was written: the stream is intact and the
 			// connection stays (a connection the deadline did break,
 			// such as TLS, fails its next write, again with nothing sent).
+			cn.unlockWrite()
 			return nil, notSent(cn.addr, err)
 		}
-		// A partial frame leaves the stream unusable.
+		// A partial frame leaves the stream unusable: the connection
+		// breaks before the write lock is let go, so that no frame
+		// follows the partial one.
 		cn.fail(fmt.Errorf("write: %w", err))
+		cn.unlockWrite()
 		cause := cn.cause() // ours, or the failure (Close, a lost connection) that made the write fail
 		if n < total {
 			return nil, notSent(cn.addr, cause)
 		}
 		return nil, unknown(cn.addr, cause)
 	}
+	cn.unlockWrite()
 
 	select {
 	case r := <-ch:
 		return r.resp, r.err
 	case <-ctx.Done():
 		if cn.forget(id) {
+			if cancelable {
+				cn.sendCancel(id)
+			}
 			return nil, unknown(cn.addr, ctx.Err())
 		}
 		r := <-ch
 		return r.resp, r.err
 	}
+}
+
+// cancelWriteTimeout bounds the write of queued cancel frames: a server that
+// reads none of their bytes for that long is not reading the connection.
+const cancelWriteTimeout = time.Second
+
+// sendCancel sends a cancel frame for request id, which its Call has given
+// up on, without waiting for the write lock: it writes the frame itself if
+// the lock is free, else the holder writes it when letting go (unlockWrite).
+func (cn *conn) sendCancel(id uint64) {
+	cn.mu.Lock()
+	if cn.broken {
+		cn.mu.Unlock()
+		return // the server's handlers end with the connection
+	}
+	cn.cancels = append(cn.cancels, id)
+	cn.mu.Unlock()
+	select {
+	case cn.wsem <- struct{}{}:
+		cn.unlockWrite()
+	default:
+	}
+}
+
+// unlockWrite lets go of the write lock (wsem), held by the caller, after
+// writing the cancel frames queued meanwhile. Every holder lets go through
+// it, and rechecks the queue after letting go, so a frame that sendCancel
+// queued while the lock was held is written by the holder (or by whoever
+// took the lock next), never left behind.
+func (cn *conn) unlockWrite() {
+	for {
+		cn.writeCancels()
+		<-cn.wsem
+		cn.mu.Lock()
+		queued := len(cn.cancels) > 0
+		cn.mu.Unlock()
+		if !queued {
+			return
+		}
+		select {
+		case cn.wsem <- struct{}{}:
+		default:
+			return // the holder writes them
+		}
+	}
+}
+
+// writeCancels writes the queued cancel frames in one write; wsem is held.
+// Best-effort: if nothing could be written within cancelWriteTimeout they
+// are dropped and the connection kept; a partial write breaks it (and the
+// server's handlers end with it).
+func (cn *conn) writeCancels() {
+	cn.mu.Lock()
+	ids := cn.cancels
+	cn.cancels = nil
+	nc := cn.nc
+	broken := cn.broken
+	cn.mu.Unlock()
+	if len(ids) == 0 || broken {
+		return
+	}
+	buf := make([]byte, headerLen*len(ids))
+	for i, id := range ids {
+		putHeader((*[headerLen]byte)(buf[i*headerLen:]), typeCancel, 0, id)
+	}
+	nc.SetWriteDeadline(time.Now().Add(cancelWriteTimeout))
+	n, err := nc.Write(buf)
+	if err == nil || n == 0 {
+		nc.SetWriteDeadline(time.Time{})
+	}
+	if err == nil {
+		return
+	}
+	if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		cn.c.log.Warn("forward: server not reading; cancel frames dropped", "addr", cn.addr, "requests", len(ids))
+		return
+	}
+	cn.fail(fmt.Errorf("write: %w", err))
 }
 
 func (cn *conn) cause() error {

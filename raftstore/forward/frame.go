@@ -10,13 +10,25 @@ import (
 // before its first frame; then both directions carry frames:
 //
 //	length  uint32 big-endian: payload bytes, at most the receiver's max frame
-//	type    uint8: 1 request (client to server), 2 response, 3 error
+//	type    uint8: 1 request (client to server), 2 response, 3 error,
+//	        4 cancel (client to server)
 //	id      uint64 big-endian: chosen by the client, echoed by the server
 //	payload length bytes
 //
 // An error frame answers a request whose handler ran but whose response
-// cannot be sent; its payload is a one-byte code and a text. A frame above
-// the receiver's limit, a bad type or a bad preamble closes the connection.
+// cannot be sent; its payload is a one-byte code and a text. A cancel frame
+// has no payload and the id of a request the client has given up on: the
+// server ends that handler's ctx (cause ErrCanceledByCaller) if it still
+// runs, and ignores a cancel frame for an id it does not run. The request's
+// response, if the handler still returns one, is sent as usual. A frame
+// above the receiver's limit, a bad type, a cancel frame with a payload or a
+// bad preamble closes the connection.
+//
+// Type 4 came after the first release of version 1, and servers from before
+// it close the connection on it (a bad type). The preamble does not tell them
+// apart: a client sends cancel frames only to servers known to understand
+// them, which is its caller's duty (Client.CallCancelable sends them, Call
+// never does).
 
 // DefaultMaxFrame is the largest payload either side accepts unless told
 // otherwise: 512 MiB of batch plus slack for its framing.
@@ -32,6 +44,7 @@ const (
 	typeRequest  = 1
 	typeResponse = 2
 	typeError    = 3
+	typeCancel   = 4
 
 	// codeTooLarge: the handler's response exceeded the server's max frame.
 	// Other codes are reserved.

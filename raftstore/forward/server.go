@@ -17,10 +17,21 @@ import (
 // Handler answers one request payload with one response payload. It is
 // called concurrently, from one goroutine per request, and may block: other
 // requests on the same connection go on meanwhile. Its ctx ends when the
-// request's connection closes or Serve stops; the response is then dropped.
-// req is the handler's to keep. A response above DefaultMaxFrame is not sent:
-// the caller gets an error wrapping ErrUnknown and ErrFrameTooLarge.
+// request's connection closes or Serve stops (the response is then dropped),
+// or when the caller gives up on the request with a cancel frame
+// (Client.CallCancelable): context.Cause(ctx) is then ErrCanceledByCaller, and
+// a response the handler still returns is sent, and discarded by the client.
+// A handler that waits (for a lock, for a list) should withdraw and return
+// when ctx ends. req is the handler's to keep. A response above
+// DefaultMaxFrame is not sent: the caller gets an error wrapping ErrUnknown
+// and ErrFrameTooLarge.
 type Handler func(ctx context.Context, req []byte) []byte
+
+// ErrCanceledByCaller is the cause (context.Cause) of a Handler's ctx that
+// ended because the client sent a cancel frame for its request: the caller
+// gave up waiting for the response (its ctx ended; see
+// Client.CallCancelable).
+var ErrCanceledByCaller = errors.New("forward: request canceled by the caller")
 
 // maxInFlightPerConn bounds the handler calls one connection may have
 // running; the server stops reading that connection while at the bound.
@@ -34,9 +45,13 @@ const maxInFlightPerConn = 1024
 // answered out of order (each response carries its request's id).
 //
 // A connection runs at most 1024 handlers at once; at that bound Serve stops
-// reading it until one returns. Frames above DefaultMaxFrame, frames of the
-// wrong type and a wrong preamble close the connection. Temporary accept
-// errors are logged and retried with backoff.
+// reading it (after the next request frame's header) until one returns, so a
+// cancel frame behind that request waits too. A cancel frame (type 4) ends
+// the ctx of its request's handler if that still runs, with cause
+// ErrCanceledByCaller, and is otherwise ignored. Frames above
+// DefaultMaxFrame, frames of the wrong type, a cancel frame with a payload
+// and a wrong preamble close the connection. Temporary accept errors are
+// logged and retried with backoff.
 //
 // Before returning, Serve closes every connection it accepted, cancels the
 // handlers' ctx and waits for them to return: requests still in flight are
@@ -141,13 +156,9 @@ func (s *server) serveConn(ctx context.Context, nc net.Conn) {
 	respond := out.send
 
 	sem := make(chan struct{}, maxInFlightPerConn)
+	run := &running{m: make(map[uint64]*runningCall)}
 	var hdr [headerLen]byte
 	for {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
 			if !errors.Is(err, io.EOF) {
 				log.Debug("forward: connection lost", "err", err)
@@ -155,12 +166,26 @@ func (s *server) serveConn(ctx context.Context, nc net.Conn) {
 			return
 		}
 		typ, n, id := parseHeader(&hdr)
-		if typ != typeRequest {
+		switch typ {
+		case typeRequest:
+		case typeCancel:
+			if n != 0 {
+				log.Warn("forward: cancel frame with a payload; closing connection", "bytes", n)
+				return
+			}
+			run.cancel(id)
+			continue
+		default:
 			log.Warn("forward: unexpected frame type; closing connection", "type", typ)
 			return
 		}
 		if n > s.maxFrame {
 			log.Warn("forward: request frame too large; closing connection", "bytes", n, "max", s.maxFrame)
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
 			return
 		}
 		// Memory follows the bytes received, not the length announced.
@@ -169,11 +194,15 @@ func (s *server) serveConn(ctx context.Context, nc net.Conn) {
 			log.Debug("forward: connection lost in a request", "err", err)
 			return
 		}
+		hctx, hcancel := context.WithCancelCause(ctx)
+		rc := run.add(id, hcancel)
 		handlers.Add(1)
 		go func() {
 			defer handlers.Done()
 			defer func() { <-sem }()
-			resp := s.h(ctx, req)
+			resp := s.h(hctx, req)
+			run.done(id, rc)
+			hcancel(nil)
 			if ctx.Err() != nil {
 				return // the connection is closing: nobody to answer
 			}
@@ -185,6 +214,53 @@ func (s *server) serveConn(ctx context.Context, nc net.Conn) {
 			}
 			respond(typeResponse, id, resp)
 		}()
+	}
+}
+
+// running holds the cancel funcs of a connection's running handlers, by
+// request id: at most one entry per running handler (an entry is removed
+// when its handler returns), so it never outgrows maxInFlightPerConn.
+type running struct {
+	mu sync.Mutex
+	m  map[uint64]*runningCall
+}
+
+// runningCall is one handler's entry; its identity tells a handler's entry
+// from a later request's that reused the id (a client never does, on one
+// connection).
+type runningCall struct {
+	cancel context.CancelCauseFunc
+}
+
+// add records the cancel of the handler about to run for request id and
+// returns its entry, for done. A running handler's entry for the same id is
+// replaced: a cancel frame then reaches the newer request only.
+func (r *running) add(id uint64, cancel context.CancelCauseFunc) *runningCall {
+	rc := &runningCall{cancel: cancel}
+	r.mu.Lock()
+	r.m[id] = rc
+	r.mu.Unlock()
+	return rc
+}
+
+// done removes rc, whose handler has returned, unless a later request with
+// its id replaced it.
+func (r *running) done(id uint64, rc *runningCall) {
+	r.mu.Lock()
+	if r.m[id] == rc {
+		delete(r.m, id)
+	}
+	r.mu.Unlock()
+}
+
+// cancel ends the ctx of request id's handler with ErrCanceledByCaller if it
+// still runs; otherwise (finished, or never seen) it does nothing.
+func (r *running) cancel(id uint64) {
+	r.mu.Lock()
+	rc := r.m[id]
+	r.mu.Unlock()
+	if rc != nil {
+		rc.cancel(ErrCanceledByCaller)
 	}
 }
 

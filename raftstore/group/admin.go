@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,8 +18,11 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		return s.Members(ctx)
 	case "await": // asked by a follower for one of its waiters (askLeader)
 		return s.awaitOutcome(ctx, op.ID, op.Addr)
-	case "status": // asked by another node for RAFT MEMBERS
-		return resp.Array(resp.Int(int64(s.raft.AppliedIndex())), resp.Int(int64(s.raft.LastIndex())), resp.BulkString(s.cfg.ClientAddr))
+	case "status": // asked by another node for RAFT MEMBERS, catch-up and zones
+		return resp.Array(resp.Int(int64(s.raft.AppliedIndex())), resp.Int(int64(s.raft.LastIndex())), resp.BulkString(s.cfg.ClientAddr),
+			resp.BulkString(s.cfg.Zone))
+	case "where": // asked by a node that does not host the group
+		return s.where()
 	}
 	if s.raft.State() != raft.Leader {
 		return command.ErrorReply(ErrNotApplied)
@@ -32,7 +36,21 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		f = s.raft.AddVoter(raft.ServerID(op.ID), raft.ServerAddress(op.Addr), 0, s.cfg.ApplyTimeout)
 	case "remove":
 		f = s.raft.RemoveServer(raft.ServerID(op.ID), 0, s.cfg.ApplyTimeout)
-	case "moveslots":
+	case "learner": // a placement move's first step: a non-voter that catches up
+		if op.ID == "" || op.Addr == "" {
+			return resp.Error("ERR node id and peer address are required")
+		}
+		f = s.raft.AddNonvoter(raft.ServerID(op.ID), raft.ServerAddress(op.Addr), 0, s.cfg.ApplyTimeout)
+	case "demote": // group 0 keeps every node, as a non-voter where it holds no vote
+		f = s.raft.DemoteVoter(raft.ServerID(op.ID), 0, s.cfg.ApplyTimeout)
+	case "feature": // turn a feature on in a group this node asked for it (EnsureFeature)
+		fl, err := strconv.ParseUint(op.ID, 10, 64)
+		if err != nil {
+			return resp.Error("ERR internal: bad feature")
+		}
+		s.ensureFeature(ctx, fl)
+		return resp.OK
+	case "moveslots", "nodeadd", "noderemove": // the Node's, on group 0's leader
 		if s.cfg.nodeAdmin != nil {
 			if v, ok := s.cfg.nodeAdmin(ctx, op); ok {
 				return v
@@ -66,6 +84,24 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 	return resp.OK
 }
 
+// where answers a node that does not host the group (raftstore's remote
+// groups): the leader this member sees and the configuration it holds, as
+// [leader peer address, leader id, then id, peer address, suffrage of each
+// server], or nil when this node is not in its own latest configuration or
+// sees no leader (it cannot tell where the group is).
+func (s *Store) where() resp.Value {
+	addr, id := s.raft.LeaderWithID()
+	servers := s.Configuration()
+	if addr == "" || !hasServer(servers, raft.ServerID(s.cfg.NodeID)) {
+		return resp.Nil
+	}
+	out := []resp.Value{resp.BulkString(string(addr)), resp.BulkString(string(id))}
+	for _, srv := range servers {
+		out = append(out, resp.BulkString(string(srv.ID)), resp.BulkString(string(srv.Address)), resp.BulkString(srv.Suffrage.String()))
+	}
+	return resp.Array(out...)
+}
+
 // ShardMap is the replicated shard map this group holds (group 0), or nil.
 func (s *Store) ShardMap() []byte { return s.m.shardMap() }
 
@@ -73,7 +109,7 @@ func (s *Store) ShardMap() []byte { return s.m.shardMap() }
 func (s *Store) Configuration() []raft.Server { return latestServers(s.raft) }
 
 // Members lists the configuration as this node knows it, with each member's
-// RESP address, applied index and lag behind this node's last log index (asked
+// RESP address, applied index, lag behind this node's last log index and zone (asked
 // over the peer port; applied -1 and no RESP address when a member does not
 // answer within a second).
 func (s *Store) Members(ctx context.Context) resp.Value {
@@ -81,11 +117,13 @@ func (s *Store) Members(ctx context.Context) resp.Value {
 	servers := s.Configuration()
 	applied := make([]int64, len(servers))
 	clientAddr := make([]string, len(servers))
+	zone := make([]string, len(servers))
 	var wg sync.WaitGroup
 	for i, srv := range servers {
 		if srv.Address == s.trans.LocalAddr() {
 			applied[i] = int64(s.raft.AppliedIndex())
 			clientAddr[i] = s.cfg.ClientAddr
+			zone[i] = s.cfg.Zone
 			continue
 		}
 		wg.Add(1)
@@ -102,6 +140,9 @@ func (s *Store) Members(ctx context.Context) resp.Value {
 				applied[i] = v.Elems[0].Elems[0].Int
 				if len(v.Elems[0].Elems) >= 3 {
 					clientAddr[i] = v.Elems[0].Elems[2].String()
+				}
+				if len(v.Elems[0].Elems) >= 4 {
+					zone[i] = v.Elems[0].Elems[3].String()
 				}
 			}
 		}(i, string(srv.Address))
@@ -122,6 +163,7 @@ func (s *Store) Members(ctx context.Context) resp.Value {
 			resp.BulkString("leader"), resp.Bool(srv.ID == leaderID && srv.Address == leaderAddr),
 			resp.BulkString("applied_index"), resp.Int(applied[i]),
 			resp.BulkString("lag"), resp.Int(lag),
+			resp.BulkString("zone"), resp.BulkString(zone[i]),
 		))
 	}
 	return resp.Array(out...)

@@ -31,13 +31,98 @@ func (s *Store) serveForwarded(ln net.Listener) {
 	forward.Serve(ctx, ln, func(ctx context.Context, req []byte) []byte {
 		reqs, err := command.DecodeRequests(req)
 		var out []resp.Value
-		if err != nil {
+		switch {
+		case err != nil:
 			out = []resp.Value{resp.Error("ERR " + err.Error())}
-		} else {
+		case isRelay(reqs):
+			out = s.doRelayed(ctx, reqs[1:])
+		default:
 			out = s.doForwarded(ctx, reqs)
 		}
 		return command.AppendOutcomes(resp.AppendValue(nil, resp.Array(out...)), out)
 	}, s.log)
+}
+
+// Relaying: a node that does not host the group (its placement put the
+// group's voters elsewhere) sends a connection's batch to a member, which
+// runs it as if it had arrived on its own RESP port: with Do, forwarding to
+// the leader, waiting for a blocked acquire or pop, as its own clients'. A
+// relayed batch is marked by a first request, Admin "relay", that a lockd
+// from before placement answers with a syntax error (it runs nothing).
+
+// relayAction marks a relayed batch.
+const relayAction = "relay"
+
+// isRelay reports whether a forwarded batch is relayed.
+func isRelay(reqs []command.Request) bool {
+	if len(reqs) == 0 {
+		return false
+	}
+	op, ok := reqs[0].Op.(command.Admin)
+	return ok && op.Action == relayAction
+}
+
+// doRelayed runs a relayed batch: refused at once (TRYAGAIN, nothing
+// applied) when this node sees no leader of the group or is not in its
+// configuration, so that the sender asks elsewhere instead of waiting out an
+// election here; else each request as its user may (doForwarded's check),
+// with Do.
+func (s *Store) doRelayed(ctx context.Context, reqs []command.Request) []resp.Value {
+	if s.leaderAddr() == "" || !hasServer(s.Configuration(), raft.ServerID(s.cfg.NodeID)) {
+		return failedForward(reqs, true)
+	}
+	return s.authorized(ctx, reqs, s.Do)
+}
+
+// relayTimeout bounds a relayed batch as forwardTimeout bounds a forwarded
+// one, plus the longest wait of a blocking command in it.
+func relayTimeout(reqs []command.Request) time.Duration {
+	var wait time.Duration
+	for _, r := range reqs {
+		switch op := r.Op.(type) {
+		case command.LockAcquire:
+			wait = max(wait, time.Duration(op.Wait)*time.Millisecond)
+		case command.BlockingPop:
+			if op.Timeout == 0 {
+				return 0 // blocks until the caller gives up
+			}
+			wait = max(wait, time.Duration(op.Timeout)*time.Millisecond)
+		}
+	}
+	return forwardTimeout + wait
+}
+
+// Relay sends reqs, for this group, to the member at addr (its peer address)
+// and returns its replies, as forwardBatch does: notSent reports that the
+// batch provably never reached it, and a failed call's replies are
+// failedForward's. The call ends with ctx or relayTimeout. This node need not
+// be a member of the group: only the forwarding connection is this Store's.
+func (s *Store) Relay(ctx context.Context, addr string, reqs []command.Request) (out []resp.Value, notSent bool) {
+	if d := relayTimeout(reqs); d > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, d, errForwardTimeout)
+		defer stop()
+	}
+	all := append([]command.Request{{Op: command.Admin{Action: relayAction}, Spec: command.AdminSpec}}, reqs...)
+	// Cancelable: a client that goes away withdraws its blocked request
+	// there (every member of a placed cluster understands cancel frames).
+	b, err := s.fwd.CallCancelable(ctx, addr, command.EncodeUserRequests(all, true, func(string) bool { return true }))
+	if err == nil {
+		v, n, derr := resp.ReadValue(b)
+		if derr == nil && v.Kind == resp.KindArray && len(v.Elems) == len(reqs) {
+			if derr = command.ReadOutcomes(b[n:], v.Elems); derr == nil {
+				return v.Elems, false
+			}
+		}
+		if derr == nil && v.IsError() {
+			err = errors.New(v.String())
+		} else {
+			err = forward.ErrUnknown
+		}
+	}
+	notSent = errors.Is(err, forward.ErrNotSent)
+	s.log.Debug("relaying to a member failed", "member", addr, "err", err, "cause", context.Cause(ctx), "not_sent", notSent)
+	return failedForward(reqs, notSent), notSent
 }
 
 // leaderToForward reports whether this node should send the batch to a leader: it

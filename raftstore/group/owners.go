@@ -234,6 +234,14 @@ func (s *Store) checkTxSessions(tx command.Tx, user string) (resp.Value, bool) {
 // and answered NOPERM, not run, when refused; the others run as doLocal runs
 // them, in their order.
 func (s *Store) doForwarded(ctx context.Context, reqs []command.Request) []resp.Value {
+	return s.authorized(ctx, reqs, s.doLocal)
+}
+
+// authorized runs with run the requests of reqs that their users may run
+// (each request that carries its user is checked against that user's ACL as
+// this replica knows it; an unknown user may run nothing) and answers the
+// others NOPERM, keeping reqs' order.
+func (s *Store) authorized(ctx context.Context, reqs []command.Request, run func(context.Context, []command.Request) []resp.Value) []resp.Value {
 	var out []resp.Value
 	var allowed []command.Request
 	var at []int
@@ -256,10 +264,10 @@ func (s *Store) doForwarded(ctx context.Context, reqs []command.Request) []resp.
 		at = append(at, i)
 	}
 	if out == nil {
-		return s.doLocal(ctx, reqs)
+		return run(ctx, reqs)
 	}
 	if len(allowed) > 0 {
-		for j, v := range s.doLocal(ctx, allowed) {
+		for j, v := range run(ctx, allowed) {
 			out[at[j]] = v
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,19 @@ type Config struct {
 	// Join starts a node that waits to be added to a running cluster (RAFT.ADD on
 	// any member) instead of bootstrapping one.
 	Join bool
+	// Voters, when not nil, are the IDs of Peers that a new group's
+	// configuration makes voters (the node's placement, issue 49); the other
+	// Peers are non-voters in group 0 and absent from other groups, and a
+	// node not in Voters bootstraps no group but group 0 (it waits to be
+	// added). nil: every peer is a voter.
+	Voters []string
+	// Zone is this node's failure domain (-zone; "" none): the placement
+	// keeps a group's voters in different zones while zones remain.
+	Zone string
+	// Replicas is the voters each group gets on a cluster created with it
+	// (-replicas; 0: placement.DefaultReplicas of the node count). A Node
+	// records it in a new data directory, as it records Groups.
+	Replicas int
 	// Logger receives the store's structured logs; nil discards them.
 	Logger *slog.Logger
 	// RaftLogOutput receives hashicorp/raft's own log lines as they are; nil
@@ -679,9 +693,12 @@ func (s *Store) bootstrapOrRecover(has bool, rc *raft.Config) error {
 	case !has:
 		conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr()}}}
 		if len(cfg.Peers) > 0 {
-			conf.Servers = nil
-			for _, p := range cfg.Peers {
-				conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+			conf = bootConfiguration(cfg)
+			if !slices.ContainsFunc(conf.Servers, func(s raft.Server) bool { return s.ID == rc.LocalID && s.Suffrage == raft.Voter }) {
+				// Its voters bootstrap it (hashicorp/raft lets only a voter do
+				// that); a non-voter of group 0 hears from their leader.
+				lg.Info("this group's voters are other nodes; not bootstrapping it here", "node_id", cfg.NodeID)
+				return nil
 			}
 		}
 		if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
@@ -692,6 +709,30 @@ func (s *Store) bootstrapOrRecover(has bool, rc *raft.Config) error {
 		lg.Info("recovered existing raft state", "data_dir", cfg.DataDir, "last_index", logsLast(s.logs))
 	}
 	return nil
+}
+
+// bootConfiguration is the first configuration of a new group of a cluster
+// started with cfg.Peers: every peer a voter, or, with cfg.Voters, those
+// voters, and in group 0 every other peer a non-voter. Only its voters
+// bootstrap a group.
+func bootConfiguration(cfg Config) raft.Configuration {
+	var conf raft.Configuration
+	for _, p := range cfg.Peers {
+		suf := raft.Voter
+		if cfg.Voters != nil && !slices.Contains(cfg.Voters, p.ID) {
+			if cfg.Group != 0 {
+				continue
+			}
+			suf = raft.Nonvoter
+		}
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: suf, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+	}
+	return conf
+}
+
+// hasServer reports whether servers holds id.
+func hasServer(servers []raft.Server, id raft.ServerID) bool {
+	return slices.ContainsFunc(servers, func(s raft.Server) bool { return s.ID == id })
 }
 
 // startLoops sets up forwarding to the leader over peer's dialer, starts s's
@@ -784,6 +825,16 @@ func (s *Store) PeerAddr() string { return string(s.trans.LocalAddr()) }
 // (state, leader, indexes) and does with it (a leadership transfer). Writes
 // go through Do, never Raft's Apply.
 func (s *Store) Raft() *raft.Raft { return s.raft }
+
+// Member reports whether this node is in the group's latest configuration
+// (a voter or a non-voter); a Node relays a group it is no member of.
+func (s *Store) Member() bool {
+	return hasServer(s.Configuration(), raft.ServerID(s.cfg.NodeID))
+}
+
+// LeaderKnown reports whether this node sees a leader of the group (itself
+// included).
+func (s *Store) LeaderKnown() bool { return s.leaderAddr() != "" }
 
 // Logs is the group's Raft log and stable store, for what a Node reads of it
 // (its write count, its first index); only hashicorp/raft writes to it.

@@ -1,0 +1,393 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockd/lockd/command"
+	"github.com/lockd/lockd/placement"
+	"github.com/lockd/lockd/resp"
+)
+
+// Placing groups on the nodes (issue 49). Each group has r = min(R, N)
+// voters, R the replication factor (-replicas, or placement.DefaultReplicas
+// of the node count N). While r = N every node hosts every group, as before:
+// RAFT ADD and REMOVE change every group's configuration at once and the
+// balance loop spreads leaders (preferredLeader). Once r < N the groups are
+// placed: group 0 holds every node (the others as non-voters, so that each
+// reads the shard map, ACL and settings locally), a data group only its
+// voters, and the leader of group 0 runs the balancer (placeStep): it reads
+// every group's configuration and leader, asks placement.Rebalance for the
+// moves toward a balanced placement (spread over nodes and zones, leaders
+// spread), and runs one group's moves per tick. An Add is a non-voter first,
+// promoted once it has caught up, so a group never waits for an empty
+// replica; a Remove comes after its Add, so a group never has fewer voters
+// than a majority of r. RAFT ADD of a node to a placed cluster makes it a
+// non-voter of group 0 (the balancer gives it its share); RAFT REMOVE moves
+// its replicas to the others first, then takes it out of group 0.
+
+// placed reports whether a cluster of nodes nodes places its groups (fewer
+// voters than nodes) under this node's replication factor.
+func (n *Node) placed(nodes int) bool {
+	return nodes > 1 && len(n.groups) > 1 && replicasFor(n.cfg.Replicas, nodes) < nodes
+}
+
+// moveCatchUp bounds the wait for a new replica to catch up before it is
+// made a voter.
+const moveCatchUp = 2 * time.Minute
+
+// catchUpSlack is how far behind the leader's log a new replica may be when
+// it is made a voter (it then catches up as any follower does).
+const catchUpSlack = 256
+
+// placer is the balancer's state on this node (meaningful while it leads
+// group 0).
+type placer struct {
+	mu      sync.Mutex
+	leaving map[string]bool // nodes RAFT REMOVE is draining
+	moving  []placement.Move
+	last    error
+	runMu   sync.Mutex // one placeStep at a time
+}
+
+// setMoving records the moves in progress (RAFT GROUPS shows them).
+func (p *placer) setMoving(m []placement.Move, err error) {
+	p.mu.Lock()
+	p.moving, p.last = m, err
+	p.mu.Unlock()
+}
+
+// Moves are the placement moves this node runs now, as "g3 +n7" … (empty
+// unless it leads group 0 and a move is under way), and the last move error.
+func (n *Node) Moves() ([]string, error) {
+	n.place.mu.Lock()
+	defer n.place.mu.Unlock()
+	var out []string
+	for _, m := range n.place.moving {
+		out = append(out, m.String())
+	}
+	return out, n.place.last
+}
+
+// placeNodes is the nodes the balancer places groups on: group 0's
+// configuration less the nodes being drained, each with its zone. ok is
+// false while a node's zone is unknown or it did not answer lately: no move
+// is started on a guess.
+func (n *Node) placeNodes() (nodes []placement.Node, peerAddr map[string]string, ok bool) {
+	n.place.mu.Lock()
+	leaving := n.place.leaving
+	n.place.mu.Unlock()
+	peerAddr = map[string]string{}
+	for _, srv := range n.groups[0].Configuration() {
+		id := string(srv.ID)
+		peerAddr[id] = string(srv.Address)
+		if leaving[id] {
+			continue
+		}
+		zone, seen := n.addrs.zoneOf(id)
+		if id == n.cfg.NodeID {
+			zone, seen = n.cfg.Zone, time.Now()
+		}
+		if time.Since(seen) > 3*balanceEvery {
+			return nil, nil, false
+		}
+		nodes = append(nodes, placement.Node{ID: id, Zone: zone})
+	}
+	return nodes, peerAddr, true
+}
+
+// currentPlacement reads every group's voters, its leader first. ok is false
+// while a group's leader is unknown.
+func (n *Node) currentPlacement() (placement.Placement, bool) {
+	p := placement.Placement{Groups: make([]placement.Group, len(n.groups))}
+	for g := range n.groups {
+		servers, leader := n.groupServers(g)
+		if leader == "" {
+			return p, false
+		}
+		var voters []string
+		for _, srv := range servers {
+			if srv.Suffrage != raft.Voter {
+				continue
+			}
+			if string(srv.ID) == leader {
+				voters = append([]string{leader}, voters...)
+			} else {
+				voters = append(voters, string(srv.ID))
+			}
+		}
+		p.Groups[g].Voters = voters
+	}
+	return p, true
+}
+
+// placeStep is one tick of the balancer on group 0's leader: the moves of
+// one group, in order. It reports whether the placement was already
+// balanced (nothing to do).
+func (n *Node) placeStep(ctx context.Context) (settled bool, err error) {
+	n.place.runMu.Lock()
+	defer n.place.runMu.Unlock()
+	if len(n.groups) == 1 || !n.groups[0].IsLeader() {
+		return true, nil
+	}
+	nodes, peerAddr, ok := n.placeNodes()
+	if !ok {
+		return false, nil
+	}
+	n.refreshRemote(ctx)
+	cur, ok := n.currentPlacement()
+	if !ok {
+		return false, nil
+	}
+	r := replicasFor(n.cfg.Replicas, len(nodes))
+	moves, err := placement.Rebalance(cur, nodes, r, nil)
+	if err != nil {
+		return false, err
+	}
+	if min(r, len(nodes)) == len(nodes) {
+		// Every node hosts every group: leaders are the balance loop's.
+		moves = slices.DeleteFunc(moves, func(m placement.Move) bool { return m.Lead != "" })
+	}
+	if len(moves) == 0 {
+		n.place.setMoving(nil, nil)
+		return true, nil
+	}
+	g := moves[0].Group
+	end := 0
+	for end < len(moves) && moves[end].Group == g {
+		end++
+	}
+	n.place.setMoving(moves[:end], nil)
+	for _, m := range moves[:end] {
+		n.log.Info("placement move", "move", m.String())
+		if err := n.runMove(ctx, m, peerAddr); err != nil {
+			err = fmt.Errorf("%s: %w", m, err)
+			n.place.setMoving(nil, err)
+			n.log.Warn("placement move failed", "err", err)
+			return false, err
+		}
+	}
+	n.place.setMoving(nil, nil)
+	return false, nil
+}
+
+// errNoAddr: a move names a node that group 0 no longer lists.
+var errNoAddr = errors.New("node not in the cluster")
+
+// runMove runs one placement move through group m.Group's leader.
+func (n *Node) runMove(ctx context.Context, m placement.Move, peerAddr map[string]string) error {
+	g := m.Group
+	switch {
+	case m.Add != "":
+		addr := peerAddr[m.Add]
+		if addr == "" {
+			return errNoAddr
+		}
+		if g != 0 { // group 0 holds every node already, as a non-voter
+			if err := n.groupAdmin(ctx, g, "learner", m.Add, addr); err != nil {
+				return err
+			}
+		}
+		if err := n.awaitCaughtUp(ctx, g, m.Add, addr); err != nil {
+			return err
+		}
+		return n.groupAdmin(ctx, g, "add", m.Add, addr)
+	case m.Remove != "":
+		n.place.mu.Lock()
+		gone := n.place.leaving[m.Remove]
+		n.place.mu.Unlock()
+		if g == 0 && !gone {
+			return n.groupAdmin(ctx, 0, "demote", m.Remove, "")
+		}
+		return n.groupAdmin(ctx, g, "remove", m.Remove, "")
+	default:
+		return n.groupAdmin(ctx, g, "transfer", m.Lead, "")
+	}
+}
+
+// groupAdmin runs a membership action on group g's leader.
+func (n *Node) groupAdmin(ctx context.Context, g int, action, id, addr string) error {
+	v := n.do(ctx, g, []command.Request{{Op: command.Admin{Action: action, ID: id, Addr: addr}, Spec: command.AdminSpec}})[0]
+	if v.IsError() {
+		return errors.New(v.String())
+	}
+	return nil
+}
+
+// awaitCaughtUp waits until node id (peer address addr) has applied group
+// g's log to within catchUpSlack of its leader's last index, polling.
+func (n *Node) awaitCaughtUp(ctx context.Context, g int, id, addr string) error {
+	end := time.Now().Add(moveCatchUp)
+	for {
+		leader, _ := n.groupLeaderAddr(ctx, g)
+		if leader != "" {
+			_, last, ok1 := n.memberStatus(ctx, g, leader)
+			applied, _, ok2 := n.memberStatus(ctx, g, addr)
+			if ok1 && ok2 && applied+catchUpSlack >= last {
+				return nil
+			}
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("%s did not catch up with group %d in %s", id, g, moveCatchUp)
+		}
+		if !n.pause(ctx, 100*time.Millisecond) {
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// groupLeaderAddr is the peer address of group g's leader as this node sees
+// it (its own Store's view when a member, else asked).
+func (n *Node) groupLeaderAddr(ctx context.Context, g int) (string, string) {
+	if s := n.groups[g]; s.Member() {
+		addr, id := s.Raft().LeaderWithID()
+		return string(addr), string(id)
+	}
+	return n.remoteLeader(ctx, g, false)
+}
+
+// memberStatus asks the node at addr for its applied and last index in
+// group g.
+func (n *Node) memberStatus(ctx context.Context, g int, addr string) (applied, last uint64, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	b, err := n.groups[g].Call(ctx, addr, command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "status"}, Spec: command.AdminSpec}}))
+	if err != nil {
+		return 0, 0, false
+	}
+	v, _, err := resp.ReadValue(b)
+	if err != nil || len(v.Elems) != 1 || len(v.Elems[0].Elems) < 2 {
+		return 0, 0, false
+	}
+	e := v.Elems[0].Elems
+	return uint64(max(e[0].Int, 0)), uint64(max(e[1].Int, 0)), true
+}
+
+// drainTimeout bounds RAFT REMOVE of a node of a placed cluster: its
+// replicas are re-created on the other nodes first.
+const drainTimeout = 4 * time.Minute
+
+// placeAdmin runs RAFT ADD and REMOVE of a placed cluster on group 0's
+// leader (nodeAdmin): "nodeadd" makes the node a non-voter of group 0 (the
+// balancer then moves its share onto it), "noderemove" drains the node (the
+// balancer moves every replica it holds, waiting for each) and then takes it
+// out of group 0.
+func (n *Node) placeAdmin(ctx context.Context, op command.Admin) resp.Value {
+	switch op.Action {
+	case "nodeadd":
+		if op.ID == "" || op.Addr == "" {
+			return resp.Error("ERR node id and peer address are required")
+		}
+		for _, srv := range n.groups[0].Configuration() {
+			if string(srv.ID) == op.ID {
+				return resp.OK // already a member (a retried join)
+			}
+		}
+		if err := n.groupAdmin(ctx, 0, "learner", op.ID, op.Addr); err != nil {
+			return resp.Error(err.Error())
+		}
+		return resp.OK
+	}
+	// noderemove
+	known := false
+	for _, srv := range n.groups[0].Configuration() {
+		known = known || string(srv.ID) == op.ID
+	}
+	if !known {
+		return resp.Error("ERR no such node: " + op.ID)
+	}
+	if op.ID == n.cfg.NodeID {
+		// The balancer runs here: hand group 0 to another voter, whose
+		// balancer then drains this node.
+		if err := n.groupAdmin(ctx, 0, "transfer", "", ""); err != nil {
+			return resp.Error(err.Error())
+		}
+		return n.doRetrying(ctx, 0, []command.Request{{Op: op, Spec: command.AdminSpec}})[0]
+	}
+	n.place.mu.Lock()
+	if n.place.leaving == nil {
+		n.place.leaving = map[string]bool{}
+	}
+	n.place.leaving[op.ID] = true
+	n.place.mu.Unlock()
+	defer func() {
+		n.place.mu.Lock()
+		delete(n.place.leaving, op.ID)
+		n.place.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(ctx, drainTimeout)
+	defer cancel()
+	for {
+		n.refreshRemote(ctx)
+		if !n.holdsReplicas(op.ID) {
+			break
+		}
+		if _, err := n.placeStep(ctx); err != nil {
+			n.log.Warn("draining a node: a move failed; trying again", "node", op.ID, "err", err)
+		}
+		if n.holdsReplicas(op.ID) && !n.pause(ctx, 100*time.Millisecond) {
+			return resp.Error("ERR the node still holds replicas: " + strconv.Quote(op.ID) + " (" + context.Cause(ctx).Error() + ")")
+		}
+	}
+	// A non-voter left by a move that failed half way, then group 0.
+	for g := len(n.groups) - 1; g >= 0; g-- {
+		servers, _ := n.groupServers(g)
+		if !hasID(servers, op.ID) {
+			continue
+		}
+		if err := n.groupAdmin(ctx, g, "remove", op.ID, ""); err != nil {
+			return resp.Error(err.Error())
+		}
+	}
+	return resp.OK
+}
+
+// hasID reports whether servers lists node id.
+func hasID(servers []raft.Server, id string) bool {
+	return slices.ContainsFunc(servers, func(s raft.Server) bool { return string(s.ID) == id })
+}
+
+// holdsReplicas reports whether node id is a voter of any group (as far as
+// this node knows).
+func (n *Node) holdsReplicas(id string) bool {
+	for g := range n.groups {
+		servers, _ := n.groupServers(g)
+		for _, srv := range servers {
+			if string(srv.ID) == id && srv.Suffrage == raft.Voter {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// placeTick runs the balancer in the background (one placeStep at a time; a
+// tick that finds one running does nothing).
+func (n *Node) placeTick() {
+	if !n.place.runMu.TryLock() {
+		return
+	}
+	n.place.runMu.Unlock()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-n.closed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if _, err := n.placeStep(ctx); err != nil {
+			n.log.Warn("placement", "err", err)
+		}
+	}()
+}

@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# scale.sh — `make bench-scale`: the scale-out measurement of issue 49. For
+# each cluster size N it starts a fresh N-node lockd cluster on 127.0.0.1
+# (-peers with all N, -groups 8, and -replicas 3 when bin/lockd has that flag;
+# without it every node hosts every group, and the table says so), waits until
+# every node answers and every group has a leader that all nodes name (and the
+# leaders have settled: each group on its preferred leader, or no leader moved
+# for a while), then runs the same closed-loop load from cmd/lockbench:
+# uncontended LOCK.ACQUIRE → LOCK.RELEASE cycles, clients spread over all the
+# nodes (client i on node i mod N). Per N it reports cycles/s, acquire p50 and
+# p99, the servers' CPU per 1000 operations (all nodes together), each node's
+# CPU (mean and max over the nodes, % of one core), and the fsyncs of the
+# nodes' shared Raft logs per operation (lockd_log_commits_total on each
+# node's /metrics, summed over the nodes). An operation is one LOCK.ACQUIRE or
+# one LOCK.RELEASE (lockbench's ops). Bytes sent between peers are not
+# reported: no metric counts them.
+#
+# Prints the table and writes it as Markdown, with the date, commit and
+# machine, to docs/bench/scale.md (SCALE_TABLE). Everything runs on 127.0.0.1
+# with its data in a temporary directory; on exit it stops the processes it
+# started, by PID, and only those.
+# Environment:
+#   SCALE_NODES     the cluster sizes (default "3 6 9")
+#   SCALE_CLIENTS   lockbench clients (default 64)
+#   SCALE_GROUPS    Raft groups (default 8)
+#   SCALE_REPLICAS  voters per group, when bin/lockd has -replicas (default 3)
+#   BENCH_DURATION  each run's length, a Go duration (default 10s)
+#   LOCKD_BIN       a lockd binary to measure (default: bin/lockd, built from
+#                   this checkout; the page's commit is then this checkout's)
+#   SCALE_TABLE     where to write the Markdown page (default
+#                   docs/bench/scale.md, relative to the repository root);
+#                   empty or - writes none
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() {
+	echo "scale.sh: $*" >&2
+	exit 1
+}
+
+FULL_NODES="3 6 9" FULL_CLIENTS=64 FULL_DURATION=10s
+read -r -a NODES <<<"${SCALE_NODES:-$FULL_NODES}"
+CLIENTS=${SCALE_CLIENTS:-$FULL_CLIENTS}
+GROUPS_N=${SCALE_GROUPS:-8}
+REPLICAS=${SCALE_REPLICAS:-3}
+DURATION=${BENCH_DURATION:-$FULL_DURATION}
+TABLE=${SCALE_TABLE-docs/bench/scale.md}
+[[ $TABLE == - ]] && TABLE=""
+((${#NODES[@]} > 0)) || die "SCALE_NODES is empty"
+for n in "${NODES[@]}"; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || die "SCALE_NODES must be node counts, not '$n'"
+done
+for v in CLIENTS GROUPS_N REPLICAS; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive count, not '${!v}'"
+done
+START_TIMEOUT=60 # s: a node's first PONG, and every group led and settled
+SETTLE=6         # s: leaders unchanged this long count as settled (3 balance ticks)
+command -v redis-cli >/dev/null || die "redis-cli is not on PATH (make deps)"
+command -v curl >/dev/null || die "curl is not on PATH"
+mkdir -p bin
+if [[ -n ${LOCKD_BIN:-} ]]; then
+	[[ -x $LOCKD_BIN ]] || die "LOCKD_BIN=$LOCKD_BIN is not an executable file"
+else
+	LOCKD_BIN=bin/lockd
+	go build -o bin/lockd ./cmd/lockd
+fi
+go build -o bin/lockbench ./cmd/lockbench
+
+# The commit measured (what was just built), "+dirty" when tracked files
+# differ from it (other than the pages the benchmarks write in docs/bench/).
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null) || COMMIT=""
+if [[ -n $COMMIT && -n $(git status --porcelain --untracked-files=no -- . ':(exclude)docs/bench' 2>/dev/null) ]]; then
+	COMMIT+="+dirty"
+fi
+RUN_START=$(date -u '+%Y-%m-%d %H:%M UTC')
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-scale.XXXXXX")
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh # (the cd above: relative to the repository root)
+TICK=$(getconf CLK_TCK)
+
+# Placement: -replicas only where this lockd has it (issue 49 is landing it).
+FLAGS=(-groups "$GROUPS_N")
+HAVE_REPLICAS=0
+if "$LOCKD_BIN" -h 2>&1 | grep -qE '^[[:space:]]+-replicas([[:space:]]|$)'; then
+	HAVE_REPLICAS=1
+	FLAGS+=(-replicas "$REPLICAS")
+else
+	echo "scale.sh: warning: $LOCKD_BIN has no -replicas flag: every node hosts every group" >&2
+fi
+
+# groups_state PORT...: one look at every node's INFO raft. Prints
+# "ok SIGNATURE BALANCED VOTERS HOSTED LEADING" when each of the GROUPS_N
+# groups has a leader that every node listing it names; SIGNATURE is the
+# leaders in group order, BALANCED 1 when each group is led by its preferred
+# leader (lib.sh's rule: group g by the (g mod n)-th of its n members in id
+# order), VOTERS the most members of a group, HOSTED and LEADING the most
+# groups one node is a member of and leads. Otherwise "wait REASON".
+groups_state() {
+	local port
+	for port in "$@"; do
+		echo "node $port"
+		timeout 2 redis-cli -h 127.0.0.1 -p "$port" INFO raft 2>/dev/null | tr -d '\r' || true
+	done | awk -v groups="$GROUPS_N" '
+		/^raft_group_[0-9]+:/ {
+			g = substr($0, 12, index($0, ":") - 12) + 0
+			leader = ""; members = ""
+			n = split(substr($0, index($0, ":") + 1), kv, ",")
+			for (i = 1; i <= n; i++) {
+				split(kv[i], p, "=")
+				if (p[1] == "leader") leader = p[2]
+				if (p[1] == "members") members = p[2]
+			}
+			if (leader == "") { bad = "group " g " has no leader"; next }
+			if ((g in lead) && lead[g] != leader) { bad = "nodes name different leaders of group " g; next }
+			lead[g] = leader; mem[g] = members
+		}
+		END {
+			if (bad != "") { print "wait " bad; exit }
+			sig = ""; balanced = 1; voters = 0
+			for (g = 0; g < groups; g++) {
+				if (!(g in lead)) { print "wait group " g " is not listed with a leader"; exit }
+				sig = sig (g ? "," : "") lead[g]
+				n = split(mem[g], ids, ";")
+				for (i = 2; i <= n; i++) { # insertion sort: id order
+					x = ids[i]
+					for (j = i - 1; j >= 1 && ids[j] > x; j--) ids[j + 1] = ids[j]
+					ids[j + 1] = x
+				}
+				if (n == 0 || ids[g % n + 1] != lead[g]) balanced = 0
+				if (n > voters) voters = n
+				for (i = 1; i <= n; i++) hosted[ids[i]]++
+				leading[lead[g]]++
+			}
+			h = 0; l = 0
+			for (id in hosted) if (hosted[id] > h) h = hosted[id]
+			for (id in leading) if (leading[id] > l) l = leading[id]
+			print "ok", sig, balanced, voters, h, l
+		}'
+}
+
+# wait_settled PORT...: poll groups_state until every group is led and the
+# leaders have settled (balanced, or the same for SETTLE s), START_TIMEOUT s
+# at most. Sets PLACE ("VOTERS HOSTED LEADING") and SETTLED ("preferred" or
+# "stable"); fails with the last reason.
+wait_settled() {
+	local deadline=$((SECONDS + START_TIMEOUT)) st sig="" since=$SECONDS reason=""
+	local -a f
+	while ((SECONDS < deadline)); do
+		st=$(groups_state "$@")
+		read -r -a f <<<"$st"
+		if [[ ${f[0]:-} == ok ]]; then
+			[[ ${f[1]} == "$sig" ]] || { sig=${f[1]} since=$SECONDS; }
+			PLACE="${f[3]} ${f[4]} ${f[5]}"
+			if [[ ${f[2]} == 1 ]]; then
+				SETTLED=preferred
+				return 0
+			fi
+			if ((SECONDS - since >= SETTLE)); then
+				SETTLED=stable
+				return 0
+			fi
+		else
+			sig="" reason=${st#wait }
+		fi
+		sleep 0.5
+	done
+	echo "scale.sh: the groups did not settle within ${START_TIMEOUT}s${reason:+: $reason}" >&2
+	return 1
+}
+
+# commits PORT...: each node's lockd_log_commits_total (its shared Raft log's
+# synced writes), one a line; "-" where /metrics does not give it.
+commits() {
+	local port v
+	for port in "$@"; do
+		v=$(curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" 2>/dev/null |
+			awk '$1 == "lockd_log_commits_total" { printf "%.0f", $2; found = 1 } END { if (!found) print "-" }') || v="-"
+		echo "${v:--}"
+	done
+}
+
+MD_ROWS=()
+notes=()
+for n in "${NODES[@]}"; do
+	start_lockd_nodes "$n" "${FLAGS[@]}"
+	ports=("${RESP_PORTS[@]}")
+	wait_settled "${ports[@]}" || die "$n nodes: no leader for every group"
+	[[ $SETTLED == preferred ]] ||
+		notes+=("$n nodes: the run started once no group leader had moved for ${SETTLE} s, not every group on its preferred leader")
+	read -r voters hosted leading <<<"$PLACE"
+	mapfile -t c0 < <(commits "${HTTP_PORTS[@]}")
+	t0=() # each node's CPU ticks before the load
+	for pid in "${SYSTEM_PIDS[@]}"; do t0+=("$(ticks "$pid")"); done
+	f="$work/report-$n.txt"
+	start=${EPOCHREALTIME/[.,]/} # µs
+	# the generator's CPU: its parent shell's children's ticks once it exited
+	gen=$(bash -c '"$@" >"$0" || exit 1; awk "{ print \$16 + \$17 }" /proc/$$/stat' "$f" \
+		bin/lockbench -addr "$ADDRS" -lock -clients "$CLIENTS" -duration "$DURATION" -quiet) ||
+		die "$n nodes: lockbench failed: $(cat "$f")"
+	end=${EPOCHREALTIME/[.,]/}
+	t1=()
+	for pid in "${SYSTEM_PIDS[@]}"; do t1+=("$(ticks "$pid")"); done
+	mapfile -t c1 < <(commits "${HTTP_PORTS[@]}")
+	stop_system
+
+	ops=$(field "$f" workload uncontended ops)
+	cycles=$(field "$f" workload uncontended grants/s)
+	p50=$(field "$f" op acquire p50_ms)
+	p99=$(field "$f" op acquire p99_ms)
+	errors=$(field "$f" workload uncontended errors)
+	# CPU ms per 1000 ops, node CPU mean and max (% of one core), the
+	# generator's CPU (%), fsyncs per op ("-" when a node gave no count)
+	read -r cpuop mean max genpct fsyncs < <(
+		awk -v ops="$ops" -v tick="$TICK" -v wall="$(((end - start) / 1000))e-3" \
+			-v t0="${t0[*]}" -v t1="${t1[*]}" -v c0="${c0[*]}" -v c1="${c1[*]}" -v gen="$gen" 'BEGIN {
+			n = split(t0, a, " "); split(t1, b, " "); split(c0, x, " "); split(c1, y, " ")
+			total = 0; max = 0; syncs = 0
+			for (i = 1; i <= n; i++) {
+				d = b[i] - a[i]; total += d
+				pct = d / tick / wall * 100
+				if (pct > max) max = pct
+				if (x[i] == "-" || y[i] == "-") syncs = -1
+				else if (syncs >= 0) syncs += y[i] - x[i]
+			}
+			if (ops > 0) printf "%.1f", total * 1000 / tick / ops * 1000; else printf "-"
+			printf " %.0f %.0f %.0f", total / tick / wall * 100 / n, max, gen / tick / wall * 100
+			if (syncs >= 0 && ops > 0) printf " %.3f\n", syncs / ops; else print " -"
+		}')
+	echo "scale.sh: $n nodes: $cycles cycles/s, acquire p50 $p50 ms, p99 $p99 ms, $cpuop CPU ms/1000 ops," \
+		"node CPU mean $mean% max $max%, $fsyncs fsyncs/op, $errors errors" >&2
+	[[ $errors == 0 ]] || notes+=("$n nodes: $errors error replies")
+	MD_ROWS+=("| $n | $voters | $hosted | $leading | $cycles | $p50 | $p99 | $errors | $cpuop | $mean | $max | $fsyncs | $genpct |")
+done
+RUN_END=$(date -u '+%Y-%m-%d %H:%M UTC')
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+
+placement="\`-groups $GROUPS_N -replicas $REPLICAS\`"
+warning=""
+if ((HAVE_REPLICAS == 0)); then
+	placement="\`-groups $GROUPS_N\` without \`-replicas\` (this lockd has no such flag)"
+	warning="**Warning:** \`${LOCKD_BIN##*/} -h\` lists no \`-replicas\`: every node hosts every group (a group has N voters), so this is not issue 49's $GROUPS_N groups × $REPLICAS replicas, and per-node CPU and fsyncs per operation cannot fall as nodes are added. Rerun once \`-replicas\` has landed."
+fi
+partial=()
+[[ ${NODES[*]} == "$FULL_NODES" ]] || partial+=("nodes \`${NODES[*]}\` (SCALE_NODES; make bench-scale: \`$FULL_NODES\`)")
+[[ $CLIENTS == "$FULL_CLIENTS" ]] || partial+=("$CLIENTS clients (SCALE_CLIENTS; make bench-scale: $FULL_CLIENTS)")
+[[ $DURATION == "$FULL_DURATION" ]] || partial+=("runs of $DURATION (BENCH_DURATION; make bench-scale: $FULL_DURATION)")
+cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null) || true
+fs=$(df --output=fstype "$work" 2>/dev/null | tail -n 1) || true
+md="$work/scale.md"
+{
+	echo "# make bench-scale: the latest run"
+	echo
+	echo "<!-- Written by scripts/scale.sh (make bench-scale) at the end of each run; edits"
+	echo "     are lost. Older runs are in this file's git history. -->"
+	echo
+	[[ -z $warning ]] || { echo "> $warning"; echo; }
+	if ((${#partial[@]} > 0)); then
+		list=${partial[0]}
+		for p in "${partial[@]:1}"; do list+="; $p"; done
+		echo "> **Not a full \`make bench-scale\`:** $list."
+		echo
+	fi
+	echo "What the table shows, and why the total cannot grow on one machine:"
+	echo "[the benchmarks page](../benchmarks.md#scale-out-make-bench-scale)."
+	echo
+	when="$RUN_START to $RUN_END"
+	[[ ${RUN_START% *:*} == "${RUN_END% *:*}" ]] && when="${RUN_START% UTC} to ${RUN_END#* }"
+	echo "- **When:** $when"
+	if [[ $LOCKD_BIN == bin/lockd ]]; then
+		echo "- **Commit:** \`${COMMIT:-unknown (not a git checkout)}\` (built with $(go env GOVERSION))"
+	else
+		echo "- **Commit:** the checkout is \`${COMMIT:-unknown}\`; the lockd measured is \`$LOCKD_BIN\` (LOCKD_BIN), built elsewhere"
+	fi
+	echo "- **Machine:** ${cpu:-$(uname -m)}, $(nproc) CPUs (nproc), $(uname -sr); the data in a temporary directory on ${fs:-?} (\`${TMPDIR:-/tmp}\`); load average (1, 5, 15 min) $LOAD_START at the start, $LOAD_END at the end"
+	echo "- **Settings:** a fresh cluster per size on 127.0.0.1, $placement; uncontended \`LOCK.ACQUIRE\` → \`LOCK.RELEASE\` cycles, $CLIENTS clients, closed loop, one connection each, spread over all nodes (client *i* on node *i* mod N), $DURATION per run"
+	echo
+	echo "## Results"
+	echo
+	echo "voters: the most voters of a group; hosted / leading: the most groups one node is a voter of / leads."
+	echo "An operation is one \`LOCK.ACQUIRE\` or one \`LOCK.RELEASE\`. Latencies in ms. CPU: user + system time;"
+	echo "ms per 1000 ops is all nodes together; per node, % of one core over the run (mean and max over the nodes)."
+	echo "fsyncs/op: the synced writes of every node's shared Raft log (\`lockd_log_commits_total\`), summed, per operation."
+	echo "lockbench CPU: the load generator's, % of one core. Bytes between peers: not reported (no metric counts them)."
+	echo
+	echo "| nodes | voters | hosted | leading | cycles/s | acquire p50 | acquire p99 | errors | CPU ms / 1000 ops | CPU per node, mean % | CPU per node, max % | fsyncs/op | lockbench CPU % |"
+	echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	printf '%s\n' "${MD_ROWS[@]}"
+	if ((${#notes[@]} > 0)); then
+		echo
+		printf -- '- %s\n' "${notes[@]}"
+	fi
+} >"$md"
+
+echo
+cat "$md"
+if [[ -n $TABLE ]]; then
+	mkdir -p "$(dirname "$TABLE")"
+	# Into place atomically: a temporary file beside the destination, then mv.
+	tmp=$(mktemp "$(dirname "$TABLE")/.$(basename "$TABLE").XXXXXX")
+	if ! { cat "$md" >"$tmp" && chmod 644 "$tmp" && mv -f "$tmp" "$TABLE"; }; then
+		rm -f "$tmp"
+		die "could not write $TABLE"
+	fi
+	echo "scale.sh: wrote $TABLE" >&2
+fi

@@ -1,0 +1,422 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/internal/clustertest"
+	"github.com/redis/go-redis/v9"
+)
+
+// Issue 49: groups placed on a subset of the nodes. Six real processes with
+// -groups 8 -replicas 3: every group has exactly 3 voters and no node holds
+// more than ⌈8·3/6⌉ = 4; writes and a blocking acquire work through every
+// node, hosting or not; kill -9 of a node leaves every group led; a 7th node
+// that joins gets replicas and leaders while writes through every node go
+// on (none refused for longer than an election, none acknowledged lost); a
+// node removed with RAFT REMOVE has its replicas re-created first.
+
+// placeBound bounds waiting for the balancer to settle after a change.
+const placeBound = 60 * time.Second
+
+// placedGroup is one group as a node's RAFT GROUPS shows it.
+type placedGroup struct {
+	leader  string
+	voters  []string
+	state   string
+	numVote int64
+}
+
+// placedGroups reads RAFT GROUPS on addr: each group's leader and voters.
+func placedGroups(addr string) ([]placedGroup, error) {
+	c, err := dialRESP(addr, infoTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	r, err := c.do("RAFT", "GROUPS")
+	if err != nil {
+		return nil, err
+	}
+	if r.kind != '*' {
+		return nil, fmt.Errorf("RAFT GROUPS answered %v", r)
+	}
+	var out []placedGroup
+	for _, e := range r.elems {
+		f := fields(e)
+		var v []string
+		if m := f["members"].str; m != "" {
+			v = strings.Split(m, ";")
+		}
+		out = append(out, placedGroup{leader: f["leader"].str, voters: v, state: f["state"].str, numVote: f["voters"].n})
+	}
+	return out, nil
+}
+
+// settledPlacement polls every running node until they agree on every
+// group's leader and voters, each group has want voters, and the leader is one
+// of them, and returns that view (the test fails after bound).
+func settledPlacement(t *testing.T, cl *lockdCluster, want int, bound time.Duration, ok func([]placedGroup) bool) []placedGroup {
+	t.Helper()
+	var last string
+	var view []placedGroup
+	settled := clustertest.Until(bound, 200*time.Millisecond, func() bool {
+		view = nil
+		for _, nd := range cl.running() {
+			gs, err := placedGroups(nd.addrs.resp)
+			if err != nil {
+				last = nd.id + ": " + err.Error()
+				return false
+			}
+			if view == nil {
+				view = gs
+				continue
+			}
+			for g := range gs {
+				if gs[g].leader != view[g].leader || !slices.Equal(gs[g].voters, view[g].voters) {
+					last = fmt.Sprintf("%s sees group %d as %v, another node as %v", nd.id, g, gs[g], view[g])
+					return false
+				}
+			}
+		}
+		for g, pg := range view {
+			if len(pg.voters) != want || !slices.Contains(pg.voters, pg.leader) {
+				last = fmt.Sprintf("group %d: %+v", g, pg)
+				return false
+			}
+		}
+		if ok != nil && !ok(view) {
+			last = fmt.Sprintf("not yet: %+v", view)
+			return false
+		}
+		return true
+	})
+	if !settled {
+		t.Fatalf("the placement did not settle in %s: %s", bound, last)
+	}
+	return view
+}
+
+// perNode counts the replicas and leaderships each node holds.
+func perNode(view []placedGroup) (replicas, leads map[string]int) {
+	replicas, leads = map[string]int{}, map[string]int{}
+	for _, pg := range view {
+		for _, v := range pg.voters {
+			replicas[v]++
+		}
+		leads[pg.leader]++
+	}
+	return replicas, leads
+}
+
+// placedWriter writes through every running node of cl until stopped,
+// recording acknowledged keys and the longest stretch during which every
+// write through some node was refused.
+type placedWriter struct {
+	mu       sync.Mutex
+	acked    map[string]string
+	longest  time.Duration
+	failures int
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+func startPlacedWriter(cl *lockdCluster, nodes []*clusterNode) *placedWriter {
+	w := &placedWriter{acked: map[string]string{}, stop: make(chan struct{})}
+	for _, nd := range nodes {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			c := redis.NewClient(&redis.Options{Addr: nd.addrs.resp, MaxRetries: -1, ReadTimeout: clusterOpTimeout, WriteTimeout: time.Second})
+			defer c.Close()
+			var failingSince time.Time
+			for i := 0; i < 100000; i++ {
+				select {
+				case <-w.stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("pw-%s-%d", nd.id, i)
+				ctx, cancel := context.WithTimeout(context.Background(), clusterOpTimeout)
+				err := c.Set(ctx, key, strconv.Itoa(i), 0).Err()
+				cancel()
+				now := time.Now()
+				w.mu.Lock()
+				if err == nil {
+					w.acked[key] = strconv.Itoa(i)
+					if !failingSince.IsZero() {
+						w.longest = max(w.longest, now.Sub(failingSince))
+					}
+					failingSince = time.Time{}
+				} else {
+					w.failures++
+					if failingSince.IsZero() {
+						failingSince = now
+					}
+				}
+				w.mu.Unlock()
+				if err != nil {
+					time.Sleep(10 * time.Millisecond) // pacing after a refusal, not synchronisation
+				}
+			}
+		}()
+	}
+	return w
+}
+
+func (w *placedWriter) halt() {
+	close(w.stop)
+	w.wg.Wait()
+}
+
+// checkAcked reads every acknowledged key through addr.
+func (w *placedWriter) checkAcked(t *testing.T, addr string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 3})
+	defer c.Close()
+	lost := 0
+	for k, v := range w.acked {
+		got, err := c.Get(context.Background(), k).Result()
+		if err != nil || got != v {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged %s=%s reads %q (%v)", k, v, got, err)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged writes lost", lost, len(w.acked))
+	}
+	t.Logf("%d acknowledged writes all read back; %d refused, longest refusal %s", len(w.acked), w.failures, w.longest)
+}
+
+func TestPlacementSixNodes(t *testing.T) {
+	cl := startPlacedCluster(t, 7, 6, nil)
+	view := settledPlacement(t, cl, 3, placeBound, nil)
+	replicas, leads := perNode(view)
+	t.Logf("replicas per node %v, leaders per node %v", replicas, leads)
+	for id, n := range replicas {
+		if n > 4 {
+			t.Errorf("%s holds %d replicas; at most ⌈8·3/6⌉ = 4", id, n)
+		}
+	}
+	if len(replicas) != 6 {
+		t.Errorf("replicas on %d nodes, want all 6: %v", len(replicas), replicas)
+	}
+
+	// Writes through every node, read back through every other.
+	six := cl.nodes[:6]
+	for _, nd := range six {
+		c := redis.NewClient(&redis.Options{Addr: nd.addrs.resp})
+		for i := range 16 {
+			if err := c.Set(context.Background(), fmt.Sprintf("p-%s-%d", nd.id, i), nd.id, time.Minute).Err(); err != nil {
+				t.Fatalf("SET through %s: %v", nd.id, err)
+			}
+		}
+		c.Close()
+	}
+	for _, nd := range six {
+		c := redis.NewClient(&redis.Options{Addr: nd.addrs.resp})
+		for _, from := range six {
+			for i := range 16 {
+				if v, err := c.Get(context.Background(), fmt.Sprintf("p-%s-%d", from.id, i)).Result(); err != nil || v != from.id {
+					t.Fatalf("GET through %s of %s's key %d: %q %v", nd.id, from.id, i, v, err)
+				}
+			}
+		}
+		c.Close()
+	}
+
+	// A blocking acquire through a node that does not host the name's
+	// group, granted when another node releases it.
+	name, host, other := nameOnOtherNodes(t, cl, view)
+	holder := redis.NewClient(&redis.Options{Addr: host.addrs.resp})
+	defer holder.Close()
+	tok, err := holder.Do(context.Background(), "LOCK.ACQUIRE", name, "a", "PX", "30000").Int64()
+	if err != nil {
+		t.Fatalf("LOCK.ACQUIRE through %s: %v", host.id, err)
+	}
+	waiter := redis.NewClient(&redis.Options{Addr: other.addrs.resp, ReadTimeout: 20 * time.Second})
+	defer waiter.Close()
+	got := make(chan int64, 1)
+	go func() {
+		v, err := waiter.Do(context.Background(), "LOCK.ACQUIRE", name, "b", "PX", "30000", "WAIT", "15000").Int64()
+		if err != nil {
+			t.Errorf("the waiting LOCK.ACQUIRE through %s: %v", other.id, err)
+		}
+		got <- v
+	}()
+	var info string
+	if !clustertest.Until(10*time.Second, 50*time.Millisecond, func() bool {
+		v, err := holder.Do(context.Background(), "LOCK.INFO", name).Result()
+		info = fmt.Sprint(v, err)
+		return err == nil && strings.Contains(info, "queue_length:1")
+	}) {
+		t.Fatalf("the waiter through %s never queued on %s: %s", other.id, name, info)
+	}
+	if err := holder.Do(context.Background(), "LOCK.RELEASE", name, strconv.FormatInt(tok, 10)).Err(); err != nil {
+		t.Fatalf("LOCK.RELEASE: %v", err)
+	}
+	select {
+	case v := <-got:
+		if v <= tok {
+			t.Fatalf("the waiter through %s got %d, want a token above %d", other.id, v, tok)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the waiter through %s was not granted", other.id)
+	}
+
+	// kill -9 a node that leads a group: every group is led again.
+	victim := cl.byID(view[1].leader)
+	cl.kill(victim)
+	settledPlacement(t, cl, 3, leaderTimeout, func(v []placedGroup) bool {
+		for _, pg := range v {
+			if pg.leader == victim.id || pg.leader == "" {
+				return false
+			}
+		}
+		return true
+	})
+	cl.restart(victim)
+	settledPlacement(t, cl, 3, placeBound, nil)
+
+	// A 7th node joins while writes go on through the six.
+	w := startPlacedWriter(cl, six)
+	n7 := cl.nodes[6]
+	cl.spawnJoin(n7, six[0])
+	view = settledPlacement(t, cl, 3, placeBound, func(v []placedGroup) bool {
+		r, l := perNode(v)
+		return r[n7.id] >= 3 && l[n7.id] >= 1
+	})
+	w.halt()
+	replicas, leads = perNode(view)
+	t.Logf("after the join: replicas per node %v, leaders per node %v", replicas, leads)
+	if w.longest > 5*time.Second {
+		t.Errorf("writes through a node were refused for %s while replicas moved (an election is under 5 s)", w.longest)
+	}
+	w.checkAcked(t, n7.addrs.resp)
+
+	// RAFT REMOVE of a node: its replicas are re-created elsewhere first.
+	gone := six[1]
+	c := redis.NewClient(&redis.Options{Addr: six[0].addrs.resp, ReadTimeout: 5 * time.Minute})
+	defer c.Close()
+	if err := c.Do(context.Background(), "RAFT", "REMOVE", gone.id).Err(); err != nil {
+		t.Fatalf("RAFT REMOVE %s: %v", gone.id, err)
+	}
+	view = settledPlacement(t, cl, 3, placeBound, func(v []placedGroup) bool {
+		r, _ := perNode(v)
+		return r[gone.id] == 0
+	})
+	replicas, _ = perNode(view)
+	t.Logf("after removing %s: replicas per node %v", gone.id, replicas)
+	cl.kill(gone)
+	w.checkAcked(t, six[0].addrs.resp)
+}
+
+// TestPlacementZones: 3 zones × 2 nodes, -replicas 3: no group has two
+// voters in one zone.
+func TestPlacementZones(t *testing.T) {
+	zones := map[string]string{}
+	cl := startPlacedCluster(t, 6, 6, func(nd *clusterNode) []string {
+		z := "z" + strconv.Itoa(nd.idx%3)
+		zones[nd.id] = z
+		return []string{"-zone", z}
+	})
+	view := settledPlacement(t, cl, 3, placeBound, func(v []placedGroup) bool {
+		for _, pg := range v {
+			seen := map[string]bool{}
+			for _, id := range pg.voters {
+				if seen[zones[id]] {
+					return false
+				}
+				seen[zones[id]] = true
+			}
+		}
+		return true
+	})
+	replicas, leads := perNode(view)
+	t.Logf("zones %v: replicas per node %v, leaders per node %v", zones, replicas, leads)
+}
+
+// startPlacedCluster lays out n nodes and starts the first start of them
+// as a new cluster with -groups 8 -replicas 3 (args adds flags per node).
+func startPlacedCluster(t *testing.T, n, start int, args func(*clusterNode) []string) *lockdCluster {
+	t.Helper()
+	cl := &lockdCluster{t: t, extra: []string{"-groups", "8", "-replicas", "3"}}
+	cl.layout(n, false)
+	var ps []string
+	for _, nd := range cl.nodes[:start] {
+		ps = append(ps, nd.id+"="+nd.addrs.peer)
+	}
+	cl.peers = strings.Join(ps, ",")
+	if args != nil {
+		cl.nodeArgs = map[string][]string{}
+		for _, nd := range cl.nodes {
+			cl.nodeArgs[nd.id] = args(nd)
+		}
+	}
+	running := cl.nodes[:start]
+	for _, nd := range running {
+		cl.spawn(nd)
+	}
+	if awaitReady(t, running) {
+		t.Skip("lost a port race") // rare; the other placement test covers the same
+	}
+	for _, nd := range running {
+		nd.up.Store(true)
+	}
+	return cl
+}
+
+// spawnJoin starts nd as a new node that joins through member.
+func (cl *lockdCluster) spawnJoin(nd *clusterNode, member *clusterNode) {
+	cl.t.Helper()
+	nd.gen++
+	args := append([]string{"-node-id", nd.id, "-join", member.addrs.resp, "-raft-logs"}, cl.nodeArgs[nd.id]...)
+	nd.proc = spawnLockdArgs(cl.t, fmt.Sprintf("%s.%d", nd.id, nd.gen), nd.dir, nd.addrs, args...)
+	nd.procs = append(nd.procs, nd.proc)
+	if err := nd.proc.waitReady(readyTimeout); err != nil {
+		cl.t.Fatalf("%s: %v\nstderr:\n%s", nd.proc.name, err, nd.proc.stderr)
+	}
+	nd.up.Store(true)
+}
+
+// nameOnOtherNodes finds a lock name whose group one running node hosts
+// (host) and another does not (other).
+func nameOnOtherNodes(t *testing.T, cl *lockdCluster, view []placedGroup) (name string, host, other *clusterNode) {
+	t.Helper()
+	c, err := dialRESP(cl.nodes[0].addrs.resp, infoTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	ranges, _, err := shardsByGroup(cl.nodes[0].addrs.resp, len(view))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		name = "placed-lock-" + strconv.Itoa(i)
+		g := groupOfSlot(ranges, keySlot(t, c, name))
+		if g < 0 {
+			continue
+		}
+		for _, nd := range cl.running() {
+			if slices.Contains(view[g].voters, nd.id) {
+				host = nd
+			} else {
+				other = nd
+			}
+		}
+		if host != nil && other != nil {
+			return name, host, other
+		}
+	}
+	t.Fatal("no name found whose group some node does not host")
+	return "", nil, nil
+}
