@@ -326,9 +326,13 @@ func (n *Node) refreshAddrs(ctx context.Context) {
 	}
 }
 
-// groupsInfo is RAFT GROUPS: for each group its id, this node's state, the
-// leader, term, commit/applied/last index, the applied token, voters, slot count and members.
-func (n *Node) groupsInfo() resp.Value {
+// groupsInfo is RAFT GROUPS: for each group its id, this node's state (or
+// "remote" for a group it does not host), the leader, term, commit/applied/
+// last index, the applied token, voters, slot count, members (the voters) and
+// moving (the placement moves of the group under way, asked of group 0's
+// leader; "" when none or it did not answer within moveAskTimeout).
+func (n *Node) groupsInfo(ctx context.Context) resp.Value {
+	moving := n.movesInProgress(ctx)
 	var out []resp.Value
 	for _, g := range n.groupStatuses() {
 		out = append(out, resp.Map(
@@ -343,6 +347,7 @@ func (n *Node) groupsInfo() resp.Value {
 			resp.BulkString("voters"), resp.Int(g.voters),
 			resp.BulkString("slots"), resp.Int(g.slots),
 			resp.BulkString("members"), resp.BulkString(g.members),
+			resp.BulkString("moving"), resp.BulkString(moving[g.group]),
 		))
 	}
 	return resp.Array(out...)

@@ -42,6 +42,8 @@ func (n *Node) nodeAdmin(ctx context.Context, op command.Admin) (resp.Value, boo
 	switch op.Action {
 	case "nodeadd", "noderemove":
 		return n.placeAdmin(ctx, op), true
+	case "moves":
+		return n.movesReply(), true
 	case "moveslots":
 	default:
 		return resp.Value{}, false

@@ -63,18 +63,6 @@ func (p *placer) setMoving(m []placement.Move, err error) {
 	p.mu.Unlock()
 }
 
-// Moves are the placement moves this node runs now, as "g3 +n7" … (empty
-// unless it leads group 0 and a move is under way), and the last move error.
-func (n *Node) Moves() ([]string, error) {
-	n.place.mu.Lock()
-	defer n.place.mu.Unlock()
-	var out []string
-	for _, m := range n.place.moving {
-		out = append(out, m.String())
-	}
-	return out, n.place.last
-}
-
 // placeNodes is the nodes the balancer places groups on: group 0's
 // configuration less the nodes being drained, each with its zone. ok is
 // false while a node's zone is unknown or it did not answer lately: no move
@@ -390,4 +378,52 @@ func (n *Node) placeTick() {
 			n.log.Warn("placement", "err", err)
 		}
 	}()
+}
+
+// movesReply answers "moves" (asked of group 0's leader): the placement
+// moves under way, each as [group, "g3 +n7"], and the last move's error (""
+// none) as the final element.
+func (n *Node) movesReply() resp.Value {
+	n.place.mu.Lock()
+	moves, err := n.place.moving, n.place.last
+	n.place.mu.Unlock()
+	var out []resp.Value
+	for _, m := range moves {
+		out = append(out, resp.Array(resp.Int(int64(m.Group)), resp.BulkString(m.String())))
+	}
+	last := ""
+	if err != nil {
+		last = err.Error()
+	}
+	return resp.Array(append(out, resp.BulkString(last))...)
+}
+
+// moveAskTimeout bounds RAFT GROUPS' question to group 0's leader.
+const moveAskTimeout = 500 * time.Millisecond
+
+// movesInProgress asks group 0's leader for the placement moves under way,
+// by group ("g3 +n7,g3 -n2"); empty when there are none, the cluster is
+// not placed, or the leader did not answer in time.
+func (n *Node) movesInProgress(ctx context.Context) map[int]string {
+	out := map[int]string{}
+	if len(n.groups) == 1 {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(ctx, moveAskTimeout)
+	defer cancel()
+	v := n.groups[0].Do(ctx, []command.Request{{Op: command.Admin{Action: "moves"}, Spec: command.AdminSpec}})[0]
+	if v.Kind != resp.KindArray || len(v.Elems) == 0 {
+		return out
+	}
+	for _, e := range v.Elems[:len(v.Elems)-1] {
+		if len(e.Elems) != 2 {
+			continue
+		}
+		g := int(e.Elems[0].Int)
+		if out[g] != "" {
+			out[g] += ","
+		}
+		out[g] += e.Elems[1].String()
+	}
+	return out
 }

@@ -133,7 +133,7 @@ func (n *Node) Do(ctx context.Context, reqs []command.Request) []resp.Value {
 func (n *Node) DoParts(ctx context.Context, reqs []command.Request, part func(idx []int, res []resp.Value)) []resp.Value {
 	if len(reqs) == 1 {
 		if op, ok := reqs[0].Op.(command.Admin); ok && op.Action == "groups" {
-			return []resp.Value{n.groupsInfo()}
+			return []resp.Value{n.groupsInfo(ctx)}
 		}
 	}
 	if len(n.groups) == 1 {

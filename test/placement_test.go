@@ -233,6 +233,42 @@ func TestPlacementSixNodes(t *testing.T) {
 		c.Close()
 	}
 
+	// A session opened through one node holds locks in many groups; its
+	// keepalives through another node renew it in all of them.
+	ctx := context.Background()
+	opener := redis.NewClient(&redis.Options{Addr: six[3].addrs.resp, Protocol: 2})
+	defer opener.Close()
+	open, err := opener.Do(ctx, "SESSION.OPEN", "TTL", "2000").Slice()
+	if err != nil || len(open) < 2 {
+		t.Fatalf("SESSION.OPEN: %v %v", open, err)
+	}
+	sid := fmt.Sprint(open[1])
+	acq := redis.NewClient(&redis.Options{Addr: six[0].addrs.resp})
+	defer acq.Close()
+	var names []string
+	for i := range 12 {
+		name := "sess-lock-" + strconv.Itoa(i)
+		if err := acq.Do(ctx, "LOCK.ACQUIRE", name, "me", "SESSION", sid).Err(); err != nil {
+			t.Fatalf("LOCK.ACQUIRE %s SESSION %s: %v", name, sid, err)
+		}
+		names = append(names, name)
+	}
+	keeper := redis.NewClient(&redis.Options{Addr: six[5].addrs.resp})
+	defer keeper.Close()
+	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); {
+		if err := keeper.Do(ctx, "SESSION.KEEPALIVE", sid).Err(); err != nil {
+			t.Fatalf("SESSION.KEEPALIVE through %s: %v", six[5].id, err)
+		}
+		time.Sleep(500 * time.Millisecond) // the keepalive period, not synchronisation
+	}
+	thief := redis.NewClient(&redis.Options{Addr: six[2].addrs.resp})
+	defer thief.Close()
+	for _, name := range names {
+		if err := thief.Do(ctx, "LOCK.ACQUIRE", name, "thief", "PX", "1000").Err(); err != redis.Nil {
+			t.Fatalf("%s, held by a session kept alive through %s for 3 TTLs, was granted to another owner (%v)", name, six[5].id, err)
+		}
+	}
+
 	// A blocking acquire through a node that does not host the name's
 	// group, granted when another node releases it.
 	name, host, other := nameOnOtherNodes(t, cl, view)

@@ -62,7 +62,7 @@ func runStatus(args []string, w, stderr io.Writer) int {
 		return 1
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tROLE\tRESP\tPEER\tAPPLIED\tLAG")
+	fmt.Fprintln(tw, "ID\tROLE\tRESP\tPEER\tZONE\tAPPLIED\tLAG")
 	leader := false
 	var rows []string
 	for _, m := range members {
@@ -74,7 +74,10 @@ func runStatus(args []string, w, stderr io.Writer) int {
 		if f["applied_index"] == "-1" {
 			role += " (down?)"
 		}
-		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", f["id"], role, f["resp_addr"], f["addr"], f["applied_index"], f["lag"]))
+		if f["suffrage"] == "Nonvoter" {
+			role += " (no vote)"
+		}
+		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", f["id"], role, f["resp_addr"], f["addr"], f["zone"], f["applied_index"], f["lag"]))
 	}
 	sort.Strings(rows)
 	for _, r := range rows {
@@ -94,16 +97,21 @@ func runStatus(args []string, w, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockd status: RAFT GROUPS: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(w, "%s groups, shard map version %s\n", kv["raft_groups"], kv["shard_map_version"])
+	replicas := kv["raft_replicas"]
+	if replicas == "" || replicas == "0" {
+		replicas = "by node count"
+	}
+	fmt.Fprintf(w, "%s groups, shard map version %s, replicas %s\n", kv["raft_groups"], kv["shard_map_version"], replicas)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tLEADER\tTERM\tAPPLIED\tSLOTS")
+	fmt.Fprintln(tw, "GROUP\tLEADER\tVOTERS\tHERE\tTERM\tAPPLIED\tSLOTS\tMOVING")
 	status := 0
 	for _, g := range groups {
 		f := fields(g)
 		if f["leader"] == "" {
 			f["leader"], status = "(none)", 1
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f["group"], f["leader"], f["term"], f["applied_index"], f["slots"])
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f["group"], f["leader"], strings.ReplaceAll(f["members"], ";", ","), f["state"],
+			f["term"], f["applied_index"], f["slots"], f["moving"])
 	}
 	tw.Flush()
 	if status != 0 {

@@ -50,7 +50,7 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		}
 		s.ensureFeature(ctx, fl)
 		return resp.OK
-	case "moveslots", "nodeadd", "noderemove": // the Node's, on group 0's leader
+	case "moveslots", "nodeadd", "noderemove", "moves": // the Node's, on group 0's leader
 		if s.cfg.nodeAdmin != nil {
 			if v, ok := s.cfg.nodeAdmin(ctx, op); ok {
 				return v
