@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -134,7 +135,7 @@ func (n *Node) placeStep(ctx context.Context) (settled bool, err error) {
 		return false, nil
 	}
 	r := replicasFor(n.cfg.Replicas, len(nodes))
-	moves, err := placement.Rebalance(cur, nodes, r, nil)
+	moves, err := placement.Rebalance(cur, nodes, r, n.homes(nodes))
 	if err != nil {
 		return false, err
 	}
@@ -353,6 +354,28 @@ func (n *Node) holdsReplicas(id string) bool {
 		}
 	}
 	return false
+}
+
+// homes maps the groups holding a -home-zones tag's slot to its zone, for
+// the zones some node of nodes is in (a home in no node's zone is ignored,
+// as is a second tag's zone for a group that has one).
+func (n *Node) homes(nodes []placement.Node) map[int]string {
+	if len(n.cfg.HomeZones) == 0 {
+		return nil
+	}
+	m := n.ShardMap()
+	out := map[int]string{}
+	for _, tag := range slices.Sorted(maps.Keys(n.cfg.HomeZones)) {
+		zone := n.cfg.HomeZones[tag]
+		if !slices.ContainsFunc(nodes, func(nd placement.Node) bool { return nd.Zone == zone }) {
+			continue
+		}
+		g := m.GroupOf([]byte(tag))
+		if _, taken := out[g]; !taken {
+			out[g] = zone
+		}
+	}
+	return out
 }
 
 // placeTick runs the balancer in the background (one placeStep at a time; a

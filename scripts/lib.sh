@@ -250,7 +250,11 @@ lockd_leader_first() {
 # preferred leader, group g by the (g mod n)-th of its n members in id order:
 # the layout the nodes' balance loops settle on and then leave alone. A run
 # started while they still hand groups over would see groups change leaders
-# midway (a stall of each group moved, in its p99).
+# midway (a stall of each group moved, in its p99). The rule holds only while
+# every node hosts every group, as on start_lockd_cluster's three nodes; on a
+# placed cluster (-replicas below the node count) group 0's leader places the
+# leaders, with no fixed layout: scale.sh's wait_settled waits there until no
+# leader or member has changed for a few seconds instead.
 spread() {
 	local port=$1 deadline=$((SECONDS + START_TIMEOUT)) out
 	while ((SECONDS < deadline)); do

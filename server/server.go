@@ -89,7 +89,10 @@ type Config struct {
 	// while zones remain (docs/clusters.md).
 	Replicas int
 	Zone     string
-	Logger   *slog.Logger
+	// HomeZones gives hash tags a home zone (-home-zones; see
+	// raftstore.Config.HomeZones).
+	HomeZones map[string]string
+	Logger    *slog.Logger
 	// RaftLogOutput receives hashicorp/raft's own log lines as they are; nil
 	// routes them into Logger (warnings and errors; all with RaftLogs).
 	RaftLogOutput io.Writer
@@ -286,7 +289,7 @@ func New(cfg Config) (*Server, error) {
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
-		Replicas: replicas, Zone: cfg.Zone,
+		Replicas: replicas, Zone: cfg.Zone, HomeZones: cfg.HomeZones,
 		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX,
 		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterAuth, ReplicaStopOnUnsupported: cfg.ReplicaStopOnUnsupported, MasterTLS: cfg.MasterTLS}

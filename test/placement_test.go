@@ -356,15 +356,35 @@ func TestPlacementSixNodes(t *testing.T) {
 }
 
 // TestPlacementZones: 3 zones × 2 nodes, -replicas 3: no group has two
-// voters in one zone.
+// voters in one zone, and the group of a hash tag given a home zone
+// (-home-zones) is led from a node in that zone.
 func TestPlacementZones(t *testing.T) {
 	zones := map[string]string{}
 	cl := startPlacedCluster(t, 6, 6, func(nd *clusterNode) []string {
 		z := "z" + strconv.Itoa(nd.idx%3)
 		zones[nd.id] = z
-		return []string{"-zone", z}
+		return []string{"-zone", z, "-home-zones", "{eu}=z1,{us}=z2"}
 	})
+	settledPlacement(t, cl, 3, placeBound, nil)
+	ranges, _, err := shardsByGroup(cl.nodes[0].addrs.resp, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dialRESP(cl.nodes[0].addrs.resp, infoTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := map[int]string{groupOfSlot(ranges, keySlot(t, c, "{eu}")): "z1"}
+	if g := groupOfSlot(ranges, keySlot(t, c, "{us}")); home[g] == "" {
+		home[g] = "z2"
+	}
+	c.close()
 	view := settledPlacement(t, cl, 3, placeBound, func(v []placedGroup) bool {
+		for g, z := range home {
+			if zones[v[g].leader] != z {
+				return false
+			}
+		}
 		for _, pg := range v {
 			seen := map[string]bool{}
 			for _, id := range pg.voters {
@@ -377,7 +397,7 @@ func TestPlacementZones(t *testing.T) {
 		return true
 	})
 	replicas, leads := perNode(view)
-	t.Logf("zones %v: replicas per node %v, leaders per node %v", zones, replicas, leads)
+	t.Logf("zones %v, homes by group %v: replicas per node %v, leaders per node %v", zones, home, replicas, leads)
 }
 
 // startPlacedCluster lays out n nodes and starts the first start of them

@@ -26,6 +26,23 @@ import (
 	"github.com/lockd/lockd/tlsconf"
 )
 
+// parseHomeZones reads "{tag}=zone,{tag}=zone" ("" none): each key must be
+// a hash tag, braces included, so that it names one slot.
+func parseHomeZones(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		tag, zone, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || len(tag) < 3 || tag[0] != '{' || tag[len(tag)-1] != '}' || strings.ContainsAny(tag[1:len(tag)-1], "{}") || zone == "" {
+			return nil, fmt.Errorf("%q: want {tag}=zone", part)
+		}
+		out[tag] = zone
+	}
+	return out, nil
+}
+
 // parsePeers reads "id=addr,id=addr".
 func parsePeers(s string) ([]raftstore.Peer, error) {
 	var out []raftstore.Peer
@@ -59,6 +76,7 @@ type options struct {
 	groups   *int
 	replicas *int
 	zone     *string
+	homes    *string
 	evLoop   *string
 	redirect *bool
 	joinAddr *string
@@ -127,6 +145,7 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *options) {
 		groups:   fs.Int("groups", 0, "Raft groups of a new data directory (1 to 63): the slots are split evenly over them and their leaders spread over the nodes; fixed when the directory is created, the same on every node. 0: 8 for a new cluster started with -peers, the member's count with -join, 1 for a single node"),
 		replicas: fs.Int("replicas", 0, "voters of each Raft group of a new cluster (1 to 7): with fewer than the nodes, each group lives on that many of them, spread evenly over nodes and -zone zones, and a node that joins or leaves has replicas moved (docs/clusters.md); fixed when the directory is created, the same on every node. 0: follow the node count (every node of 1 or 2, 3 of 3 or 4 nodes, 5 from 5 nodes)"),
 		zone:     fs.String("zone", "", "this node's failure domain (a rack, a zone, a region): a group's voters go to different zones while zones remain"),
+		homes:    fs.String("home-zones", "", "home zones of hash tags: {tag}=zone,...: the group holding the tag's slot keeps a voter in that zone and is led from there (names like {payments}:… then take no cross-zone hop for grants in that zone); group 0's leader applies it: give every node the same"),
 		evLoop:   fs.String("event-loop", "auto", "how the RESP port serves connections: auto (an epoll event loop that batches every ready client's keyspace commands into one Raft proposal per group, on Linux and plain TCP; a goroutine per connection otherwise), on (the loop, or refuse to start), off (a goroutine per connection)"),
 		redirect: fs.Bool("cluster-redirect", false, "answer -MOVED to every client for a key whose group another node leads (only when every client is cluster-aware; without it only connections that asked CLUSTER SLOTS/SHARDS/NODES, READONLY, READWRITE or ASKING are redirected)"),
 		joinAddr: fs.String("join", "", "RESP address of a member of a running cluster to join (it runs RAFT ADD for this node)"),
@@ -296,6 +315,12 @@ func run(args []string, stderr io.Writer) int {
 	cfg.Join = *o.joinAddr
 	cfg.Groups = *o.groups
 	cfg.Replicas, cfg.Zone = *o.replicas, *o.zone
+	homes, herr := parseHomeZones(*o.homes)
+	if herr != nil {
+		fmt.Fprintf(stderr, "lockd: -home-zones: %v\n", herr)
+		return 2
+	}
+	cfg.HomeZones = homes
 	cfg.Redirect = *o.redirect
 	cfg.EventLoop = *o.evLoop
 	cfg.Pprof = *o.pprofOn

@@ -63,6 +63,11 @@ type Config struct {
 	// Zone is this node's failure domain (-zone; "" none): the placement
 	// keeps a group's voters in different zones while zones remain.
 	Zone string
+	// HomeZones gives hash tags a home zone (-home-zones: "{tag}" → zone):
+	// the group that holds the tag's slot keeps a voter there and is led
+	// from there, so clients in that zone pay no cross-zone hop for grants.
+	// Group 0's leader applies it: give every node the same.
+	HomeZones map[string]string
 	// Replicas is the voters each group gets on a cluster created with it
 	// (-replicas; 0: placement.DefaultReplicas of the node count). A Node
 	// records it in a new data directory, as it records Groups.
