@@ -21,7 +21,8 @@
 // Files: node.go (OpenNode, Close, the shard map this node routes by),
 // route.go (Node.Do), node_move.go (slot moves), node_sessions.go (sessions
 // across groups), node_info.go (INFO, RAFT GROUPS, the cluster view, leader
-// spreading), api.go (the group's names the rest of lockd uses through
+// spreading), node_place.go (placement: the balancer, RAFT ADD/REMOVE of a
+// placed cluster), node_remote.go (relaying groups this node does not host), api.go (the group's names the rest of lockd uses through
 // raftstore: Config, Peer, the defaults), faults.go (FaultClock; only with
 // the tag faults). One group is package group; the adapters around
 // hashicorp/raft that need no group (log cache, log bridge, proxy dials) are

@@ -25,8 +25,13 @@ import (
 // run goes on.
 type chaosCluster struct {
 	*lockdCluster
-	net    *faultnet.Net
-	groups int      // Raft groups per node (-groups)
+	net      *faultnet.Net
+	groups   int // Raft groups per node (-groups)
+	replicas int // -replicas; 0: the flag is not given (every node hosts every group of a run of 3 or 5)
+	// joined marks the nodes whose data directory a -join created (the
+	// member-move fault): they start again with -join, never with -peers,
+	// which would bootstrap on them the groups they hold no state of.
+	joined map[int]bool
 	extra  []string // more lockd flags (planted bugs)
 	http   []string // each node's HTTP address
 	via    []string // each node's -dial-via flag
@@ -41,15 +46,17 @@ type chaosCluster struct {
 // replay reads every group's log of every replica (readReplicaLogs).
 var chaosLockdFlags = []string{"-snapshot-threshold", "1024", "-trailing-logs", "1000000000", "-log-bytes", "1099511627776", "-fault-control"}
 
-// startChaosCluster starts n nodes running groups Raft groups each, every node
-// dialing its peers through its own proxy per link, and waits until every
-// group has a leader.
-func startChaosCluster(t *testing.T, n, groups int, extra ...string) *chaosCluster {
+// startChaosCluster starts n nodes running groups Raft groups each (with
+// replicas > 0, -replicas replicas: fewer than n places each group on that
+// many nodes), every node dialing its peers through its own proxy per link,
+// and waits until every group has a leader.
+func startChaosCluster(t *testing.T, n, groups, replicas int, extra ...string) *chaosCluster {
 	t.Helper()
 	t.Setenv("LOCKD_FAULT_INJECTION", "1")
 	for attempt := 1; ; attempt++ {
 		fn := faultnet.New()
-		cc := &chaosCluster{lockdCluster: &lockdCluster{t: t}, net: fn, groups: groups, extra: extra, paused: map[int]bool{}}
+		cc := &chaosCluster{lockdCluster: &lockdCluster{t: t}, net: fn, groups: groups, replicas: replicas, joined: map[int]bool{},
+			extra: extra, paused: map[int]bool{}}
 		cc.layout(n, true)
 		for _, nd := range cc.nodes {
 			cc.http = append(cc.http, nd.addrs.http)
@@ -88,13 +95,51 @@ func startChaosCluster(t *testing.T, n, groups int, extra ...string) *chaosClust
 	}
 }
 
+// spawnChaos starts a process for nd and returns at once: with -peers, or,
+// for a node a -join created (cc.joined), with -join through another node
+// (joinThrough).
 func (cc *chaosCluster) spawnChaos(nd *clusterNode) {
 	nd.gen++
-	args := append([]string{"-node-id", nd.id, "-peers", cc.peers, "-dial-via", cc.via[nd.idx], "-groups", strconv.Itoa(cc.groups)}, chaosLockdFlags...)
+	args := []string{"-node-id", nd.id, "-peers", cc.peers}
+	if cc.joined[nd.idx] {
+		args = []string{"-node-id", nd.id, "-join", cc.joinThrough(nd).addrs.resp}
+	}
+	args = append(args, "-dial-via", cc.via[nd.idx], "-groups", strconv.Itoa(cc.groups))
+	if cc.replicas > 0 {
+		args = append(args, "-replicas", strconv.Itoa(cc.replicas))
+	}
+	args = append(args, chaosLockdFlags...)
 	args = append(args, cc.extra...)
 	nd.proc = spawnLockdArgs(cc.t, fmt.Sprintf("%s.%d", nd.id, nd.gen), nd.dir, nd.addrs, args...)
 	nd.procs = append(nd.procs, nd.proc)
 }
+
+// joinThrough is the member a node started with -join asks to add it: a
+// running, unpaused node that was not itself joined if there is one (lockd
+// retries the join until the member answers, within its ready timeout).
+func (cc *chaosCluster) joinThrough(nd *clusterNode) *clusterNode {
+	score := func(o *clusterNode) int {
+		s := 0
+		if o.proc != nil && !cc.isPaused(o) {
+			s += 2
+		}
+		if !cc.joined[o.idx] {
+			s++
+		}
+		return s
+	}
+	var best *clusterNode
+	for _, o := range cc.nodes {
+		if o != nd && (best == nil || score(o) > score(best)) {
+			best = o
+		}
+	}
+	return best
+}
+
+// placed reports whether the run places its groups on a subset of the
+// nodes (-replicas below the node count).
+func (cc *chaosCluster) placed() bool { return cc.replicas > 0 && cc.replicas < len(cc.nodes) && cc.groups > 1 }
 
 // restartChaos starts a killed node again and waits (bounded) until it
 // answers PING; it does not wait for it to follow (the cluster may have no
@@ -286,20 +331,161 @@ func (cc *chaosCluster) cutPairs(mode faultnet.Mode, pairs [][2]*clusterNode) {
 
 // appliedTokens reads, for each of nd's groups, the logical index of the last
 // command its state machine applied (INFO raft's applied_token): what a
-// final marker's token is compared with.
-func (cc *chaosCluster) appliedTokens(nd *clusterNode) ([]uint64, error) {
+// final marker's token is compared with; and each group's state there
+// ("remote" for a group nd does not host: its token means nothing).
+func (cc *chaosCluster) appliedTokens(nd *clusterNode) ([]uint64, []string, error) {
 	info, err := raftInfo(nd.addrs.resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, states := make([]uint64, cc.groups), make([]string, cc.groups)
+	for g, st := range chaosGroupStats(info, cc.groups) {
+		if st == nil {
+			return nil, nil, fmt.Errorf("INFO raft on %s has no line for group %d", nd.id, g)
+		}
+		states[g] = st["state"]
+		if out[g], err = strconv.ParseUint(st["applied_token"], 10, 64); err != nil {
+			return nil, nil, fmt.Errorf("INFO raft on %s, group %d: applied_token: %w", nd.id, g, err)
+		}
+	}
+	return out, states, nil
+}
+
+// chaosGroupView is one group as a node's RAFT GROUPS shows it: its leader,
+// its voters (sorted) and the placement moves under way in it.
+type chaosGroupView struct {
+	leader, moving string
+	voters         []string
+}
+
+// chaosGroupsOf reads RAFT GROUPS on addr.
+func chaosGroupsOf(addr string) ([]chaosGroupView, error) {
+	c, err := dialRESP(addr, infoTimeout)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]uint64, cc.groups)
-	for g, st := range chaosGroupStats(info, cc.groups) {
-		if st == nil {
-			return nil, fmt.Errorf("INFO raft on %s has no line for group %d", nd.id, g)
+	defer c.close()
+	r, err := c.do("RAFT", "GROUPS")
+	if err != nil {
+		return nil, err
+	}
+	if r.kind != '*' {
+		return nil, fmt.Errorf("RAFT GROUPS answered %v", r)
+	}
+	var out []chaosGroupView
+	for _, e := range r.elems {
+		f := fields(e)
+		v := chaosGroupView{leader: f["leader"].str, moving: f["moving"].str}
+		if m := f["members"].str; m != "" {
+			v.voters = strings.Split(m, ";")
 		}
-		if out[g], err = strconv.ParseUint(st["applied_token"], 10, 64); err != nil {
-			return nil, fmt.Errorf("INFO raft on %s, group %d: applied_token: %w", nd.id, g, err)
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// replicasOf counts the groups whose voters include id.
+func replicasOf(view []chaosGroupView, id string) int {
+	n := 0
+	for _, g := range view {
+		if slices.Contains(g.voters, id) {
+			n++
 		}
+	}
+	return n
+}
+
+// awaitPlacement waits, at most bound, until every node runs unpaused and
+// every one shows the same voters of every group, cc.replicas of them, no
+// move under way and ok(view) (nil: any), unchanged for settle; it returns
+// that view, or nil and what it saw last. Leaders may change meanwhile (the
+// balancer spreads them).
+func (cc *chaosCluster) awaitPlacement(settle, bound time.Duration, ok func([]chaosGroupView) bool) ([]chaosGroupView, string) {
+	var view []chaosGroupView
+	var last string
+	var since time.Time
+	key := ""
+	done := clustertest.Until(bound, pollEvery, func() bool {
+		cur, why := cc.placementNow()
+		if cur != nil && ok != nil && !ok(cur) {
+			cur, why = nil, "not yet: "+placementString(cur)
+		}
+		if cur == nil {
+			view, last, key = nil, why, ""
+			return false
+		}
+		if k := placementString(cur); k != key {
+			key, since = k, time.Now()
+		}
+		view, last = cur, key
+		return time.Since(since) >= settle
+	})
+	if !done {
+		return nil, last
+	}
+	return view, ""
+}
+
+// placementNow is the placement every node agrees on now (see
+// awaitPlacement), or nil and why not.
+func (cc *chaosCluster) placementNow() ([]chaosGroupView, string) {
+	if len(cc.running()) != len(cc.nodes) || slices.ContainsFunc(cc.nodes, cc.isPaused) {
+		return nil, "a node is down or paused"
+	}
+	var view []chaosGroupView
+	for _, nd := range cc.nodes {
+		gs, err := chaosGroupsOf(nd.addrs.resp)
+		if err != nil {
+			return nil, nd.id + ": " + err.Error()
+		}
+		if len(gs) != cc.groups {
+			return nil, fmt.Sprintf("%s lists %d groups", nd.id, len(gs))
+		}
+		for g, v := range gs {
+			if v.moving != "" {
+				return nil, fmt.Sprintf("%s: group %d moving %s", nd.id, g, v.moving)
+			}
+			if len(v.voters) != cc.replicas {
+				return nil, fmt.Sprintf("%s: group %d has voters %v", nd.id, g, v.voters)
+			}
+			if view != nil && !slices.Equal(v.voters, view[g].voters) {
+				return nil, fmt.Sprintf("%s: group %d has voters %v, %s says %v", nd.id, g, v.voters, cc.nodes[0].id, view[g].voters)
+			}
+		}
+		if view == nil {
+			view = gs
+		}
+	}
+	return view, ""
+}
+
+// placementString is a view's voters, group by group.
+func placementString(view []chaosGroupView) string {
+	parts := make([]string, len(view))
+	for g, v := range view {
+		parts[g] = fmt.Sprintf("g%d:%s", g, strings.Join(v.voters, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+// groupZeroMembers is group 0's configuration as addr's RAFT MEMBERS lists
+// it (every node of the cluster, voter or not).
+func groupZeroMembers(addr string) ([]string, error) {
+	c, err := dialRESP(addr, infoTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	r, err := c.do("RAFT", "MEMBERS")
+	if err != nil {
+		return nil, err
+	}
+	if r.kind != '*' {
+		return nil, fmt.Errorf("RAFT MEMBERS answered %v", r)
+	}
+	var out []string
+	for _, m := range r.elems {
+		out = append(out, fields(m)["id"].str)
 	}
 	return out, nil
 }
