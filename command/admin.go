@@ -6,7 +6,7 @@ package command
 // follower forwards them); only "propose" carries a keyspace entry.
 type Admin struct {
 	// Action: from RAFT, "add", "remove", "transfer", "members", "groups",
-	// "moveslots"; only between nodes, "status" (applied index for MEMBERS),
+	// "moveslots", "addgroups"; only between nodes, "status" (applied index for MEMBERS),
 	// "await" (a waiter's outcome for a follower) and "propose" (an internal
 	// entry a Node built).
 	Action string

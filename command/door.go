@@ -108,6 +108,7 @@ var doorRows = []*Spec{
 	doorTo("raft|members", 0, RouteGroupZero),
 	doorTo("raft|groups", 0, RouteGroupZero),
 	doorTo("raft|moveslots", FlagWrite, RouteGroupZero),
+	doorTo("raft|addgroups", FlagWrite, RouteGroupZero),
 	door("raft|help"),
 
 	// SCRIPT: LOAD and FLUSH change the replicated script cache of every

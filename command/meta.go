@@ -151,6 +151,11 @@ var lockdMeta = map[string]CommandMeta{
 		Categories: words("@admin @slow @dangerous"),
 		Doc:        Doc{Summary: "Move a range of slots to another Raft group, online (lockd)", Since: "0.1.0", Group: "server", Complexity: "O(N) where N is the number of keys in the slots"},
 	},
+	"raft|addgroups": {
+		Arity: 3, Flags: words("admin noscript"),
+		Categories: words("@admin @slow @dangerous"),
+		Doc:        Doc{Summary: "Add Raft groups to the cluster and move their share of the slots to them, online (lockd)", Since: "0.1.0", Group: "server", Complexity: "O(N) where N is the number of keys in the slots moved"},
+	},
 	"raft|help": {
 		Arity: 2, Flags: words("loading stale"),
 		Categories: words("@slow"),

@@ -211,7 +211,7 @@ func (u *User) AuthorizeRequest(r Request) error {
 		return u.Authorize("watch", append(bs("WATCH"), op.Keys...))
 	case Admin:
 		switch op.Action {
-		case "add", "remove", "transfer", "members", "groups", "moveslots":
+		case "add", "remove", "transfer", "members", "groups", "moveslots", "addgroups":
 			return u.Authorize("raft|"+op.Action, bs("RAFT", op.Action))
 		}
 		return ErrNoPermCommand("raft")

@@ -49,6 +49,7 @@ var lockdWrites = map[string]string{
 	"raft|remove":    "a membership change",
 	"raft|transfer":  "a leadership change",
 	"raft|moveslots": "moves slots between groups",
+	"raft|addgroups": "adds groups and moves slots to them",
 	"script|load":    "the replicated script cache",
 	"script|flush":   "the replicated script cache",
 	"acl|setuser":    "users are replicated",

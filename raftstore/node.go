@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockd/lockd/command"
@@ -34,7 +35,9 @@ type Node struct {
 	log     *slog.Logger
 	peer    *mux.Mux
 	members *group.MemberCheck // the peer port's TLS check (used with Config.PeerTLSMembers)
-	groups  []*group.Store
+	// groups are the node's groups, index = group id; RAFT ADDGROUPS
+	// replaces the slice (copy on write), so read it with gs().
+	groups  atomic.Pointer[[]*group.Store]
 	remote  []remoteGroup // where the groups this node is no member of live (node_remote.go)
 
 	mapMu sync.RWMutex
@@ -44,6 +47,9 @@ type Node struct {
 
 	moveMu sync.Mutex // one slot move at a time from this node
 	addrs  addrBook   // node id -> RESP address
+
+	metrics *group.Metrics // shared by the groups
+	growMu  sync.Mutex     // opening groups added at runtime (node_grow.go)
 
 	repl  nodeReplica // following a Redis master (node_replica.go)
 	place placer      // the balancer, while this node leads group 0 (node_place.go)
@@ -207,12 +213,13 @@ func OpenNode(cfg Config) (*Node, error) {
 	// state yet (a crash during the first start) must be bootstrapped as the
 	// other nodes bootstrapped it, or not at all here (it depends only on
 	// -peers and the recorded replication factor).
-	plan, err := bootPlacement(cfg, n)
+	boot := bootGroups(cfg.DataDir, n)
+	plan, err := bootPlacement(cfg, boot)
 	if err != nil {
 		peer.Close()
 		return nil, err
 	}
-	nd := &Node{cfg: cfg, log: lg, peer: peer, members: members, closed: make(chan struct{}), remote: make([]remoteGroup, n)}
+	nd := &Node{cfg: cfg, log: lg, peer: peer, members: members, closed: make(chan struct{}), remote: make([]remoteGroup, MaxGroups)}
 	nd.smap, _ = shard.NewMap(n)
 	metrics := group.NewMetrics()
 	if n > 1 {
@@ -225,23 +232,16 @@ func OpenNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
+	nd.metrics = metrics
+	var stores []*group.Store
 	for g := range n {
-		gc := cfg
-		gc.Group = g
-		if plan.Groups != nil {
-			gc.Voters = plan.Groups[g].Voters
+		var voters []string
+		if g < len(plan.Groups) {
+			voters = plan.Groups[g].Voters
 		}
-		gc.LogBytes = max(cmp.Or(cfg.LogBytes, DefaultLogBytes)/uint64(n), 1) // the node's bound, shared
-		if n > 1 {
-			gc.Logger = lg.With("group", g)
-		}
-		sh := group.Shared{Peer: peer, Log: nd.sharedLog, Metrics: metrics}
-		if g == 0 {
-			sh.OnShardMap, sh.NodeAdmin = nd.noteShardMap, nd.nodeAdmin
-		}
-		st, err := group.OpenShared(gc, sh)
+		st, err := nd.openGroup(g, n, voters, g >= boot)
 		if err != nil {
-			for _, s := range nd.groups {
+			for _, s := range stores {
 				s.Close()
 			}
 			if nd.sharedLog != nil {
@@ -250,9 +250,10 @@ func OpenNode(cfg Config) (*Node, error) {
 			peer.Close()
 			return nil, fmt.Errorf("group %d: %w", g, err)
 		}
-		nd.groups = append(nd.groups, st)
+		stores = append(stores, st)
 	}
-	members.SetGroups(nd.groups)
+	nd.groups.Store(&stores)
+	members.SetGroups(stores)
 	go peer.Serve()
 	nd.loadShardMap()
 	nd.wg.Add(1)
@@ -263,17 +264,43 @@ func OpenNode(cfg Config) (*Node, error) {
 	return nd, nil
 }
 
+// openGroup opens group g of a node of count groups; voters, when not nil,
+// are its bootstrap voters (Config.Voters); join opens it waiting to be
+// added or bootstrapped (a group added at runtime: RAFT ADDGROUPS).
+func (n *Node) openGroup(g, count int, voters []string, join bool) (*group.Store, error) {
+	gc := n.cfg
+	gc.Group = g
+	gc.Voters = voters
+	gc.Join = gc.Join || join
+	gc.LogBytes = max(cmp.Or(n.cfg.LogBytes, DefaultLogBytes)/uint64(count), 1) // the node's bound, shared
+	if count > 1 {
+		gc.Logger = n.log.With("group", g)
+	}
+	sh := group.Shared{Peer: n.peer, Log: n.sharedLog, Metrics: n.metrics}
+	if g == 0 {
+		sh.OnShardMap, sh.NodeAdmin = n.noteShardMap, n.nodeAdmin
+	}
+	return group.OpenShared(gc, sh)
+}
+
 // Group returns group g.
-func (n *Node) Group(g int) *group.Store { return n.groups[g] }
+func (n *Node) Group(g int) *group.Store { return n.gs()[g] }
 
 // Groups is the number of Raft groups the node hosts.
-func (n *Node) Groups() int { return len(n.groups) }
+func (n *Node) Groups() int { return len(n.gs()) }
 
 // noteShardMap is group 0's apply hook for a replicated shard map (called on
 // the apply goroutine, or after a snapshot restore).
 func (n *Node) noteShardMap(b []byte) {
 	m, err := shard.Decode(b)
-	if err != nil || m.Groups != len(n.groups) && len(n.groups) > 0 {
+	if err == nil && len(n.gs()) == 0 && m.Groups != n.ShardMap().Groups {
+		return // opening, with groups added since: loadShardMap takes it once they are open
+	}
+	if err == nil && len(n.gs()) > 0 && m.Groups > len(n.gs()) {
+		// Groups added at runtime: open them before routing by the map.
+		err = n.ensureGroups(m.Groups)
+	}
+	if err != nil || m.Groups < len(n.gs()) {
 		n.log.Error("ignoring a replicated shard map that does not fit this node", "err", err, "groups", m.Groups)
 		return
 	}
@@ -284,9 +311,10 @@ func (n *Node) noteShardMap(b []byte) {
 	n.mapMu.Unlock()
 }
 
-// loadShardMap reads the map group 0 has applied so far (at start).
+// loadShardMap reads the map group 0 has applied so far (at start, and
+// before a slot move).
 func (n *Node) loadShardMap() {
-	if b := n.groups[0].ShardMap(); b != nil {
+	if b := n.gs()[0].ShardMap(); b != nil {
 		n.noteShardMap(b)
 	}
 }
@@ -300,7 +328,7 @@ func (n *Node) ShardMap() shard.Map {
 
 // groupOf returns the group that owns key.
 func (n *Node) groupOf(key []byte) int {
-	if len(n.groups) == 1 {
+	if len(n.gs()) == 1 {
 		return 0
 	}
 	n.mapMu.RLock()
@@ -310,7 +338,7 @@ func (n *Node) groupOf(key []byte) int {
 
 // WaitServing blocks until every group has a serving leader, or ctx ends.
 func (n *Node) WaitServing(ctx context.Context) error {
-	for g, s := range n.groups {
+	for g, s := range n.gs() {
 		for !s.Member() {
 			if addr, _ := n.remoteLeader(ctx, g, true); addr != "" {
 				break
@@ -334,7 +362,7 @@ func (n *Node) WaitServing(ctx context.Context) error {
 // Serving reports whether every group has a serving leader (this node or one
 // it forwards or relays to).
 func (n *Node) Serving() bool {
-	for g, s := range n.groups {
+	for g, s := range n.gs() {
 		if s.Member() {
 			if !s.Serving() {
 				return false
@@ -348,7 +376,7 @@ func (n *Node) Serving() bool {
 
 // IsLeader reports whether this node leads group 0 (the one that opens
 // sessions and holds the cluster's settings).
-func (n *Node) IsLeader() bool { return n.groups[0].IsLeader() }
+func (n *Node) IsLeader() bool { return n.gs()[0].IsLeader() }
 
 // PeerAddr is the bound (advertised) peer address.
 func (n *Node) PeerAddr() string { return n.peer.Addr().String() }
@@ -358,12 +386,12 @@ func (n *Node) PeerAddr() string { return n.peer.Addr().String() }
 func (n *Node) PeerCounters() mux.Counters { return n.peer.Counters() }
 
 // Replicas is what WAIT answers (every group has the same voters).
-func (n *Node) Replicas() int { return n.groups[0].Replicas() }
+func (n *Node) Replicas() int { return n.gs()[0].Replicas() }
 
 // KillScripts stops the scripts in a dry run in any group.
 func (n *Node) KillScripts() bool {
 	killed := false
-	for _, g := range n.groups {
+	for _, g := range n.gs() {
 		killed = g.KillScripts() || killed
 	}
 	return killed
@@ -371,7 +399,7 @@ func (n *Node) KillScripts() bool {
 
 // ACL is the replicated user table (every group holds the same: ACL writes
 // go to all of them; this reads group 0's).
-func (n *Node) ACL() *command.ACLTable { return n.groups[0].ACL() }
+func (n *Node) ACL() *command.ACLTable { return n.gs()[0].ACL() }
 
 // Close stops every group (leaders hand over first) and the peer port.
 func (n *Node) Close() error {
@@ -380,8 +408,8 @@ func (n *Node) Close() error {
 		close(n.closed)
 		n.wg.Wait()
 		var wg sync.WaitGroup
-		errs := make([]error, len(n.groups))
-		for i, g := range n.groups {
+		errs := make([]error, len(n.gs()))
+		for i, g := range n.gs() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -415,4 +443,12 @@ func (n *Node) proposeInternal(ctx context.Context, g int, kind command.Kind, ar
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// gs is the node's groups, index = group id (nil while OpenNode opens them).
+func (n *Node) gs() []*group.Store {
+	if p := n.groups.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

@@ -36,7 +36,7 @@ func TestNodeLogBytesShared(t *testing.T) {
 	// Each group keeps after a snapshot the entries half its share holds:
 	// 8 of these (16 if each group had the node's whole bound).
 	keep := uint64(logBytes / 2 / 2 / value)
-	for g, s := range nd.groups {
+	for g, s := range nd.gs() {
 		for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			n := s.Raft().ReloadableConfig().TrailingLogs
 			first, _ := s.Logs().FirstIndex()
@@ -65,7 +65,7 @@ func TestNodeSessionOwnersAcrossGroups(t *testing.T) {
 	for on := false; !on; {
 		on = true
 		for _, nd := range c.nodes {
-			for _, s := range nd.groups {
+			for _, s := range nd.gs() {
 				on = on && s.OwnersOn()
 			}
 		}
@@ -102,7 +102,7 @@ func TestNodeSessionOwnersAcrossGroups(t *testing.T) {
 		t.Errorf("payouts' acquire attaching billing's session to group 2: %v", v)
 	}
 	for _, nd := range c.nodes {
-		_, attached, _ := nd.groups[2].AppliedSessionOwner(done, id2) // this replica's state now: done does not wait
+		_, attached, _ := nd.gs()[2].AppliedSessionOwner(done, id2) // this replica's state now: done does not wait
 		if attached {
 			t.Errorf("%s: group 2 attached billing's session for payouts", nd.cfg.NodeID)
 		}

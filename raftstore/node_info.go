@@ -28,12 +28,12 @@ type groupStatus struct {
 // groupStatuses reads every group's status.
 func (n *Node) groupStatuses() []groupStatus {
 	m := n.ShardMap()
-	slots := make([]int64, len(n.groups))
+	slots := make([]int64, len(n.gs()))
 	for _, r := range m.Ranges() {
 		slots[r.Group] += int64(r.To-r.From) + 1
 	}
-	out := make([]groupStatus, len(n.groups))
-	for g, s := range n.groups {
+	out := make([]groupStatus, len(n.gs()))
+	for g, s := range n.gs() {
 		if !s.Member() {
 			// Hosted elsewhere: what this node last heard from a member.
 			servers, leader := n.remoteServers(g)
@@ -78,14 +78,14 @@ func countVoters(servers []raft.Server) int64 {
 // line per group: raft_group_N:state=…,leader=…,term=…,commit_index=…,
 // applied_index=…,applied_token=…,last_log_index=…,voters=…,slots=…,members=id;id;….
 func (n *Node) Stats() [][2]string {
-	out := n.groups[0].Stats()
+	out := n.gs()[0].Stats()
 	for i := range out {
 		switch out[i][0] { // group 0 speaks for itself alone
 		case "raft_groups":
-			out[i][1] = strconv.Itoa(len(n.groups))
+			out[i][1] = strconv.Itoa(len(n.gs()))
 		case "raft_log_write_batches": // the node's log writes, every group's
 			var sum uint64
-			for _, g := range n.groups {
+			for _, g := range n.gs() {
 				sum += g.Logs().Batches()
 			}
 			out[i][1] = strconv.FormatUint(sum, 10)
@@ -105,7 +105,7 @@ func (n *Node) Stats() [][2]string {
 // KeyspaceInfo is INFO's db0 line over every group.
 func (n *Node) KeyspaceInfo() string {
 	keys, expires := 0, 0
-	for _, s := range n.groups {
+	for _, s := range n.gs() {
 		if !s.Member() {
 			continue // another node's group: this copy is empty or old
 		}
@@ -124,9 +124,9 @@ func (n *Node) KeyspaceInfo() string {
 // store metrics (leader changes, refusals) are the node's, shared by its
 // groups.
 func (n *Node) LockCounters() LockCounters {
-	out := n.groups[0].LockCounters()
+	out := n.gs()[0].LockCounters()
 	out.LateOps = maps.Clone(out.LateOps)
-	for _, s := range n.groups[1:] {
+	for _, s := range n.gs()[1:] {
 		if !s.Member() {
 			continue // counted by the nodes that host it
 		}
@@ -155,7 +155,7 @@ func (n *Node) LockCounters() LockCounters {
 // group, and how many of those wait with a timeout: INFO's blocked_clients
 // and clients_in_timeout_table (group.Store.BlockedHere).
 func (n *Node) BlockedClients() (blocked, timed int) {
-	for _, s := range n.groups {
+	for _, s := range n.gs() {
 		b, t := s.BlockedHere()
 		blocked += b
 		timed += t
@@ -172,7 +172,7 @@ func (n *Node) LockInfo() [][2]string { return group.LockInfoOf(n.LockCounters()
 // lockd_raft_log_write_batches_total (every group's writes) it gives the group
 // writes per fsync.
 func (n *Node) Collectors() []prometheus.Collector {
-	cs := n.groups[0].Collectors()
+	cs := n.gs()[0].Collectors()
 	if sh := n.sharedLog; sh != nil {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockd_log_commits_total",
 			Help: "Synced writes (one journal fdatasync each) of the node's Raft log, which every group shares."},
@@ -186,7 +186,7 @@ func (n *Node) Collectors() []prometheus.Collector {
 // the configuration: no network, never blocks (HELLO's and INFO's face).
 func (n *Node) Voters() int {
 	v := 0
-	for _, srv := range n.groups[0].Configuration() {
+	for _, srv := range n.gs()[0].Configuration() {
 		if srv.Suffrage == raft.Voter {
 			v++
 		}
@@ -200,7 +200,7 @@ func (n *Node) Voters() int {
 func (n *Node) ClusterView() shard.View {
 	v := shard.View{Map: n.ShardMap(), Self: n.cfg.NodeID}
 	book := n.addrs.snapshot()
-	for _, srv := range n.groups[0].Configuration() {
+	for _, srv := range n.gs()[0].Configuration() {
 		if _, ok := book[string(srv.ID)]; !ok && string(srv.ID) != n.cfg.NodeID && n.addrs.due(200*time.Millisecond) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			n.refreshAddrs(ctx)
@@ -213,7 +213,7 @@ func (n *Node) ClusterView() shard.View {
 		book[n.cfg.NodeID] = n.cfg.ClientAddr
 	}
 	seen := map[string]shard.NodeAddress{}
-	for g, s := range n.groups {
+	for g, s := range n.gs() {
 		servers, leaderID := n.groupServers(g)
 		leader := raft.ServerID(leaderID)
 		var gv shard.GroupView
@@ -303,7 +303,7 @@ func (b *addrBook) set(id, addr string) {
 
 // refreshAddrs asks the members of group 0 for their RESP addresses.
 func (n *Node) refreshAddrs(ctx context.Context) {
-	v := n.groups[0].Members(ctx)
+	v := n.gs()[0].Members(ctx)
 	for _, m := range v.Elems {
 		var id, addr, zone string
 		applied := int64(-1)
@@ -382,17 +382,17 @@ func (n *Node) balanceLoop() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		n.refreshAddrs(ctx)
 		cancel()
-		if len(n.groups) == 1 {
+		if len(n.gs()) == 1 {
 			continue // one group: nothing to spread
 		}
 		ctx, cancel = context.WithTimeout(context.Background(), whereTimeout+time.Second)
 		n.refreshRemote(ctx)
 		cancel()
-		if n.groups[0].IsLeader() {
+		if n.gs()[0].IsLeader() {
 			n.placeTick()
 		}
-		everyNode := len(n.groups[0].Configuration())
-		for g, s := range n.groups {
+		everyNode := len(n.gs()[0].Configuration())
+		for g, s := range n.gs() {
 			if !s.IsLeader() || time.Since(last[g]) < transferBackoff {
 				continue
 			}

@@ -44,6 +44,12 @@ func (n *Node) nodeAdmin(ctx context.Context, op command.Admin) (resp.Value, boo
 		return n.placeAdmin(ctx, op), true
 	case "moves":
 		return n.movesReply(), true
+	case "addgroups":
+		k, err := strconv.Atoi(op.ID)
+		if err != nil {
+			return resp.Error("ERR value is not an integer or out of range"), true
+		}
+		return n.addGroups(ctx, k), true
 	case "moveslots":
 	default:
 		return resp.Value{}, false
@@ -55,8 +61,8 @@ func (n *Node) nodeAdmin(ctx context.Context, op command.Admin) (resp.Value, boo
 	if !ok || err1 != nil || err2 != nil || err3 != nil || from > to || to >= shard.Slots {
 		return resp.Error("ERR slots must be 0 to 16383, from <= to"), true
 	}
-	if g < 0 || g >= len(n.groups) {
-		return resp.Error(fmt.Sprintf("ERR no such group %d (the cluster has %d)", g, len(n.groups))), true
+	if g < 0 || g >= len(n.gs()) {
+		return resp.Error(fmt.Sprintf("ERR no such group %d (the cluster has %d)", g, len(n.gs()))), true
 	}
 	return n.moveSlots(ctx, uint16(from), uint16(to), g), true
 }
@@ -66,10 +72,10 @@ func (n *Node) nodeAdmin(ctx context.Context, op command.Admin) (resp.Value, boo
 func (n *Node) moveSlots(ctx context.Context, from, to uint16, dst int) resp.Value {
 	n.moveMu.Lock()
 	defer n.moveMu.Unlock()
-	if err := n.groups[0].ReadBarrier(ctx); err != nil { // the latest map is applied here
+	if err := n.gs()[0].ReadBarrier(ctx); err != nil { // the latest map is applied here
 		return command.ErrorReply(err)
 	}
-	if master, _ := n.groups[0].Replication(); master != "" {
+	if master, _ := n.gs()[0].Replication(); master != "" {
 		// Each group's record of the master's offset holds only while its
 		// slots stay (fsm/replica.go).
 		return resp.Error("ERR slots do not move while the cluster follows a Redis master (REPLICAOF NO ONE first)")

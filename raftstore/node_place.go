@@ -36,7 +36,7 @@ import (
 // placed reports whether a cluster of nodes nodes places its groups (fewer
 // voters than nodes) under this node's replication factor.
 func (n *Node) placed(nodes int) bool {
-	return nodes > 1 && len(n.groups) > 1 && replicasFor(n.cfg.Replicas, nodes) < nodes
+	return nodes > 1 && len(n.gs()) > 1 && replicasFor(n.cfg.Replicas, nodes) < nodes
 }
 
 // moveCatchUp bounds the wait for a new replica to catch up before it is
@@ -73,7 +73,7 @@ func (n *Node) placeNodes() (nodes []placement.Node, peerAddr map[string]string,
 	leaving := n.place.leaving
 	n.place.mu.Unlock()
 	peerAddr = map[string]string{}
-	for _, srv := range n.groups[0].Configuration() {
+	for _, srv := range n.gs()[0].Configuration() {
 		id := string(srv.ID)
 		peerAddr[id] = string(srv.Address)
 		if leaving[id] {
@@ -91,11 +91,11 @@ func (n *Node) placeNodes() (nodes []placement.Node, peerAddr map[string]string,
 	return nodes, peerAddr, true
 }
 
-// currentPlacement reads every group's voters, its leader first. ok is false
-// while a group's leader is unknown.
-func (n *Node) currentPlacement() (placement.Placement, bool) {
-	p := placement.Placement{Groups: make([]placement.Group, len(n.groups))}
-	for g := range n.groups {
+// currentPlacement reads the voters of groups 0..count-1, each group's
+// leader first. ok is false while a group's leader is unknown.
+func (n *Node) currentPlacement(count int) (placement.Placement, bool) {
+	p := placement.Placement{Groups: make([]placement.Group, count)}
+	for g := range count {
 		servers, leader := n.groupServers(g)
 		if leader == "" {
 			return p, false
@@ -122,7 +122,7 @@ func (n *Node) currentPlacement() (placement.Placement, bool) {
 func (n *Node) placeStep(ctx context.Context) (settled bool, err error) {
 	n.place.runMu.Lock()
 	defer n.place.runMu.Unlock()
-	if len(n.groups) == 1 || !n.groups[0].IsLeader() {
+	if len(n.gs()) == 1 || !n.gs()[0].IsLeader() {
 		return true, nil
 	}
 	nodes, peerAddr, ok := n.placeNodes()
@@ -130,7 +130,7 @@ func (n *Node) placeStep(ctx context.Context) (settled bool, err error) {
 		return false, nil
 	}
 	n.refreshRemote(ctx)
-	cur, ok := n.currentPlacement()
+	cur, ok := n.currentPlacement(len(n.gs()))
 	if !ok {
 		return false, nil
 	}
@@ -234,7 +234,7 @@ func (n *Node) awaitCaughtUp(ctx context.Context, g int, id, addr string) error 
 // groupLeaderAddr is the peer address of group g's leader as this node sees
 // it (its own Store's view when a member, else asked).
 func (n *Node) groupLeaderAddr(ctx context.Context, g int) (string, string) {
-	if s := n.groups[g]; s.Member() {
+	if s := n.gs()[g]; s.Member() {
 		addr, id := s.Raft().LeaderWithID()
 		return string(addr), string(id)
 	}
@@ -246,7 +246,7 @@ func (n *Node) groupLeaderAddr(ctx context.Context, g int) (string, string) {
 func (n *Node) memberStatus(ctx context.Context, g int, addr string) (applied, last uint64, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	b, err := n.groups[g].Call(ctx, addr, command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "status"}, Spec: command.AdminSpec}}))
+	b, err := n.gs()[g].Call(ctx, addr, command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "status"}, Spec: command.AdminSpec}}))
 	if err != nil {
 		return 0, 0, false
 	}
@@ -273,7 +273,7 @@ func (n *Node) placeAdmin(ctx context.Context, op command.Admin) resp.Value {
 		if op.ID == "" || op.Addr == "" {
 			return resp.Error("ERR node id and peer address are required")
 		}
-		for _, srv := range n.groups[0].Configuration() {
+		for _, srv := range n.gs()[0].Configuration() {
 			if string(srv.ID) == op.ID {
 				return resp.OK // already a member (a retried join)
 			}
@@ -285,7 +285,7 @@ func (n *Node) placeAdmin(ctx context.Context, op command.Admin) resp.Value {
 	}
 	// noderemove
 	known := false
-	for _, srv := range n.groups[0].Configuration() {
+	for _, srv := range n.gs()[0].Configuration() {
 		known = known || string(srv.ID) == op.ID
 	}
 	if !known {
@@ -325,7 +325,7 @@ func (n *Node) placeAdmin(ctx context.Context, op command.Admin) resp.Value {
 		}
 	}
 	// A non-voter left by a move that failed half way, then group 0.
-	for g := len(n.groups) - 1; g >= 0; g-- {
+	for g := len(n.gs()) - 1; g >= 0; g-- {
 		servers, _ := n.groupServers(g)
 		if !hasID(servers, op.ID) {
 			continue
@@ -345,7 +345,7 @@ func hasID(servers []raft.Server, id string) bool {
 // holdsReplicas reports whether node id is a voter of any group (as far as
 // this node knows).
 func (n *Node) holdsReplicas(id string) bool {
-	for g := range n.groups {
+	for g := range n.gs() {
 		servers, _ := n.groupServers(g)
 		for _, srv := range servers {
 			if string(srv.ID) == id && srv.Suffrage == raft.Voter {
@@ -429,12 +429,12 @@ const moveAskTimeout = 500 * time.Millisecond
 // not placed, or the leader did not answer in time.
 func (n *Node) movesInProgress(ctx context.Context) map[int]string {
 	out := map[int]string{}
-	if len(n.groups) == 1 {
+	if len(n.gs()) == 1 {
 		return out
 	}
 	ctx, cancel := context.WithTimeout(ctx, moveAskTimeout)
 	defer cancel()
-	v := n.groups[0].Do(ctx, []command.Request{{Op: command.Admin{Action: "moves"}, Spec: command.AdminSpec}})[0]
+	v := n.gs()[0].Do(ctx, []command.Request{{Op: command.Admin{Action: "moves"}, Spec: command.AdminSpec}})[0]
 	if v.Kind != resp.KindArray || len(v.Elems) == 0 {
 		return out
 	}

@@ -42,17 +42,17 @@ const whereMinGap = 50 * time.Millisecond
 
 // member reports whether this node is in group g's latest configuration (a
 // voter or, in group 0, a non-voter): its own Store then serves g.
-func (n *Node) member(g int) bool { return n.groups[g].Member() }
+func (n *Node) member(g int) bool { return n.gs()[g].Member() }
 
 // hosts reports whether this node serves group g's requests itself: it is a
 // member, and it sees a leader or nobody else does (an election: its own
 // Store waits for it).
 func (n *Node) hosts(ctx context.Context, g int) bool {
-	s := n.groups[g]
+	s := n.gs()[g]
 	if !s.Member() {
 		return false
 	}
-	if s.LeaderKnown() || len(n.groups) == 1 {
+	if s.LeaderKnown() || len(n.gs()) == 1 {
 		return true
 	}
 	// A member that sees no leader: an election, or this node was removed
@@ -65,7 +65,7 @@ func (n *Node) hosts(ctx context.Context, g int) bool {
 // to g's leader.
 func (n *Node) do(ctx context.Context, g int, reqs []command.Request) []resp.Value {
 	if n.hosts(ctx, g) {
-		return n.groups[g].Do(ctx, reqs)
+		return n.gs()[g].Do(ctx, reqs)
 	}
 	return n.relay(ctx, g, reqs)
 }
@@ -82,7 +82,7 @@ func (n *Node) relay(ctx context.Context, g int, reqs []command.Request) []resp.
 		var out []resp.Value
 		notSent := true
 		if addr != "" {
-			out, notSent = n.groups[g].Relay(ctx, addr, reqs)
+			out, notSent = n.gs()[g].Relay(ctx, addr, reqs)
 		} else {
 			out = refusedAll(reqs)
 		}
@@ -188,7 +188,7 @@ const whereTimeout = 500 * time.Millisecond
 func (n *Node) askWhere(ctx context.Context, g int) {
 	self := raft.ServerID(n.cfg.NodeID)
 	addrs := map[string]bool{}
-	for _, srv := range n.groups[0].Configuration() {
+	for _, srv := range n.gs()[0].Configuration() {
 		if srv.ID != self {
 			addrs[string(srv.Address)] = true
 		}
@@ -210,7 +210,7 @@ func (n *Node) askWhere(ctx context.Context, g int) {
 	for addr := range addrs {
 		go func() {
 			var v resp.Value
-			if b, err := n.groups[g].Call(ctx, addr, req); err == nil {
+			if b, err := n.gs()[g].Call(ctx, addr, req); err == nil {
 				if a, _, err := resp.ReadValue(b); err == nil && len(a.Elems) == 1 {
 					v = a.Elems[0]
 				}
@@ -255,7 +255,7 @@ func (n *Node) askWhere(ctx context.Context, g int) {
 // balance loop's tick), so that leader changes elsewhere are followed.
 func (n *Node) refreshRemote(ctx context.Context) {
 	var wg sync.WaitGroup
-	for g := range n.groups {
+	for g := range n.gs() {
 		if n.member(g) {
 			continue
 		}
@@ -271,7 +271,7 @@ func (n *Node) refreshRemote(ctx context.Context) {
 // groupServers is group g's configuration and leader id as this node knows
 // them: its own when it is a member, else the last heard from a member.
 func (n *Node) groupServers(g int) ([]raft.Server, string) {
-	if s := n.groups[g]; s.Member() {
+	if s := n.gs()[g]; s.Member() {
 		_, id := s.Raft().LeaderWithID()
 		return s.Configuration(), string(id)
 	}

@@ -150,14 +150,14 @@ func (n *Node) ReplicaOf(ctx context.Context, addr string) (already bool, err er
 			return false, errors.New("ERR a slot move is in progress: REPLICAOF once it ends (the offsets each group records hold only while the shard map stays)")
 		}
 	}
-	cur, _ := n.groups[0].Replication()
+	cur, _ := n.gs()[0].Replication()
 	if addr == "" && cur == "" && n.followsNone() {
 		return false, nil // nothing to stop: as Redis, OK whatever the groups' features
 	}
 	already = cur == addr && addr != ""
 	name := command.Link{Since: newEpoch()} // this REPLICAOF, in every group
-	for g := len(n.groups) - 1; g >= 0; g-- {
-		n.groups[g].EnsureFeature(ctx, command.FeatureMigration)
+	for g := len(n.gs()) - 1; g >= 0; g-- {
+		n.gs()[g].EnsureFeature(ctx, command.FeatureMigration)
 		v := n.proposeInternal(ctx, g, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "master", Master: addr, Link: name}))
 		if v.IsError() {
 			return false, errors.New(string(v.Str))
@@ -168,7 +168,7 @@ func (n *Node) ReplicaOf(ctx context.Context, addr string) (already bool, err er
 
 // followsNone reports whether no group this node hosts follows a master.
 func (n *Node) followsNone() bool {
-	for _, g := range n.groups {
+	for _, g := range n.gs() {
 		if m, _ := g.Replication(); m != "" {
 			return false
 		}
@@ -179,7 +179,7 @@ func (n *Node) followsNone() bool {
 // frozenSlots reports whether a group this node hosts has a slot frozen (a
 // slot move in progress).
 func (n *Node) frozenSlots() bool {
-	for _, g := range n.groups {
+	for _, g := range n.gs() {
 		if g.FrozenSlots() {
 			return true
 		}
@@ -189,7 +189,7 @@ func (n *Node) frozenSlots() bool {
 
 // Replication reports what INFO replication shows.
 func (n *Node) Replication() ReplicationStatus {
-	master, pos := n.groups[0].Replication()
+	master, pos := n.gs()[0].Replication()
 	r := &n.repl
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -212,9 +212,9 @@ func (n *Node) replicaLoop() {
 	defer t.Stop()
 	for {
 		master, since := "", uint64(0)
-		if n.groups[0].IsLeader() {
+		if n.gs()[0].IsLeader() {
 			var pos group.Position
-			master, pos = n.groups[0].Replication()
+			master, pos = n.gs()[0].Replication()
 			since = pos.Link.Since
 			if pos.Halted != "" {
 				master = "" // the link stopped at what it cannot import: until the next REPLICAOF
@@ -318,7 +318,7 @@ func (s *nodeSink) skip(ctx context.Context, reason string) error {
 // Position implements replica.Sink: group 0's record. The sink takes the
 // record's full sync as its own (a partial resync continues it).
 func (s *nodeSink) Position() replica.Position {
-	_, pos := s.n.groups[0].Replication()
+	_, pos := s.n.gs()[0].Replication()
 	s.link.Epoch = pos.Link.Epoch
 	if pos.ReplID == "" || pos.Link.Since != s.link.Since {
 		return replica.Position{}
@@ -333,7 +333,7 @@ var errNotLeading = errors.New("this node no longer leads group 0")
 // internal proposes an internal entry to group g while this node leads group
 // 0 (the link's node; another may run one already), and returns its reply.
 func (s *nodeSink) internal(ctx context.Context, g int, kind command.Kind, args [][]byte) (resp.Value, error) {
-	if !s.n.groups[0].IsLeader() {
+	if !s.n.gs()[0].IsLeader() {
 		return resp.Value{}, errNotLeading
 	}
 	v := s.n.proposeInternal(ctx, g, kind, args)
@@ -439,7 +439,7 @@ func (s *nodeSink) record(ctx context.Context, at replica.Position) error {
 
 // everyGroup proposes a KindReplication entry to every group, group 0 first.
 func (s *nodeSink) everyGroup(ctx context.Context, r command.Replication) error {
-	for g := range s.n.groups {
+	for g := range s.n.gs() {
 		if _, err := s.internal(ctx, g, command.KindReplication, command.ReplicationArgs(r)); err != nil {
 			return err
 		}
@@ -457,13 +457,13 @@ func (s *nodeSink) BeginFull(ctx context.Context, at replica.Position) error {
 	if err := s.everyGroup(ctx, command.Replication{Op: "full", Link: s.link}); err != nil {
 		return err
 	}
-	for g := range s.n.groups {
+	for g := range s.n.gs() {
 		if err := s.proposeRun(ctx, g, 0, []command.ReplicatedCmd{{Args: [][]byte{[]byte("FLUSHALL")}}}); err != nil {
 			return err
 		}
 	}
-	s.load = make([][]command.ReplicatedCmd, len(s.n.groups))
-	s.loadSize = make([]int, len(s.n.groups))
+	s.load = make([][]command.ReplicatedCmd, len(s.n.gs()))
+	s.loadSize = make([]int, len(s.n.gs()))
 	return nil
 }
 
@@ -535,7 +535,7 @@ func (s *nodeSink) Apply(ctx context.Context, cmds []replica.Command) error {
 	if len(cmds) == 0 {
 		return nil
 	}
-	per := make([][]command.ReplicatedCmd, len(s.n.groups))
+	per := make([][]command.ReplicatedCmd, len(s.n.gs()))
 	add := func(args [][]byte, db int, end int64) error {
 		if db != 0 {
 			return s.skip(ctx, "db "+strconv.Itoa(db))
@@ -608,7 +608,7 @@ func (s *nodeSink) Advance(ctx context.Context, at replica.Position) error {
 // TOUCH and MSET over several groups are split; another command whose keys
 // span groups is not imported: skipped names why.
 func (s *nodeSink) route(args [][]byte) (out [][][]byte, skipped string) {
-	out = make([][][]byte, len(s.n.groups))
+	out = make([][][]byte, len(s.n.gs()))
 	name := strings.ToLower(string(args[0]))
 	switch name {
 	case "flushall", "flushdb": // lockd has one database: FLUSHDB of 0 is FLUSHALL

@@ -157,7 +157,7 @@ func (n *Node) attach(ctx context.Context, g int, id uint64, user string) resp.V
 	if ttl.IsError() {
 		return ttl
 	}
-	owner, open, err := n.groups[0].AppliedSessionOwner(ctx, id)
+	owner, open, err := n.gs()[0].AppliedSessionOwner(ctx, id)
 	switch {
 	case err != nil:
 		return command.ErrorReply(err)

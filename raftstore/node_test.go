@@ -59,16 +59,16 @@ func newNodeClusterTB(t testing.TB, n, groups int, hooks ...func() error) *nodeC
 // waitSpread waits (bounded) until every group is led by its preferred
 // leader, the balance loop's goal.
 func (c *nodeCluster) waitSpread() {
-	if len(c.nodes[0].groups) == 1 {
+	if len(c.nodes[0].gs()) == 1 {
 		return // one group: nothing is spread
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		spread := true
-		for g := range c.nodes[0].groups {
-			pref, _ := preferredLeader(c.nodes[0].groups[g].Configuration(), g)
+		for g := range c.nodes[0].gs() {
+			pref, _ := preferredLeader(c.nodes[0].gs()[g].Configuration(), g)
 			for _, nd := range c.nodes {
-				if string(pref.ID) == nd.cfg.NodeID && !nd.groups[g].IsLeader() {
+				if string(pref.ID) == nd.cfg.NodeID && !nd.gs()[g].IsLeader() {
 					spread = false
 				}
 			}

@@ -136,11 +136,11 @@ func (n *Node) DoParts(ctx context.Context, reqs []command.Request, part func(id
 			return []resp.Value{n.groupsInfo(ctx)}
 		}
 	}
-	if len(n.groups) == 1 {
-		return n.groups[0].Do(ctx, reqs)
+	if len(n.gs()) == 1 {
+		return n.gs()[0].Do(ctx, reqs)
 	}
 	out := make([]resp.Value, len(reqs))
-	pend := make([][]int, len(n.groups))
+	pend := make([][]int, len(n.gs()))
 	waiting := 0
 	flush := func() {
 		if waiting == 0 {
@@ -309,9 +309,9 @@ func (n *Node) runGroup(ctx context.Context, g int, reqs []command.Request) []re
 // eachGroup runs f for every group concurrently and returns the replies by
 // group.
 func (n *Node) eachGroup(f func(g int) resp.Value) []resp.Value {
-	out := make([]resp.Value, len(n.groups))
+	out := make([]resp.Value, len(n.gs()))
 	var wg sync.WaitGroup
-	for g := range n.groups {
+	for g := range n.gs() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -367,7 +367,7 @@ func (n *Node) fanRead(ctx context.Context, r command.Request) resp.Value {
 func (n *Node) scan(ctx context.Context, r command.Request, op command.Scan) resp.Value {
 	const mask = 1<<scanGroupBits - 1
 	g := int(op.Cursor & mask)
-	if g >= len(n.groups) {
+	if g >= len(n.gs()) {
 		return resp.Array(resp.BulkString("0"), resp.EmptyList)
 	}
 	inner := op.Cursor &^ mask
@@ -388,7 +388,7 @@ func (n *Node) scan(ctx context.Context, r command.Request, op command.Scan) res
 	switch {
 	case next != 0:
 		next = max(next&^mask, 1<<scanGroupBits) | uint64(g)
-	case g+1 < len(n.groups):
+	case g+1 < len(n.gs()):
 		next = uint64(g + 1)
 	}
 	return resp.Array(resp.BulkString(strconv.FormatUint(next, 10)), v.Elems[1])
@@ -400,12 +400,12 @@ func (n *Node) scan(ctx context.Context, r command.Request, op command.Scan) res
 // back to their positions.
 func (n *Node) doSplit(ctx context.Context, r command.Request) resp.Value {
 	keys := r.Args[1:]
-	byGroup := make([][]int, len(n.groups))
+	byGroup := make([][]int, len(n.gs()))
 	for i, k := range keys {
 		g := n.groupOf(k)
 		byGroup[g] = append(byGroup[g], i)
 	}
-	res := make([]resp.Value, len(n.groups))
+	res := make([]resp.Value, len(n.gs()))
 	var wg sync.WaitGroup
 	for g, idx := range byGroup {
 		if len(idx) == 0 {
@@ -459,7 +459,7 @@ func (n *Node) doSplit(ctx context.Context, r command.Request) resp.Value {
 // the named node (or, without one, any other node) can take.
 func (n *Node) adminAll(ctx context.Context, r command.Request) resp.Value {
 	if op := r.Op.(command.Admin); op.Action == "add" || op.Action == "remove" {
-		nodes := len(n.groups[0].Configuration())
+		nodes := len(n.gs()[0].Configuration())
 		after := nodes + 1
 		if op.Action == "remove" {
 			after = nodes - 1

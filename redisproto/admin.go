@@ -40,12 +40,19 @@ func init() {
 		}
 		return c.storeOp(command.Admin{Action: "moveslots", ID: string(a[2]) + "-" + string(a[3]), Addr: string(a[4])}, command.AdminSpec)
 	})
+	handle("raft|addgroups", func(c *conn, a [][]byte) resp.Value {
+		if n, err := strconv.ParseUint(string(a[2]), 10, 8); err != nil || n == 0 {
+			return resp.Error("ERR the number of groups to add must be a positive integer")
+		}
+		return c.storeOp(command.Admin{Action: "addgroups", ID: string(a[2])}, command.AdminSpec)
+	})
 	handle("raft|help", func(*conn, [][]byte) resp.Value {
 		return help("RAFT", "ADD <node-id> <peer-addr>", "    Add a voter to the cluster (run it on any node).",
 			"REMOVE <node-id>", "    Remove a node from the cluster.", "TRANSFER [<node-id>]",
 			"    Hand leadership to the node, or to any up-to-date voter.", "MEMBERS",
 			"    List the members: id, address, suffrage, leader, applied index.", "GROUPS",
 			"    List the Raft groups: leader, term, commit/applied/last index, voters, slots.",
-			"MOVESLOTS <from> <to> <group>", "    Move slots from..to (inclusive) to a group, online, with their locks and sessions.")
+			"MOVESLOTS <from> <to> <group>", "    Move slots from..to (inclusive) to a group, online, with their locks and sessions.",
+			"ADDGROUPS <count>", "    Add Raft groups, placed on the nodes, and move their share of the slots to them.")
 	})
 }

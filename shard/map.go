@@ -132,3 +132,14 @@ func Decode(b []byte) (Map, error) {
 	}
 	return m, nil
 }
+
+// Grow returns the next version of the map with groups groups: the groups
+// added own no slot until slots are assigned to them.
+func (m Map) Grow(groups int) (Map, error) {
+	if groups <= m.Groups || groups > MaxGroups {
+		return Map{}, fmt.Errorf("%w: %d groups cannot grow to %d (at most %d)", ErrBadMap, m.Groups, groups, MaxGroups)
+	}
+	m.Groups = groups
+	m.Version++
+	return m, nil
+}

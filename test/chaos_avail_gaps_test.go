@@ -38,3 +38,26 @@ func TestFaultGapsBoundSettledFaultsOnly(t *testing.T) {
 		t.Fatalf("report column %q", s)
 	}
 }
+
+// A fault that outlasts the clients' writes (they stop at chaosLinMaxOps)
+// is measured up to the last answer they got, not to its end.
+func TestFaultGapsStopAtTheLastWrite(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	rec := &linRecorder{writes: []writeAttempt{
+		{node: 1, call: at(90), ret: at(100), ok: true},
+		{node: 1, call: at(100), ret: at(400), ok: false},
+		{node: 1, call: at(400), ret: at(500), ok: true},
+	}}
+	w := faultWindow{kind: fMemberMove, start: at(0), end: at(9000), minority: []int{0}}
+	gaps, _ := faultGaps([]faultWindow{w}, []*linRecorder{rec})
+	if g := gaps[fMemberMove]; !g.majorityMeasured || g.majority != 400*time.Millisecond {
+		t.Fatalf("member-move gaps %+v; want 400ms (from the first answer to the last)", g)
+	}
+	// A write still waiting when the fault ends counts to the end.
+	rec.writes = append(rec.writes, writeAttempt{node: 1, call: at(600), ret: at(12000), ok: false})
+	gaps, _ = faultGaps([]faultWindow{w}, []*linRecorder{rec})
+	if g := gaps[fMemberMove]; g.majority != 8500*time.Millisecond {
+		t.Fatalf("member-move gaps %+v; want 8.5s (a write hung to the fault's end)", g)
+	}
+}

@@ -39,7 +39,14 @@ type faultWindow struct {
 	start, end time.Time
 	minority   []int
 	settled    bool // the cluster had settled from the previous fault when this one began
+	// unbounded: a bounded kind that may take a majority of some group's
+	// voters (a placed run's partition of two nodes): measured, not held
+	// to majorityBound.
+	unbounded bool
 }
+
+// bounded reports whether majorityBound applies to w.
+func (w faultWindow) bounded() bool { return boundedFaults[w.kind] && !w.unbounded }
 
 // writeAttempt is one write a linearizability client sent: the node it went
 // to (-1: none could be dialed), when, and whether it got a definite answer.
@@ -78,11 +85,17 @@ func faultGaps(windows []faultWindow, recs []*linRecorder) (map[string]sideGaps,
 		prev := w.start
 		var gap time.Duration
 		measured := false
+		var tried time.Time // the last answer to a majority-side write sent during the window
 		for _, a := range all {
 			if a.node < 0 || slices.Contains(w.minority, a.node) {
 				continue
 			}
-			measured = measured || a.call.Before(w.end) && a.ret.After(w.start)
+			if a.call.Before(w.end) && a.ret.After(w.start) {
+				measured = true
+				if a.ret.After(tried) {
+					tried = a.ret
+				}
+			}
 			if !a.ok || !a.ret.After(prev) {
 				continue
 			}
@@ -92,16 +105,18 @@ func faultGaps(windows []faultWindow, recs []*linRecorder) (map[string]sideGaps,
 				break
 			}
 		}
-		if prev.Before(w.end) {
-			gap = max(gap, w.end.Sub(prev))
+		// The window's tail counts while a client was still writing: the
+		// clients stop at chaosLinMaxOps, possibly before a long fault ends.
+		if end := minTime(w.end, tried); prev.Before(end) {
+			gap = max(gap, end.Sub(prev))
 		}
 		if measured {
-			if w.settled || !boundedFaults[w.kind] {
+			if w.settled || !w.bounded() {
 				g.majority, g.majorityMeasured = max(g.majority, gap), true
 			} else {
 				g.unsettled, g.unsettledN = max(g.unsettled, gap), g.unsettledN+1
 			}
-			if boundedFaults[w.kind] && w.settled && gap > majorityBound {
+			if w.bounded() && w.settled && gap > majorityBound {
 				over = append(over, faultWindowGap{w, gap})
 			}
 		}
@@ -115,6 +130,13 @@ func faultGaps(windows []faultWindow, recs []*linRecorder) (map[string]sideGaps,
 		out[w.kind] = g
 	}
 	return out, over
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // faultWindowGap is a fault whose majority side went gap without a write.

@@ -304,3 +304,79 @@ func TestChaosReadsSharedLogs(t *testing.T) {
 		}
 	}
 }
+
+// A placed group's replay (issue 49): the members come from the group's own
+// configuration entries. A former member's shorter log, and a node that
+// never held the group, are no findings; a member short of the marker, a
+// former member's log that differs from the others' at an entry of the same
+// term, and members that diverge are. A former member's log that ends in
+// entries of another term (left uncommitted by its removal) is counted.
+func TestChaosReplayPlaced(t *testing.T) {
+	conf := func(index uint64, ids ...string) raft.Log {
+		var c raft.Configuration
+		for _, id := range ids {
+			c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(id + ":1")})
+		}
+		return raft.Log{Index: index, Term: 1, Type: raft.LogConfiguration, Data: raft.EncodeConfiguration(c)}
+	}
+	name := "chaos:lock:r0"
+	// n1 leaves at index 3 (its log stops there), n4 joins; n5 never holds
+	// the group. The marker is index 6.
+	full := []raft.Log{
+		conf(1, "n1", "n2", "n3"),
+		chaosEntry(2, 10, "SET", name, "a", "NX", "PX", "1000", "FENCE"),
+		conf(3, "n1", "n2", "n3", "n4"),
+		conf(4, "n2", "n3", "n4"),
+		chaosEntry(5, 20, "DELEX", name, "IFEQ", "a"),
+		chaosEntry(6, 30, "SET", name, "b", "NX", "PX", "1000", "FENCE"),
+	}
+	ids := []string{"n1", "n2", "n3", "n4", "n5"}
+	res := replayReplicas(ids, [][]raft.Log{full[:3], full, full, full, nil}, 6)
+	if len(res.violations) != 0 || res.replicas != 3 || res.stale != 1 || res.staleTails != 0 {
+		t.Fatalf("a good placed history: %v (%d replicas, %d stale, %d stale tails)", res.violations, res.replicas, res.stale, res.staleTails)
+	}
+	if g := res.grants[tokenKey{0, 6}]; g == nil || g.owner != "b" {
+		t.Fatalf("the grants come from the first log that reaches the marker (n2): %+v", res.grants)
+	}
+
+	res = replayReplicas(ids, [][]raft.Log{full[:3], full, full[:5], full, nil}, 6)
+	if !hasViolation(res.violations, "n3: "+errNoMarker.Error()) {
+		t.Errorf("a member short of the marker not reported: %v", res.violations)
+	}
+
+	sameTerm := append([]raft.Log(nil), full[:3]...)
+	sameTerm[1] = chaosEntry(2, 10, "SET", name, "x", "NX", "PX", "1000", "FENCE")
+	res = replayReplicas(ids, [][]raft.Log{sameTerm, full, full, full, nil}, 6)
+	if !hasViolation(res.violations, "replicas n2 and n1 diverge at index 2 (terms 1, 1)") {
+		t.Errorf("a former member's log that breaks log matching not reported: %v", res.violations)
+	}
+
+	otherTerm := append([]raft.Log(nil), full[:3]...)
+	otherTerm[2] = chaosEntry(3, 15, "SET", "k", "v")
+	otherTerm[2].Term = 2
+	res = replayReplicas(ids, [][]raft.Log{otherTerm, full, full, full, nil}, 6)
+	if len(res.violations) != 0 || res.staleTails != 1 {
+		t.Errorf("a former member's replaced tail: %v, %d counted", res.violations, res.staleTails)
+	}
+
+	diverged := append([]raft.Log(nil), full...)
+	diverged[4] = chaosEntry(5, 20, "SET", "k", "v")
+	diverged[4].Term = 2
+	res = replayReplicas(ids, [][]raft.Log{full[:3], full, full, diverged, nil}, 6)
+	if !hasViolation(res.violations, "replicas n2 and n4 diverge at index 5 (terms 1, 2)") {
+		t.Errorf("members that diverge at another term not reported: %v", res.violations)
+	}
+
+	// replayGroups finds the marker in the first log that holds it, not in
+	// the first node's (which never held this group).
+	smap, err := shard.NewMap(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := chaosMarkerKeys(smap)
+	withMarker := append(append([]raft.Log(nil), full...), chaosEntry(7, 40, "SET", keys[0], "run", "FENCE"))
+	rep := replayGroups([]string{"n5", "n2"}, [][][]raft.Log{{nil}, {withMarker}}, []uint64{7}, keys, smap)
+	if len(rep.violations) != 0 || rep.perGroup[0].marker != 7 || rep.perGroup[0].replicas != 1 {
+		t.Fatalf("a group held by the second node only: %v, %+v", rep.violations, rep.perGroup)
+	}
+}

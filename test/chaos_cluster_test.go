@@ -139,7 +139,9 @@ func (cc *chaosCluster) joinThrough(nd *clusterNode) *clusterNode {
 
 // placed reports whether the run places its groups on a subset of the
 // nodes (-replicas below the node count).
-func (cc *chaosCluster) placed() bool { return cc.replicas > 0 && cc.replicas < len(cc.nodes) && cc.groups > 1 }
+func (cc *chaosCluster) placed() bool {
+	return cc.replicas > 0 && cc.replicas < len(cc.nodes) && cc.groups > 1
+}
 
 // restartChaos starts a killed node again and waits (bounded) until it
 // answers PING; it does not wait for it to follow (the cluster may have no

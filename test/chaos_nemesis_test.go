@@ -3,10 +3,14 @@ package test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/raftstore/faultnet"
 )
 
@@ -31,11 +35,18 @@ const (
 	fClockRate    = "clock-rate"
 	fDeadHolder   = "dead-holder" // a lock holder dies: how long is its lock taken?
 	fDeadWithLead = "dead-holder+leader"
+	// A node of a placed run leaves and comes back empty: RAFT REMOVE (its
+	// replicas re-created elsewhere first), kill, data wiped, -join.
+	fMemberMove = "member-move"
 )
 
 // allFaults is every kind, in the order of the report's columns.
 var allFaults = []string{fKillLeader, fKillFollower, fCrashAll, fPauseLeader, fPauseClient, fPartition,
-	fIsolateLead, fBridge, fDelay, fSlowFsync, fFailFsync, fClockJump, fClockRate, fDeadHolder, fDeadWithLead}
+	fIsolateLead, fBridge, fDelay, fSlowFsync, fFailFsync, fClockJump, fClockRate, fDeadHolder, fDeadWithLead, fMemberMove}
+
+// placedFaults are the kinds only a placed run (chaosPlacedNodes nodes,
+// -replicas chaosPlacedReplicas) draws from.
+var placedFaults = map[string]bool{fMemberMove: true}
 
 // clockFaults end leases early in real time (that is the fault): runs that
 // inject them skip the real-time lease check.
@@ -49,6 +60,13 @@ const (
 	// leader for settleFor before it is injected (nemesis.run).
 	settleFor  = time.Second
 	settleWait = 5 * time.Second
+	// member-move's bounds: RAFT REMOVE drains the node (lockd gives up
+	// after 4 minutes; a retry after a lost leadership may take as long),
+	// its replicas are then gone from every node's view, and the balancer
+	// gives the node that joined again its share.
+	memberDrainBound = 5 * time.Minute
+	memberGoneBound  = 30 * time.Second
+	memberJoinBound  = 2 * time.Minute
 )
 
 type nemesis struct {
@@ -138,12 +156,16 @@ func (n *nemesis) run(kinds []string, deadline time.Time) {
 	}
 }
 
-// restartAll starts every node that is down; it reports failures as violations.
+// restartAll starts every node that is down; it reports failures as
+// violations. The nodes a -join created start last, so that the member they
+// join through runs.
 func (n *nemesis) restartAll() {
-	for _, nd := range n.cc.nodes {
-		if nd.proc == nil {
-			if err := n.cc.restartChaos(nd); err != nil {
-				n.violate("restart: %v", err)
+	for _, joined := range []bool{false, true} {
+		for _, nd := range n.cc.nodes {
+			if nd.proc == nil && n.cc.joined[nd.idx] == joined {
+				if err := n.cc.restartChaos(nd); err != nil {
+					n.violate("restart: %v", err)
+				}
 			}
 		}
 	}
@@ -221,6 +243,10 @@ func (n *nemesis) apply(kind string, leader *clusterNode, win *faultWindow) bool
 		for _, nd := range nodes[:k] {
 			win.minority = append(win.minority, nd.idx)
 		}
+		// Two nodes of a placed run may hold two of a group's three voters:
+		// that group waits for the heal, and the majority side's bound
+		// does not hold.
+		win.unbounded = cc.placed() && 2*k >= cc.replicas
 		cc.cut(m, nodes[:k], nodes[k:])
 		n.hold(500*time.Millisecond, 3*time.Second)
 		cc.net.Heal()
@@ -306,6 +332,8 @@ func (n *nemesis) apply(kind string, leader *clusterNode, win *faultWindow) bool
 		}
 	case fDeadHolder, fDeadWithLead:
 		return n.deadHolder(leader, kind == fDeadWithLead)
+	case fMemberMove:
+		return n.memberMove(leader, win)
 	default:
 		panic("unknown fault " + kind)
 	}
@@ -398,4 +426,130 @@ func ids(nodes []*clusterNode) []string {
 		out[i] = nd.id
 	}
 	return out
+}
+
+// memberMove is the member-move fault of a placed run, while the load goes
+// on: RAFT REMOVE, through group 0's leader, of a random node that does not
+// lead group 0 (lockd drains it: its replicas are re-created on the others
+// first, then it leaves group 0); once no node lists it in any group, it is
+// killed, its data directory wiped, and it starts again with -join on the same
+// id and addresses; the fault ends when every node sees the balancer's
+// placement with the node holding its share of replicas again. A step that
+// does not happen within its bound (memberDrainBound, memberGoneBound,
+// memberJoinBound) is a violation; a node that did not leave every group is
+// not wiped (it would come back as an empty voter) but left running.
+func (n *nemesis) memberMove(leader *clusterNode, win *faultWindow) bool {
+	cc := n.cc
+	if !cc.placed() {
+		return false
+	}
+	var cands []*clusterNode
+	for _, nd := range n.followers(leader) {
+		if !cc.isPaused(nd) {
+			cands = append(cands, nd)
+		}
+	}
+	if len(cands) < 2 || len(cc.running()) != len(cc.nodes) {
+		return false
+	}
+	target := n.pick(cands)
+	win.minority = []int{target.idx}
+	began := time.Now()
+	n.logf("member-move: RAFT REMOVE %s (drain) through %s", target.id, leader.id)
+	if err := n.removeNode(target); err != nil {
+		n.violate("member-move: %v", err)
+		return true
+	}
+	drained := time.Since(began)
+	// Gone from every group in every node's view (the others' views of the
+	// groups they do not host come from their members, refreshed every 2 s).
+	var why string
+	gone := clustertest.Until(memberGoneBound, pollEvery, func() bool {
+		for _, nd := range cc.running() {
+			if nd == target {
+				continue
+			}
+			view, err := chaosGroupsOf(nd.addrs.resp)
+			if err != nil {
+				why = nd.id + ": " + err.Error()
+				return false
+			}
+			if k := replicasOf(view, target.id); k > 0 {
+				why = fmt.Sprintf("%s sees %s as a voter of %d groups: %s", nd.id, target.id, k, placementString(view))
+				return false
+			}
+			ms, err := groupZeroMembers(nd.addrs.resp)
+			if err != nil {
+				why = nd.id + ": " + err.Error()
+				return false
+			}
+			if slices.Contains(ms, target.id) {
+				why = fmt.Sprintf("%s still lists %s in group 0 (%v)", nd.id, target.id, ms)
+				return false
+			}
+		}
+		return true
+	})
+	if !gone {
+		n.violate("member-move: RAFT REMOVE %s answered OK after %v, yet %v later: %s", target.id, drained.Round(time.Millisecond), memberGoneBound, why)
+		return true
+	}
+	n.logf("member-move: %s drained and removed in %v; kill -9, wipe %s, start with -join", target.id, drained.Round(time.Millisecond), target.dir)
+	cc.kill(target)
+	if err := os.RemoveAll(target.dir); err != nil {
+		n.violate("member-move: wiping %s: %v", target.dir, err)
+		return true
+	}
+	cc.joined[target.idx] = true
+	if err := cc.restartChaos(target); err != nil {
+		n.violate("member-move: %v", err)
+		return true
+	}
+	share := cc.groups * cc.replicas / len(cc.nodes)
+	joinedAt := time.Now()
+	view, last := cc.awaitPlacement(time.Second, memberJoinBound, func(v []chaosGroupView) bool { return replicasOf(v, target.id) >= share })
+	if view == nil {
+		n.violate("member-move: %s joined again but does not hold %d replicas of a settled placement within %v (last: %s)", target.id, share, memberJoinBound, last)
+		return true
+	}
+	n.logf("member-move: %s holds %d replicas again %v after it joined (whole move %v): %s",
+		target.id, replicasOf(view, target.id), time.Since(joinedAt).Round(time.Millisecond), time.Since(began).Round(time.Millisecond), placementString(view))
+	return true
+}
+
+// removeNode runs RAFT REMOVE of target until it answers OK, or "no such
+// node" (an earlier try that lost its answer removed it), within
+// memberDrainBound; each try goes to the node that leads group 0 then (the
+// drain runs on it), and one that fails (a leadership lost on the way) is
+// tried again.
+func (n *nemesis) removeNode(target *clusterNode) error {
+	deadline := time.Now().Add(memberDrainBound)
+	for {
+		via := n.cc.currentLeader()
+		if via == nil || via == target {
+			for _, nd := range n.cc.running() {
+				if nd != target && !n.cc.isPaused(nd) {
+					via = nd
+					break
+				}
+			}
+		}
+		var r reply
+		var err error
+		c, err := dialRESP(via.addrs.resp, time.Until(deadline)+time.Second)
+		if err == nil {
+			r, err = c.do("RAFT", "REMOVE", target.id)
+			c.close()
+		}
+		switch {
+		case err == nil && !r.isErr():
+			return nil
+		case err == nil && strings.Contains(r.str, "no such node"):
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("RAFT REMOVE %s did not complete within %v (last answer %v, %v)", target.id, memberDrainBound, r, err)
+		}
+		n.logf("member-move: RAFT REMOVE %s through %s: %v %v; trying again", target.id, via.id, r, err)
+		time.Sleep(time.Second) // back-off before the next try, not synchronisation
+	}
 }

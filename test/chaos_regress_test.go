@@ -19,7 +19,7 @@ func TestChaosRegressionPausedLeaderKeepsNoClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster")
 	}
-	cc := startChaosCluster(t, 3, 1)
+	cc := startChaosCluster(t, 3, 1, 0)
 	a := cc.awaitLeader(leaderTimeout)
 	if a == nil {
 		t.Fatal("no leader")

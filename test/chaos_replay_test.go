@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,6 +61,9 @@ type replayResult struct {
 	handovers  int                       // grants to queued waiters (FIFO checked)
 	smap       *shard.Map                // the groups of names; nil: one group
 	perGroup   []groupReplay             // per group, in group order (replayGroups)
+	replicas   int                       // logs replayed to the marker (replayGroup)
+	stale      int                       // former members' logs, replayed as far as they go
+	staleTails int                       // of those, the ones that end in entries of another term than the reference's
 }
 
 // groupReplay is what the replay found in one group.
@@ -68,6 +72,9 @@ type groupReplay struct {
 	token           uint64 // the marker's token: above its index by what batch entries added
 	grants          int
 	names           int
+	replicas        int // logs that reached the marker
+	stale           int // former members' logs (replayGroup)
+	staleTails      int // of those, ending in entries a later leader replaced
 }
 
 // groupOf returns the group that holds name (0 with one group).
@@ -375,35 +382,109 @@ func replayReplicas(ids []string, logs [][]raft.Log, marker uint64) replayResult
 	return replayGroup(0, ids, logs, marker)
 }
 
-// replayGroup replays every replica's log of group g up to marker (the
-// group's index of the run's final marker) and compares them.
-func replayGroup(g int, ids []string, logs [][]raft.Log, marker uint64) replayResult {
-	res := replayResult{grants: map[tokenKey]*replayGrant{}, byName: map[string][]*replayGrant{}, entries: marker}
-	var states [][]byte
-	for i, id := range ids {
-		if n := len(logs[i]); n == 0 || logs[i][n-1].Index < marker {
-			res.violations = append(res.violations, fmt.Sprintf("%s: %v (log ends at %d, marker %d)", id, errNoMarker, n, marker))
-			states = append(states, nil)
+// reaches reports whether log holds an entry at marker or after.
+func reaches(log []raft.Log, marker uint64) bool {
+	return len(log) > 0 && log[len(log)-1].Index >= marker
+}
+
+// configAt returns the servers (voters and non-voters) of the last
+// configuration entry at or before index in log, and whether there is one.
+func configAt(log []raft.Log, index uint64) (members map[string]bool, found bool, err error) {
+	for _, l := range log {
+		if l.Index > index {
+			break
+		}
+		if l.Type != raft.LogConfiguration {
 			continue
 		}
-		st, err := replayOne(id, g, logs[i], marker, &res, i == 0)
+		var conf raft.Configuration
+		func() {
+			defer func() {
+				if r := recover(); r != nil { // DecodeConfiguration panics on a bad entry
+					err = fmt.Errorf("index %d: configuration entry: %v", l.Index, r)
+				}
+			}()
+			conf = raft.DecodeConfiguration(l.Data)
+		}()
 		if err != nil {
-			res.violations = append(res.violations, fmt.Sprintf("%s: replay: %v", id, err))
+			return nil, false, err
 		}
-		states = append(states, st)
+		members, found = map[string]bool{}, true
+		for _, srv := range conf.Servers {
+			members[string(srv.ID)] = true
+		}
 	}
-	// The same entries at every index up to the marker, and the same state.
-	for i := 1; i < len(ids); i++ {
-		a, b := logs[0], logs[i]
-		for j := 0; j < len(a) && j < len(b) && a[j].Index <= marker; j++ {
-			if a[j].Index != b[j].Index || a[j].Term != b[j].Term || a[j].Type != b[j].Type || !bytes.Equal(a[j].Data, b[j].Data) {
-				res.violations = append(res.violations, fmt.Sprintf("replicas %s and %s diverge at index %d (terms %d, %d)",
-					ids[0], ids[i], a[j].Index, a[j].Term, b[j].Term))
-				break
+	return members, found, nil
+}
+
+// replayGroup replays every replica's log of group g up to marker (the
+// group's Raft index of the run's final marker) and compares them.
+//
+// With placement (issue 49) a node holds the logs of some groups only, so
+// which logs are the group's is read from the group's own log: the reference
+// is the first log that reaches the marker, and the members are the servers
+// of its last configuration entry up to the marker (every log given, when it
+// has none: a hand-made history). Every member's log must reach the marker;
+// every log that does is replayed, must hold the reference's entries up to
+// the marker and reach the same state. A log that stops short of the marker
+// on a node that is no member there is a former member's, left when it was
+// removed: it is replayed as far as it goes (the model's checks), and must
+// agree with the reference wherever they hold an entry of the same term
+// (Raft's log matching). Where its term differs it ends in entries its
+// removal left uncommitted, which a later leader replaced: counted
+// (staleTails), not a violation. An empty log (a node that never hosted the
+// group, or whose data was wiped) holds nothing to check.
+func replayGroup(g int, ids []string, logs [][]raft.Log, marker uint64) replayResult {
+	res := replayResult{grants: map[tokenKey]*replayGrant{}, byName: map[string][]*replayGrant{}, entries: marker}
+	ref := slices.IndexFunc(logs, func(l []raft.Log) bool { return reaches(l, marker) })
+	var members map[string]bool
+	found := false
+	if ref >= 0 {
+		var err error
+		if members, found, err = configAt(logs[ref], marker); err != nil {
+			res.violations = append(res.violations, fmt.Sprintf("%s: %v", ids[ref], err))
+		}
+	}
+	states := make([][]byte, len(ids))
+	for i, id := range ids {
+		switch {
+		case reaches(logs[i], marker):
+			st, err := replayOne(id, g, logs[i], marker, &res, i == ref)
+			if err != nil {
+				res.violations = append(res.violations, fmt.Sprintf("%s: replay: %v", id, err))
+			}
+			states[i] = st
+			res.replicas++
+		case !found || members[id]:
+			res.violations = append(res.violations, fmt.Sprintf("%s: %v (log ends at %d, marker %d)", id, errNoMarker, len(logs[i]), marker))
+		case len(logs[i]) > 0:
+			res.stale++
+			if _, err := replayOne(id, g, logs[i], marker, &res, false); err != nil {
+				res.violations = append(res.violations, fmt.Sprintf("%s: replay of its stale log: %v", id, err))
 			}
 		}
-		if states[0] != nil && states[i] != nil && !bytes.Equal(states[0], states[i]) {
-			res.violations = append(res.violations, fmt.Sprintf("replicas %s and %s reach different states at the marker %d", ids[0], ids[i], marker))
+	}
+	// The same entries at every index up to the marker, and the same state.
+	for i := range ids {
+		if ref < 0 || i == ref || len(logs[i]) == 0 {
+			continue
+		}
+		member := reaches(logs[i], marker) || !found || members[ids[i]]
+		a, b := logs[ref], logs[i]
+		for j := 0; j < len(a) && j < len(b) && a[j].Index <= marker; j++ {
+			if a[j].Index == b[j].Index && a[j].Term == b[j].Term && a[j].Type == b[j].Type && bytes.Equal(a[j].Data, b[j].Data) {
+				continue
+			}
+			if !member && a[j].Index == b[j].Index && a[j].Term != b[j].Term {
+				res.staleTails++
+				break
+			}
+			res.violations = append(res.violations, fmt.Sprintf("replicas %s and %s diverge at index %d (terms %d, %d)",
+				ids[ref], ids[i], a[j].Index, a[j].Term, b[j].Term))
+			break
+		}
+		if states[ref] != nil && states[i] != nil && !bytes.Equal(states[ref], states[i]) {
+			res.violations = append(res.violations, fmt.Sprintf("replicas %s and %s reach different states at the marker %d", ids[ref], ids[i], marker))
 		}
 	}
 	// One report per problem, not one per replica.
@@ -445,12 +526,26 @@ func replayGroups(ids []string, logs [][][]raft.Log, markers []uint64, keys []st
 		}
 		token := marker
 		if len(ids) > 0 {
-			// The marker is a token; the replay needs its entry's Raft index.
-			at, err := markerEntry(gl[0], marker, keys[g])
-			if err != nil {
-				viol("%s: %v", ids[0], err)
-			} else {
-				marker = at
+			// The marker is a token; the replay needs its entry's Raft
+			// index, from the first log that holds it (with placement a
+			// node may hold none of this group's log, or an old part).
+			var first error
+			found := false
+			for r, l := range gl {
+				at, err := markerEntry(l, marker, keys[g])
+				if err == nil {
+					marker, found = at, true
+					break
+				}
+				if first == nil && len(l) > 0 {
+					first = fmt.Errorf("%s: %w", ids[r], err)
+				}
+			}
+			if !found {
+				if first == nil {
+					first = errors.New("no replica holds any of this group's log")
+				}
+				viol("%v", first)
 			}
 		}
 		rg := replayGroup(g, ids, gl, marker)
@@ -468,7 +563,8 @@ func replayGroups(ids []string, logs [][][]raft.Log, markers []uint64, keys []st
 		}
 		res.entries += rg.entries
 		res.handovers += rg.handovers
-		res.perGroup = append(res.perGroup, groupReplay{marker: marker, token: token, entries: rg.entries, grants: len(rg.grants), names: len(rg.byName)})
+		res.perGroup = append(res.perGroup, groupReplay{marker: marker, token: token, entries: rg.entries, grants: len(rg.grants), names: len(rg.byName),
+			replicas: rg.replicas, stale: rg.stale, staleTails: rg.staleTails})
 	}
 	return res
 }

@@ -40,6 +40,16 @@ import (
 // group's log of every replica and replays each group on its own; the
 // client-side checks then scope tokens by group (a token is unique within its
 // group only; a name's grants all come from its group).
+//
+// Placed runs (issue 49; every chaosPlacedEvery-th run of a long campaign,
+// every run when CHAOS_FAULTS names a kind only they draw) have
+// chaosPlacedNodes nodes with -groups chaosPlacedGroups -replicas
+// chaosPlacedReplicas: each group lives on three of the six nodes (group 0
+// on all, most as non-voters), and the nemesis also moves members
+// (member-move: a node drained by RAFT REMOVE, wiped, joined again). Before
+// the markers such a run waits until every node shows one settled
+// placement; a node's markers are awaited in the groups it hosts, and the
+// replay takes each group's members from the group's own log (replayGroup).
 
 // chaosLinTimeout bounds porcupine on one run's history; undecided is
 // reported, not failed.
@@ -48,11 +58,24 @@ const chaosLinTimeout = 20 * time.Second
 // chaosShardedGroups is the number of Raft groups of a sharded run.
 const chaosShardedGroups = 4
 
+// A placed run's shape (issue 49's test cluster), and how often a long
+// campaign runs one.
+const (
+	chaosPlacedNodes    = 6
+	chaosPlacedGroups   = 8
+	chaosPlacedReplicas = 3
+	chaosPlacedEvery    = 4
+	// placedSettleBound bounds the wait for a settled placement before the
+	// final markers (the last member-move's balancing is normally over).
+	placedSettleBound = time.Minute
+)
+
 // chaosRun describes one run.
 type chaosRun struct {
 	name     string
 	nodes    int
 	groups   int           // Raft groups per node (-groups; 0 means 1)
+	replicas int           // -replicas (0: not given); below nodes, a placed run
 	faultFor time.Duration // how long the nemesis runs
 	seed     uint64
 	kinds    []string // fault kinds the nemesis draws from
@@ -86,6 +109,7 @@ type chaosResult struct {
 	linOps       int
 	linUnknown   int
 	groups       int                 // Raft groups per node
+	placed       bool                // groups placed on a subset of the nodes
 	perGroup     []groupReplay       // what the replay found per group (sharded runs)
 	crossTokens  int                 // token values acknowledged in more than one group (allowed)
 	sides        map[string]sideGaps // per fault kind: the longest write unavailability on each side
@@ -100,8 +124,9 @@ func (r *chaosResult) violate(format string, args ...any) {
 func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	groups := max(run.groups, 1)
 	res := &chaosResult{faults: map[string]int{}, groups: groups}
-	t.Logf("run %s: %d nodes, %d Raft groups, %v of faults from %v, seed %d, fenced %v %v", run.name, run.nodes, groups, run.faultFor, run.kinds, run.seed, run.fenced, run.extra)
-	cc := startChaosCluster(t, run.nodes, groups, run.extra...)
+	t.Logf("run %s: %d nodes, %d Raft groups, -replicas %d, %v of faults from %v, seed %d, fenced %v %v", run.name, run.nodes, groups, run.replicas, run.faultFor, run.kinds, run.seed, run.fenced, run.extra)
+	cc := startChaosCluster(t, run.nodes, groups, run.replicas, run.extra...)
+	res.placed = cc.placed()
 	rs := startResourceServer(t, run.fenced)
 	var addrs []string
 	for _, nd := range cc.nodes {
@@ -151,6 +176,18 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	if cc.awaitLeader(recoverTimeout) == nil {
 		nem.violate("no leader within %v after the last fault was healed", recoverTimeout)
 	}
+	// A placed run: the placement settles (no move under way, every node
+	// agreeing) before the markers, so that the groups' members stay put
+	// until the processes stop.
+	var view []chaosGroupView
+	if cc.placed() {
+		var last string
+		if view, last = cc.awaitPlacement(3*time.Second, placedSettleBound, nil); view == nil {
+			nem.violate("the placement did not settle within %v after the last fault was healed: %s", placedSettleBound, last)
+		} else {
+			t.Logf("placement before the markers: %s", placementString(view))
+		}
+	}
 	nem.hold(time.Second, 1500*time.Millisecond)
 	for _, w := range workers {
 		w.stop()
@@ -171,7 +208,7 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	keys := chaosMarkerKeys(smap)
 	markers := chaosMarkers(cc, run.name, keys, res)
 	if markers != nil {
-		waitApplied(cc, markers, res)
+		waitApplied(cc, markers, view, res)
 	}
 	for _, nd := range cc.running() {
 		cc.kill(nd)
@@ -237,8 +274,8 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	t.Logf("run %s: %d ops, %d resource writes accepted (%d rejected), %d lost; %d grants (%d handed to queued waiters) in %d log entries; porcupine %s in %v (%d ops, %d of unknown outcome); longest unavailability %v; faults %v; %d violations",
 		run.name, res.ops, accepted, rejected, res.lost, res.grants, res.handovers, res.entries, res.linResult, res.linTook.Round(time.Millisecond), res.linOps, res.linUnknown, res.unavailable.Round(time.Millisecond), res.faults, len(res.violations))
 	for g, pg := range res.perGroup {
-		t.Logf("run %s: group %d: marker %s (token %d) at index %d applied by every replica; %d entries replayed on %d replicas, %d grants of %d names",
-			run.name, g, keys[g], pg.token, pg.marker, pg.entries, len(ids), pg.grants, pg.names)
+		t.Logf("run %s: group %d: marker %s (token %d) at index %d applied by every replica; %d entries replayed on %d replicas (%d former members' logs replayed as far as they go, %d ending in replaced entries), %d grants of %d names",
+			run.name, g, keys[g], pg.token, pg.marker, pg.entries, pg.replicas, pg.stale, pg.staleTails, pg.grants, pg.names)
 	}
 	if groups > 1 {
 		t.Logf("run %s: %d token values were acknowledged in more than one group (tokens are unique per group)", run.name, res.crossTokens)
@@ -328,16 +365,27 @@ func selfExits(cc *chaosCluster, res *chaosResult) {
 	}
 }
 
-// waitApplied waits (bounded) until every node applied every group's marker.
-func waitApplied(cc *chaosCluster, markers []uint64, res *chaosResult) {
+// waitApplied waits (bounded) until every node applied every group's marker
+// — of a placed run, every group it hosts: group 0 (every node), and the
+// groups whose voters view lists it (without a view, those it does not
+// call "remote").
+func waitApplied(cc *chaosCluster, markers []uint64, view []chaosGroupView, res *chaosResult) {
 	deadline := time.Now().Add(recoverTimeout)
 	for _, nd := range cc.nodes {
 		for {
-			is, err := cc.appliedTokens(nd)
+			is, states, err := cc.appliedTokens(nd)
 			behind := -1
 			if err == nil {
 				for g, m := range markers {
-					if is[g] < m {
+					hosts := true
+					switch {
+					case !cc.placed() || g == 0:
+					case view != nil:
+						hosts = slices.Contains(view[g].voters, nd.id)
+					default:
+						hosts = states[g] != "remote"
+					}
+					if hosts && is[g] < m {
 						behind = g
 						break
 					}
@@ -517,6 +565,7 @@ type chaosTable struct {
 	deadOver                       time.Duration
 	deadChecked                    bool
 	byGroups                       map[int]int // runs by Raft groups per node
+	placed                         int         // placed runs
 	crossTokens                    int
 	sides                          map[string]sideGaps // per fault kind, the worst of every run
 }
@@ -527,6 +576,9 @@ func (tb *chaosTable) add(r *chaosResult) {
 	}
 	tb.runs++
 	tb.byGroups[max(r.groups, 1)]++
+	if r.placed {
+		tb.placed++
+	}
 	tb.crossTokens += r.crossTokens
 	tb.ops += r.ops
 	tb.violations += len(r.violations)
@@ -572,6 +624,7 @@ func (tb *chaosTable) String() string {
 	}
 	fmt.Fprintf(&b, "%-34s %s\n", "runs by Raft groups per node", strings.Join(gs, ", "))
 	fmt.Fprintf(&b, "%-34s %d of %d (per-group markers and replays; %d tokens issued in more than one group)\n", "sharded runs", tb.runs-tb.byGroups[1], tb.runs, tb.crossTokens)
+	fmt.Fprintf(&b, "%-34s %d of %d (%d nodes, -groups %d -replicas %d; member moves)\n", "placed runs", tb.placed, tb.runs, chaosPlacedNodes, chaosPlacedGroups, chaosPlacedReplicas)
 	fmt.Fprintf(&b, "%-34s %d\n", "operations", tb.ops)
 	fmt.Fprintf(&b, "%-34s %d (%d handed over to queued waiters, FIFO checked)\n", "grants checked against the log", tb.grants, tb.handovers)
 	fmt.Fprintf(&b, "%-34s %d\n", "faults injected", total)
@@ -613,10 +666,14 @@ func chaosEnv(t *testing.T) (time.Duration, uint64, bool) {
 
 // campaignKinds alternates between runs with and without clock faults, so
 // that half the runs check leases in real time. only, when not empty (from
-// CHAOS_FAULTS), keeps just those kinds, clock faults in every run.
-func campaignKinds(i int, only map[string]bool) []string {
+// CHAOS_FAULTS), keeps just those kinds, clock faults in every run. The
+// placedFaults are a placed run's only.
+func campaignKinds(i int, only map[string]bool, placed bool) []string {
 	var out []string
 	for _, k := range allFaults {
+		if placedFaults[k] && !placed {
+			continue
+		}
 		if len(only) > 0 {
 			if only[k] {
 				out = append(out, k)
@@ -659,6 +716,19 @@ func campaignGroups(i int) int {
 	return 1
 }
 
+// campaignPlaced reports whether run i is a placed run: every
+// chaosPlacedEvery-th run of a long campaign, and every run when only (from
+// CHAOS_FAULTS) names a kind that only placed runs draw. The short campaign
+// keeps its two runs (and its time); make chaos runs placed ones.
+func campaignPlaced(i int, long bool, only map[string]bool) bool {
+	for k := range only {
+		if placedFaults[k] {
+			return true
+		}
+	}
+	return long && i%chaosPlacedEvery == chaosPlacedEvery-1
+}
+
 // TestChaosCampaign runs the campaign: with CHAOS_DURATION, runs until that
 // much time has passed (make chaos); without, a short one of two runs.
 func TestChaosCampaign(t *testing.T) {
@@ -682,7 +752,12 @@ func TestChaosCampaign(t *testing.T) {
 			break
 		}
 		run := chaosRun{name: fmt.Sprintf("campaign-%d", i+1), nodes: 3 + 2*(i%2), groups: campaignGroups(i), faultFor: runFor, seed: seed + uint64(i),
-			kinds: campaignKinds(i, only), fenced: true, workers: 4, lin: 3, availBound: long}
+			fenced: true, workers: 4, lin: 3, availBound: long}
+		placed := campaignPlaced(i, long, only)
+		if placed {
+			run.nodes, run.groups, run.replicas = chaosPlacedNodes, chaosPlacedGroups, chaosPlacedReplicas
+		}
+		run.kinds = campaignKinds(i, only, placed)
 		var r *chaosResult
 		t.Run(run.name, func(t *testing.T) {
 			r = runChaos(t, run)

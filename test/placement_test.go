@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/internal/clustertest"
+	"github.com/lockd/lockd/shard"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -475,4 +476,110 @@ func nameOnOtherNodes(t *testing.T, cl *lockdCluster, view []placedGroup) (name 
 	}
 	t.Fatal("no name found whose group some node does not host")
 	return "", nil, nil
+}
+
+// TestPlacementAddGroups: RAFT ADDGROUPS on a running 6-node cluster of 8
+// groups × 3 replicas: 2 more groups, placed and led, each take an even
+// share of the slots with their keys and locks (a moved name's next token is
+// above its last), and the ACL holds in them.
+func TestPlacementAddGroups(t *testing.T) {
+	cl := startPlacedCluster(t, 6, 6, nil)
+	settledPlacement(t, cl, 3, placeBound, nil)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: cl.nodes[1].addrs.resp})
+	defer c.Close()
+	if err := c.Do(ctx, "ACL", "SETUSER", "alice", "on", ">pw", "~a*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]int64{}
+	for i := range 300 {
+		if err := c.Set(ctx, "k"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			name := "lk" + strconv.Itoa(i)
+			tok, err := c.Do(ctx, "LOCK.ACQUIRE", name, "o", "PX", "60000").Int64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Do(ctx, "LOCK.RELEASE", name, strconv.FormatInt(tok, 10)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			tokens[name] = tok
+		}
+	}
+	admin := redis.NewClient(&redis.Options{Addr: cl.nodes[4].addrs.resp, ReadTimeout: 5 * time.Minute})
+	defer admin.Close()
+	n, err := admin.Do(ctx, "RAFT", "ADDGROUPS", "2").Int64()
+	if err != nil || n != 10 {
+		t.Fatalf("RAFT ADDGROUPS 2: %d %v", n, err)
+	}
+	view := settledPlacement(t, cl, 3, placeBound, func(v []placedGroup) bool { return len(v) == 10 })
+	replicas, leads := perNode(view)
+	t.Logf("10 groups: replicas per node %v, leaders per node %v", replicas, leads)
+	gs, err := raftGroups(cl.nodes[5].addrs.resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for _, g := range gs {
+		total += g.slots
+		if g.slots < int64(shard.Slots)/10-2 || g.slots > int64(shard.Slots)/10+2 {
+			t.Errorf("group %d owns %d slots, want about %d", g.group, g.slots, int64(shard.Slots)/10)
+		}
+	}
+	if total != int64(shard.Slots) {
+		t.Errorf("the groups own %d slots in all", total)
+	}
+	for _, nd := range cl.running() {
+		r := redis.NewClient(&redis.Options{Addr: nd.addrs.resp})
+		for i := range 300 {
+			if v, err := r.Get(ctx, "k"+strconv.Itoa(i)).Int(); err != nil || v != i {
+				t.Fatalf("k%d through %s after the groups were added: %d %v", i, nd.id, v, err)
+			}
+		}
+		r.Close()
+	}
+	ranges, _, err := shardsByGroup(cl.nodes[0].addrs.resp, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := dialRESP(cl.nodes[0].addrs.resp, infoTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.close()
+	moved := 0
+	for name, old := range tokens {
+		tok, err := c.Do(ctx, "LOCK.ACQUIRE", name, "o2", "PX", "60000").Int64()
+		if err != nil || tok <= old {
+			t.Fatalf("%s: token %d after the move, was %d (%v)", name, tok, old, err)
+		}
+		if groupOfSlot(ranges, keySlot(t, rc, name)) >= 8 {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Errorf("no lock name landed in the new groups (of %d)", len(tokens))
+	}
+	// The ACL holds in the new groups: alice may write a* keys there, and
+	// no other.
+	alice := redis.NewClient(&redis.Options{Addr: cl.nodes[2].addrs.resp, Username: "alice", Password: "pw"})
+	defer alice.Close()
+	checked := 0
+	for i := 0; i < 2000 && checked < 4; i++ {
+		for _, key := range []string{"a" + strconv.Itoa(i), "b" + strconv.Itoa(i)} {
+			if groupOfSlot(ranges, keySlot(t, rc, key)) < 8 {
+				continue
+			}
+			err := alice.Set(ctx, key, "x", 0).Err()
+			if key[0] == 'a' && err != nil || key[0] == 'b' && (err == nil || !strings.HasPrefix(err.Error(), "NOPERM")) {
+				t.Fatalf("alice SET %s in a new group: %v", key, err)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no key of the new groups was checked")
+	}
 }

@@ -2,7 +2,11 @@ package group
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +27,11 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 			resp.BulkString(s.cfg.Zone))
 	case "where": // asked by a node that does not host the group
 		return s.where()
+	case "bootstrap": // a group added at runtime, by group 0's leader (raftstore's node_grow.go)
+		if err := s.Bootstrap(op.Addr); err != nil {
+			return resp.Error("ERR " + err.Error())
+		}
+		return resp.OK
 	}
 	if s.raft.State() != raft.Leader {
 		return command.ErrorReply(ErrNotApplied)
@@ -50,7 +59,7 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		}
 		s.ensureFeature(ctx, fl)
 		return resp.OK
-	case "moveslots", "nodeadd", "noderemove", "moves": // the Node's, on group 0's leader
+	case "moveslots", "nodeadd", "noderemove", "moves", "addgroups": // the Node's, on group 0's leader
 		if s.cfg.nodeAdmin != nil {
 			if v, ok := s.cfg.nodeAdmin(ctx, op); ok {
 				return v
@@ -100,6 +109,38 @@ func (s *Store) where() resp.Value {
 		out = append(out, resp.BulkString(string(srv.ID)), resp.BulkString(string(srv.Address)), resp.BulkString(srv.Suffrage.String()))
 	}
 	return resp.Array(out...)
+}
+
+// Bootstrap bootstraps this group, which has no Raft state, with the voters
+// in spec ("id=peer-addr,…"; this node among them): a group added to a
+// running cluster. A group whose configuration is spec's already (a retried
+// request) is left as it is; one with another configuration, or with
+// state, is an error.
+func (s *Store) Bootstrap(spec string) error {
+	var conf raft.Configuration
+	for _, p := range strings.Split(spec, ",") {
+		id, addr, ok := strings.Cut(p, "=")
+		if !ok || id == "" || addr == "" {
+			return errors.New("internal: bad bootstrap configuration")
+		}
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(addr)})
+	}
+	if !hasServer(conf.Servers, raft.ServerID(s.cfg.NodeID)) {
+		return errors.New("internal: this node is not among the voters it was asked to bootstrap")
+	}
+	err := s.raft.BootstrapCluster(conf).Error()
+	if errors.Is(err, raft.ErrCantBootstrap) {
+		cur := s.Configuration()
+		if len(cur) == len(conf.Servers) && !slices.ContainsFunc(conf.Servers, func(srv raft.Server) bool { return !hasServer(cur, srv.ID) }) {
+			return nil
+		}
+		return errors.New("this group has state already, with another configuration")
+	}
+	if err != nil {
+		return fmt.Errorf("bootstrap failed: %w", err)
+	}
+	s.log.Info("bootstrapped a group added to the cluster", "voters", len(conf.Servers))
+	return nil
 }
 
 // ShardMap is the replicated shard map this group holds (group 0), or nil.
