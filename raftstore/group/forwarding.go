@@ -107,18 +107,8 @@ func (s *Store) Relay(ctx context.Context, addr string, reqs []command.Request) 
 	// Cancelable: a client that goes away withdraws its blocked request
 	// there (every member of a placed cluster understands cancel frames).
 	b, err := s.fwd.CallCancelable(ctx, addr, command.EncodeUserRequests(all, true, func(string) bool { return true }))
-	if err == nil {
-		v, n, derr := resp.ReadValue(b)
-		if derr == nil && v.Kind == resp.KindArray && len(v.Elems) == len(reqs) {
-			if derr = command.ReadOutcomes(b[n:], v.Elems); derr == nil {
-				return v.Elems, false
-			}
-		}
-		if derr == nil && v.IsError() {
-			err = errors.New(v.String())
-		} else {
-			err = forward.ErrUnknown
-		}
+	if out, err = forwardedReplies(b, err, len(reqs)); err == nil {
+		return out, false
 	}
 	notSent = errors.Is(err, forward.ErrNotSent)
 	s.log.Debug("relaying to a member failed", "member", addr, "err", err, "cause", context.Cause(ctx), "not_sent", notSent)
@@ -194,22 +184,31 @@ func (s *Store) forwardBatch(ctx context.Context, addr string, reqs []command.Re
 	// that (owners on), else what the previous version decodes (owners.go).
 	b, err := s.fwd.Call(ctx, addr, command.EncodeUserRequests(reqs, s.OwnersOn(), s.restricted))
 	untrack()
-	if err == nil {
-		v, n, derr := resp.ReadValue(b)
-		if derr == nil && v.Kind == resp.KindArray && len(v.Elems) == len(reqs) {
-			if derr = command.ReadOutcomes(b[n:], v.Elems); derr == nil {
-				return v.Elems, false
-			}
-		}
-		if derr == nil && v.IsError() {
-			err = errors.New(v.String())
-		} else {
-			err = forward.ErrUnknown
-		}
+	if out, err = forwardedReplies(b, err, len(reqs)); err == nil {
+		return out, false
 	}
 	notSent = errors.Is(err, forward.ErrNotSent)
 	s.log.Debug("forwarding to the leader failed", "leader", addr, "err", err, "cause", context.Cause(ctx), "not_sent", notSent)
 	return failedForward(reqs, notSent), notSent
+}
+
+// forwardedReplies decodes the answer b to a forwarded batch of n requests
+// (a call that returned err): the replies with their outcomes, or an error,
+// forward.ErrUnknown for an answer that does not decode to n replies.
+func forwardedReplies(b []byte, err error, n int) ([]resp.Value, error) {
+	if err != nil {
+		return nil, err
+	}
+	v, used, derr := resp.ReadValue(b)
+	if derr == nil && v.Kind == resp.KindArray && len(v.Elems) == n {
+		if derr = command.ReadOutcomes(b[used:], v.Elems); derr == nil {
+			return v.Elems, nil
+		}
+	}
+	if derr == nil && v.IsError() {
+		return nil, errors.New(v.String())
+	}
+	return nil, forward.ErrUnknown
 }
 
 // failedForward is the outcome of each of reqs when their forwarded batch got
