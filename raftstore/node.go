@@ -37,8 +37,8 @@ type Node struct {
 	members *group.MemberCheck // the peer port's TLS check (used with Config.PeerTLSMembers)
 	// groups are the node's groups, index = group id; RAFT ADDGROUPS
 	// replaces the slice (copy on write), so read it with gs().
-	groups  atomic.Pointer[[]*group.Store]
-	remote  []remoteGroup // where the groups this node is no member of live (node_remote.go)
+	groups atomic.Pointer[[]*group.Store]
+	remote []remoteGroup // where the groups this node is no member of live (node_remote.go)
 
 	mapMu sync.RWMutex
 	smap  shard.Map // the shard map this node routes by (group 0's, cached)
