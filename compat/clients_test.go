@@ -440,15 +440,19 @@ func semaphoreScenario(t *testing.T, addr string) []string {
 	// Reclaim: two holders that never release; a third gets a place once
 	// their ttl has passed.
 	const shortTTL = 300
-	take := func(id string) int {
-		v, err := semAcquire.Run(ctx, c, []string{"sem:ghosts"}, limit, id, shortTTL, time.Now().UnixMilli()).Int()
+	takeAt := func(id string, at int64) int {
+		v, err := semAcquire.Run(ctx, c, []string{"sem:ghosts"}, limit, id, shortTTL, at).Int()
 		if err != nil {
 			return -1
 		}
 		return v
 	}
-	add("ghost-a acquires: %d", take("ghost-a"))
-	add("ghost-b acquires: %d", take("ghost-b"))
+	take := func(id string) int { return takeAt(id, time.Now().UnixMilli()) }
+	// Both ghosts at one time, so that they expire together: c then finds
+	// both places free at once, on either server, however its polls fall.
+	ghostsAt := time.Now().UnixMilli()
+	add("ghost-a acquires: %d", takeAt("ghost-a", ghostsAt))
+	add("ghost-b acquires: %d", takeAt("ghost-b", ghostsAt))
 	add("c acquires while the ghosts hold: %d", take("c"))
 	ok := waitUntil(5*time.Second, func() bool { return take("c") == 1 })
 	add("c acquires after the ghosts' ttl (within 5s): %v", ok)
