@@ -142,9 +142,12 @@ bench-memory: build deps
 ## clusters under kill -9, SIGSTOP, partitions and delay through a proxy, slow and
 ## failing fsync and clock faults, checked after every run; then the negative
 ## control, the planted bugs, and the other fault suites. Runs alternate between
-## 1 and 4 Raft groups per node (the replay checks every group's log). Prints the campaign's
-## table at the end. make chaos DURATION=2m SEED=7 for another length and seed;
-## KINDS=pause-leader,isolate-leader limits the campaign to those fault kinds.
+## 1 and 4 Raft groups per node (the replay checks every group's log); every 4th run is
+## placed: 6 nodes, -groups 8 -replicas 3, with member moves (RAFT REMOVE drains a node,
+## it is wiped and joins again) among the faults. Prints the campaign's table at the end.
+## make chaos DURATION=2m SEED=7 for another length and seed;
+## KINDS=pause-leader,isolate-leader limits the campaign to those fault kinds (naming
+## member-move makes every run placed).
 ## test/ builds its own lockd with -tags faults (its TestMain); bin/lockd stays
 ## the default build.
 DURATION ?= 10m

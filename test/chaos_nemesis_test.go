@@ -126,10 +126,19 @@ func (n *nemesis) mode() faultnet.Mode {
 }
 
 // run injects faults from kinds until the deadline. It runs on the test's
-// goroutine (it starts and kills processes).
+// goroutine (it starts and kills processes). A member-move, one kind among
+// many and the longest, is injected once half the time has passed if the
+// draw has not brought one yet, so that every placed run moves a member.
 func (n *nemesis) run(kinds []string, deadline time.Time) {
+	half := time.Now().Add(time.Until(deadline) / 2)
 	for time.Now().Before(deadline) {
 		kind := kinds[n.rng.IntN(len(kinds))]
+		n.mu.Lock()
+		moved := n.counts[fMemberMove] > 0
+		n.mu.Unlock()
+		if !moved && slices.Contains(kinds, fMemberMove) && time.Now().After(half) {
+			kind = fMemberMove
+		}
 		leader := n.cc.awaitLeader(recoverTimeout)
 		if leader == nil {
 			n.violate("no leader within %v before injecting %s", recoverTimeout, kind)

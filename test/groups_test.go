@@ -33,6 +33,7 @@ type groupState struct {
 	lastLogIndex int64
 	voters       int64
 	slots        int64
+	members      []string // voter ids (RAFT GROUPS members)
 }
 
 // fields reads a RESP2 map (a flat array of key, value pairs) into a map.
@@ -64,6 +65,9 @@ func raftGroups(addr string) ([]groupState, error) {
 		g := groupState{group: int(f["group"].n), state: f["state"].str, leader: f["leader"].str,
 			term: f["term"].n, commitIndex: f["commit_index"].n, appliedIndex: f["applied_index"].n,
 			lastLogIndex: f["last_log_index"].n, voters: f["voters"].n, slots: f["slots"].n}
+		if m := f["members"].str; m != "" {
+			g.members = strings.Split(m, ";")
+		}
 		if g.group != i {
 			return nil, fmt.Errorf("RAFT GROUPS lists group %d in place %d: %v", g.group, i, r)
 		}

@@ -26,51 +26,17 @@ import (
 // placeBound bounds waiting for the balancer to settle after a change.
 const placeBound = 60 * time.Second
 
-// placedGroup is one group as a node's RAFT GROUPS shows it.
-type placedGroup struct {
-	leader  string
-	voters  []string
-	state   string
-	numVote int64
-}
-
-// placedGroups reads RAFT GROUPS on addr: each group's leader and voters.
-func placedGroups(addr string) ([]placedGroup, error) {
-	c, err := dialRESP(addr, infoTimeout)
-	if err != nil {
-		return nil, err
-	}
-	defer c.close()
-	r, err := c.do("RAFT", "GROUPS")
-	if err != nil {
-		return nil, err
-	}
-	if r.kind != '*' {
-		return nil, fmt.Errorf("RAFT GROUPS answered %v", r)
-	}
-	var out []placedGroup
-	for _, e := range r.elems {
-		f := fields(e)
-		var v []string
-		if m := f["members"].str; m != "" {
-			v = strings.Split(m, ";")
-		}
-		out = append(out, placedGroup{leader: f["leader"].str, voters: v, state: f["state"].str, numVote: f["voters"].n})
-	}
-	return out, nil
-}
-
 // settledPlacement polls every running node until they agree on every
 // group's leader and voters, each group has want voters, and the leader is one
 // of them, and returns that view (the test fails after bound).
-func settledPlacement(t *testing.T, cl *lockdCluster, want int, bound time.Duration, ok func([]placedGroup) bool) []placedGroup {
+func settledPlacement(t *testing.T, cl *lockdCluster, want int, bound time.Duration, ok func([]groupState) bool) []groupState {
 	t.Helper()
 	var last string
-	var view []placedGroup
+	var view []groupState
 	settled := clustertest.Until(bound, 200*time.Millisecond, func() bool {
 		view = nil
 		for _, nd := range cl.running() {
-			gs, err := placedGroups(nd.addrs.resp)
+			gs, err := raftGroups(nd.addrs.resp)
 			if err != nil {
 				last = nd.id + ": " + err.Error()
 				return false
@@ -80,14 +46,14 @@ func settledPlacement(t *testing.T, cl *lockdCluster, want int, bound time.Durat
 				continue
 			}
 			for g := range gs {
-				if gs[g].leader != view[g].leader || !slices.Equal(gs[g].voters, view[g].voters) {
+				if gs[g].leader != view[g].leader || !slices.Equal(gs[g].members, view[g].members) {
 					last = fmt.Sprintf("%s sees group %d as %v, another node as %v", nd.id, g, gs[g], view[g])
 					return false
 				}
 			}
 		}
 		for g, pg := range view {
-			if len(pg.voters) != want || !slices.Contains(pg.voters, pg.leader) {
+			if len(pg.members) != want || !slices.Contains(pg.members, pg.leader) {
 				last = fmt.Sprintf("group %d: %+v", g, pg)
 				return false
 			}
@@ -105,10 +71,10 @@ func settledPlacement(t *testing.T, cl *lockdCluster, want int, bound time.Durat
 }
 
 // perNode counts the replicas and leaderships each node holds.
-func perNode(view []placedGroup) (replicas, leads map[string]int) {
+func perNode(view []groupState) (replicas, leads map[string]int) {
 	replicas, leads = map[string]int{}, map[string]int{}
 	for _, pg := range view {
-		for _, v := range pg.voters {
+		for _, v := range pg.members {
 			replicas[v]++
 		}
 		leads[pg.leader]++
@@ -312,7 +278,7 @@ func TestPlacementSixNodes(t *testing.T) {
 	// kill -9 a node that leads a group: every group is led again.
 	victim := cl.byID(view[1].leader)
 	cl.kill(victim)
-	settledPlacement(t, cl, 3, leaderTimeout, func(v []placedGroup) bool {
+	settledPlacement(t, cl, 3, leaderTimeout, func(v []groupState) bool {
 		for _, pg := range v {
 			if pg.leader == victim.id || pg.leader == "" {
 				return false
@@ -327,7 +293,7 @@ func TestPlacementSixNodes(t *testing.T) {
 	w := startPlacedWriter(cl, six)
 	n7 := cl.nodes[6]
 	cl.spawnJoin(n7, six[0])
-	view = settledPlacement(t, cl, 3, placeBound, func(v []placedGroup) bool {
+	view = settledPlacement(t, cl, 3, placeBound, func(v []groupState) bool {
 		r, l := perNode(v)
 		return r[n7.id] >= 3 && l[n7.id] >= 1
 	})
@@ -346,7 +312,7 @@ func TestPlacementSixNodes(t *testing.T) {
 	if err := c.Do(context.Background(), "RAFT", "REMOVE", gone.id).Err(); err != nil {
 		t.Fatalf("RAFT REMOVE %s: %v", gone.id, err)
 	}
-	view = settledPlacement(t, cl, 3, placeBound, func(v []placedGroup) bool {
+	view = settledPlacement(t, cl, 3, placeBound, func(v []groupState) bool {
 		r, _ := perNode(v)
 		return r[gone.id] == 0
 	})
@@ -380,7 +346,7 @@ func TestPlacementZones(t *testing.T) {
 		home[g] = "z2"
 	}
 	c.close()
-	view := settledPlacement(t, cl, 3, placeBound, func(v []placedGroup) bool {
+	view := settledPlacement(t, cl, 3, placeBound, func(v []groupState) bool {
 		for g, z := range home {
 			if zones[v[g].leader] != z {
 				return false
@@ -388,7 +354,7 @@ func TestPlacementZones(t *testing.T) {
 		}
 		for _, pg := range v {
 			seen := map[string]bool{}
-			for _, id := range pg.voters {
+			for _, id := range pg.members {
 				if seen[zones[id]] {
 					return false
 				}
@@ -446,7 +412,7 @@ func (cl *lockdCluster) spawnJoin(nd *clusterNode, member *clusterNode) {
 
 // nameOnOtherNodes finds a lock name whose group one running node hosts
 // (host) and another does not (other).
-func nameOnOtherNodes(t *testing.T, cl *lockdCluster, view []placedGroup) (name string, host, other *clusterNode) {
+func nameOnOtherNodes(t *testing.T, cl *lockdCluster, view []groupState) (name string, host, other *clusterNode) {
 	t.Helper()
 	c, err := dialRESP(cl.nodes[0].addrs.resp, infoTimeout)
 	if err != nil {
@@ -464,7 +430,7 @@ func nameOnOtherNodes(t *testing.T, cl *lockdCluster, view []placedGroup) (name 
 			continue
 		}
 		for _, nd := range cl.running() {
-			if slices.Contains(view[g].voters, nd.id) {
+			if slices.Contains(view[g].members, nd.id) {
 				host = nd
 			} else {
 				other = nd
@@ -514,7 +480,7 @@ func TestPlacementAddGroups(t *testing.T) {
 	if err != nil || n != 10 {
 		t.Fatalf("RAFT ADDGROUPS 2: %d %v", n, err)
 	}
-	view := settledPlacement(t, cl, 3, placeBound, func(v []placedGroup) bool { return len(v) == 10 })
+	view := settledPlacement(t, cl, 3, placeBound, func(v []groupState) bool { return len(v) == 10 })
 	replicas, leads := perNode(view)
 	t.Logf("10 groups: replicas per node %v, leaders per node %v", replicas, leads)
 	gs, err := raftGroups(cl.nodes[5].addrs.resp)
