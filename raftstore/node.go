@@ -137,6 +137,29 @@ func replicaCount(dataDir string, want int, fresh bool) (int, error) {
 	return want, nil
 }
 
+// joinedFile marks a data directory created by -join: its node was added to
+// a running cluster and must never bootstrap a group from -peers (a restart
+// with -peers would otherwise bootstrap, from the first plan, every group it
+// holds no state for, beside the cluster's own).
+const joinedFile = "JOINED"
+
+// joinedBefore reports whether dataDir was created by -join, recording it
+// when mark (a new directory of a node started with -join).
+func joinedBefore(dataDir string, mark bool) (bool, error) {
+	path := filepath.Join(dataDir, joinedFile)
+	if _, err := os.Stat(path); err == nil {
+		return true, nil
+	}
+	if !mark {
+		return false, nil
+	}
+	err := durable.WriteFile(path, []byte("created by -join\n"), 0o644)
+	if err == nil {
+		err = durable.SyncDir(dataDir)
+	}
+	return err == nil, err
+}
+
 // MaxReplicas bounds -replicas: a group of more voters waits for more
 // flushes on every write and survives no failure that 7 would not.
 const MaxReplicas = 7
@@ -214,7 +237,14 @@ func OpenNode(cfg Config) (*Node, error) {
 	// other nodes bootstrapped it, or not at all here (it depends only on
 	// -peers and the recorded replication factor).
 	boot := bootGroups(cfg.DataDir, n)
-	plan, err := bootPlacement(cfg, boot)
+	joined, err := joinedBefore(cfg.DataDir, fresh && cfg.Join)
+	if joined {
+		boot = 0 // a node that joined never bootstraps a group, whatever -peers says later
+	}
+	var plan placement.Placement
+	if err == nil && boot > 0 {
+		plan, err = bootPlacement(cfg, boot)
+	}
 	if err != nil {
 		peer.Close()
 		return nil, err

@@ -481,3 +481,28 @@ func TestNodeMaxWriteBytes(t *testing.T) {
 		}
 	}
 }
+
+// A node created by -join never bootstraps a group, even when it is started
+// again with -peers: it would found groups of its own beside the cluster's.
+func TestJoinedNodeNeverBootstraps(t *testing.T) {
+	dir := t.TempDir()
+	addrs := clustertest.Addrs(t, 2)
+	cfg := Config{NodeID: "n1", DataDir: dir, PeerAddr: addrs[0], Join: true, Groups: 2, ApplyTimeout: time.Second}
+	nd, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd.Close()
+	cfg.Join = false
+	cfg.Peers = []Peer{{ID: "n1", Addr: addrs[0]}, {ID: "n2", Addr: addrs[1]}}
+	nd, err = OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	for g := range 2 {
+		if c := nd.Group(g).Configuration(); len(c) != 0 {
+			t.Fatalf("group %d of a node that joined was bootstrapped on a restart with -peers: %v", g, c)
+		}
+	}
+}
