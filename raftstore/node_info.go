@@ -244,28 +244,33 @@ func (n *Node) ClusterView() shard.View {
 // addrBook remembers every node's RESP address (learned from RAFT MEMBERS
 // status calls), so that the cluster view is built without network calls.
 type addrBook struct {
-	mu    sync.Mutex
-	resp  map[string]string
-	zone  map[string]string    // each node's -zone, as it last said
-	seen  map[string]time.Time // when each node last answered a refresh
-	asked time.Time            // the last refresh
+	mu   sync.Mutex
+	resp map[string]string
+	zone map[string]string    // each node's -zone, as it last said
+	seen map[string]time.Time // when each node last answered a refresh
+	// placing: each node's status named its zone (a lockd with placement;
+	// no group is placed while a member runs an older one)
+	placing map[string]bool
+	asked   time.Time // the last refresh
 }
 
-// zoneOf is node id's zone and when it last answered ("", zero: never).
-func (b *addrBook) zoneOf(id string) (string, time.Time) {
+// zoneOf is node id's zone, when it last answered (zero: never) and
+// whether it runs a lockd with placement.
+func (b *addrBook) zoneOf(id string) (zone string, seen time.Time, placing bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.zone[id], b.seen[id]
+	return b.zone[id], b.seen[id], b.placing[id]
 }
 
-// answered records that node id answered a refresh, in zone.
-func (b *addrBook) answered(id, zone string) {
+// answered records that node id answered a refresh, in zone, and whether it
+// runs a lockd with placement.
+func (b *addrBook) answered(id, zone string, placing bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.zone == nil {
-		b.zone, b.seen = map[string]string{}, map[string]time.Time{}
+		b.zone, b.seen, b.placing = map[string]string{}, map[string]time.Time{}, map[string]bool{}
 	}
-	b.zone[id], b.seen[id] = zone, time.Now()
+	b.zone[id], b.seen[id], b.placing[id] = zone, time.Now(), placing
 }
 
 // due reports whether the last refresh is older than d (and then counts one
@@ -306,6 +311,7 @@ func (n *Node) refreshAddrs(ctx context.Context) {
 	v := n.gs()[0].Members(ctx)
 	for _, m := range v.Elems {
 		var id, addr, zone string
+		placing := false // its status says its zone: a lockd with placement
 		applied := int64(-1)
 		for i := 0; i+1 < len(m.Elems); i += 2 {
 			switch m.Elems[i].String() {
@@ -314,14 +320,14 @@ func (n *Node) refreshAddrs(ctx context.Context) {
 			case "resp_addr":
 				addr = m.Elems[i+1].String()
 			case "zone":
-				zone = m.Elems[i+1].String()
+				zone, placing = m.Elems[i+1].String(), m.Elems[i+1].Kind != resp.KindNull
 			case "applied_index":
 				applied = m.Elems[i+1].Int
 			}
 		}
 		n.addrs.set(id, addr)
 		if applied >= 0 {
-			n.addrs.answered(id, zone)
+			n.addrs.answered(id, zone, placing)
 		}
 	}
 }

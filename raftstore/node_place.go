@@ -39,6 +39,20 @@ func (n *Node) placed(nodes int) bool {
 	return nodes > 1 && len(n.gs()) > 1 && replicasFor(n.cfg.Replicas, nodes) < nodes
 }
 
+// allPlacing reports whether every member of group 0 runs a lockd with
+// placement, as far as the last refresh of the address book tells.
+func (n *Node) allPlacing() bool {
+	for _, srv := range n.gs()[0].Configuration() {
+		if string(srv.ID) == n.cfg.NodeID {
+			continue
+		}
+		if _, _, placing := n.addrs.zoneOf(string(srv.ID)); !placing {
+			return false
+		}
+	}
+	return true
+}
+
 // moveCatchUp bounds the wait for a new replica to catch up before it is
 // made a voter.
 const moveCatchUp = 2 * time.Minute
@@ -66,8 +80,9 @@ func (p *placer) setMoving(m []placement.Move, err error) {
 
 // placeNodes is the nodes the balancer places groups on: group 0's
 // configuration less the nodes being drained, each with its zone. ok is
-// false while a node's zone is unknown or it did not answer lately: no move
-// is started on a guess.
+// false while a node's zone is unknown, it did not answer lately, or it runs
+// a lockd from before placement (a rolling upgrade): no move is started on
+// a guess, nor one an older node would not follow.
 func (n *Node) placeNodes() (nodes []placement.Node, peerAddr map[string]string, ok bool) {
 	n.place.mu.Lock()
 	leaving := n.place.leaving
@@ -79,11 +94,11 @@ func (n *Node) placeNodes() (nodes []placement.Node, peerAddr map[string]string,
 		if leaving[id] {
 			continue
 		}
-		zone, seen := n.addrs.zoneOf(id)
+		zone, seen, placing := n.addrs.zoneOf(id)
 		if id == n.cfg.NodeID {
-			zone, seen = n.cfg.Zone, time.Now()
+			zone, seen, placing = n.cfg.Zone, time.Now(), true
 		}
-		if time.Since(seen) > 3*balanceEvery {
+		if time.Since(seen) > 3*balanceEvery || !placing {
 			return nil, nil, false
 		}
 		nodes = append(nodes, placement.Node{ID: id, Zone: zone})

@@ -464,7 +464,9 @@ func (n *Node) adminAll(ctx context.Context, r command.Request) resp.Value {
 		if op.Action == "remove" {
 			after = nodes - 1
 		}
-		if n.placed(nodes) || n.placed(after) {
+		if n.placed(nodes) || n.placed(after) && n.allPlacing() {
+			// (While a member runs a lockd from before placement, a join
+			// adds a voter to every group, as that lockd expects.)
 			// A placed cluster: group 0's leader places (node_place.go).
 			op.Action = "node" + op.Action
 			return n.do(ctx, 0, []command.Request{{Op: op, Spec: command.AdminSpec, User: r.User}})[0]

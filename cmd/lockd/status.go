@@ -74,6 +74,9 @@ func runStatus(args []string, w, stderr io.Writer) int {
 		if f["applied_index"] == "-1" {
 			role += " (down?)"
 		}
+		if f["zone"] == "<nil>" {
+			f["zone"] = "?" // no answer, or a lockd from before placement
+		}
 		if f["suffrage"] == "Nonvoter" {
 			role += " (no vote)"
 		}

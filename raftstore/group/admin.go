@@ -25,6 +25,10 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 	case "status": // asked by another node for RAFT MEMBERS, catch-up and zones
 		return resp.Array(resp.Int(int64(s.raft.AppliedIndex())), resp.Int(int64(s.raft.LastIndex())), resp.BulkString(s.cfg.ClientAddr),
 			resp.BulkString(s.cfg.Zone))
+	case "following": // asked by the leader to confirm a read (read.go): [term, leader id, own id]
+		term := s.raft.CurrentTerm() // before the leader: the term is what the leader relies on
+		_, leader := s.raft.LeaderWithID()
+		return resp.Array(resp.Int(int64(term)), resp.BulkString(string(leader)), resp.BulkString(s.cfg.NodeID))
 	case "where": // asked by a node that does not host the group
 		return s.where()
 	case "bootstrap": // a group added at runtime, by group 0's leader (raftstore's node_grow.go)
@@ -158,13 +162,16 @@ func (s *Store) Members(ctx context.Context) resp.Value {
 	servers := s.Configuration()
 	applied := make([]int64, len(servers))
 	clientAddr := make([]string, len(servers))
-	zone := make([]string, len(servers))
+	zone := make([]resp.Value, len(servers)) // nil: no answer, or a member from before placement (its status has no zone)
+	for i := range zone {
+		zone[i] = resp.Nil
+	}
 	var wg sync.WaitGroup
 	for i, srv := range servers {
 		if srv.Address == s.trans.LocalAddr() {
 			applied[i] = int64(s.raft.AppliedIndex())
 			clientAddr[i] = s.cfg.ClientAddr
-			zone[i] = s.cfg.Zone
+			zone[i] = resp.BulkString(s.cfg.Zone)
 			continue
 		}
 		wg.Add(1)
@@ -183,7 +190,7 @@ func (s *Store) Members(ctx context.Context) resp.Value {
 					clientAddr[i] = v.Elems[0].Elems[2].String()
 				}
 				if len(v.Elems[0].Elems) >= 4 {
-					zone[i] = v.Elems[0].Elems[3].String()
+					zone[i] = resp.BulkString(v.Elems[0].Elems[3].String())
 				}
 			}
 		}(i, string(srv.Address))
@@ -204,7 +211,7 @@ func (s *Store) Members(ctx context.Context) resp.Value {
 			resp.BulkString("leader"), resp.Bool(srv.ID == leaderID && srv.Address == leaderAddr),
 			resp.BulkString("applied_index"), resp.Int(applied[i]),
 			resp.BulkString("lag"), resp.Int(lag),
-			resp.BulkString("zone"), resp.BulkString(zone[i]),
+			resp.BulkString("zone"), zone[i],
 		))
 	}
 	return resp.Array(out...)
