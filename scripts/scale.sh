@@ -14,10 +14,11 @@
 # a cluster-aware client routes them (lockbench -direct: each client on a
 # group leader, with names in that leader's slots). Per N and routing it
 # reports cycles/s, acquire p50 and p99, the servers' CPU per 1000 operations
-# (all nodes together, and per node: that over N), each node's CPU (mean and
-# max over the nodes, % of one core), and the fsyncs of the nodes' shared Raft
-# logs per operation (lockd_log_commits_total on each node's /metrics, summed
-# over the nodes, and per node: that over N). An operation is one
+# (all nodes together, and per node: that over N), each node's CPU (% of one
+# core: with no load, over a few seconds once the groups have settled, the
+# mean over the nodes; and over the run, mean and max), and the fsyncs of the
+# nodes' shared Raft logs per operation (lockd_log_commits_total on each
+# node's /metrics, summed over the nodes, and per node: that over N). An operation is one
 # LOCK.ACQUIRE or one LOCK.RELEASE (lockbench's ops). Bytes sent between peers
 # are not reported: no metric counts them.
 #
@@ -66,6 +67,7 @@ for v in CLIENTS GROUPS_N REPLICAS; do
 done
 START_TIMEOUT=60 # s: a node's first PONG, and every group led and settled
 SETTLE=6         # s: leaders and members unchanged this long count as settled (3 balance ticks)
+IDLE=3           # s: the window of each cluster's CPU with no load
 command -v redis-cli >/dev/null || die "redis-cli is not on PATH (make deps)"
 command -v curl >/dev/null || die "curl is not on PATH"
 mkdir -p bin
@@ -171,8 +173,9 @@ groups_state() {
 # preferred leader, or no leader or member changed for SETTLE s; a placed
 # cluster (group 0's leader balances replicas and leaders, with no fixed
 # layout to wait for) once no leader or member changed for SETTLE s. Sets
-# SIG (the signature settled on), PLACE ("VOTERS HOSTED LEADING") and
-# SETTLED ("preferred" or "stable"); fails with the last reason.
+# SIG (the signature settled on), PLACED (1 for a placed cluster), PLACE
+# ("VOTERS HOSTED LEADING") and SETTLED ("preferred" or "stable"); fails
+# with the last reason.
 wait_settled() {
 	local deadline=$((SECONDS + START_TIMEOUT)) st sig="" since=$SECONDS reason=""
 	local -a f
@@ -181,7 +184,7 @@ wait_settled() {
 		read -r -a f <<<"$st"
 		if [[ ${f[0]:-} == ok ]]; then
 			[[ ${f[1]} == "$sig" ]] || { sig=${f[1]} since=$SECONDS; }
-			SIG=$sig PLACE="${f[4]} ${f[5]} ${f[6]}"
+			SIG=$sig PLACED=${f[3]} PLACE="${f[4]} ${f[5]} ${f[6]}"
 			if [[ ${f[2]} == 1 && ${f[3]} == 0 ]]; then
 				SETTLED=preferred
 				return 0
@@ -223,8 +226,8 @@ measure() {
 	local -a c0 c1 t0 t1 route=()
 	[[ $mode == direct ]] && route=(-direct)
 	wait_settled "${RESP_PORTS[@]}" || die "$n nodes ($mode): the groups did not settle"
-	[[ $SETTLED == preferred ]] ||
-		notes+=("$n nodes, $mode: the run started once no group leader or member had changed for ${SETTLE} s")
+	[[ $SETTLED == preferred || $PLACED == 1 ]] ||
+		notes+=("$n nodes, $mode: the run started once no group leader had changed for ${SETTLE} s, not every group on its preferred leader")
 	read -r voters hosted leading <<<"$PLACE"
 	mapfile -t c0 < <(commits "${HTTP_PORTS[@]}")
 	t0=() # each node's CPU ticks before the load
@@ -272,13 +275,33 @@ measure() {
 		"$cpuop CPU ms/1000 ops ($cpunode per node), node CPU mean $mean% max $max%," \
 		"$fsyncs fsyncs/op ($fsyncsnode per node), $errors errors" >&2
 	[[ $errors == 0 ]] || notes+=("$n nodes, $mode: $errors error replies")
-	MD_ROWS+=("| $n | $mode | $voters | $hosted | $leading | $cycles | $p50 | $p99 | $errors | $cpuop | $cpunode | $mean | $max | $fsyncs | $fsyncsnode | $genpct |")
+	MD_ROWS+=("| $n | $mode | $voters | $hosted | $leading | $cycles | $p50 | $p99 | $errors | $cpuop | $cpunode | $IDLE_PCT | $mean | $max | $fsyncs | $fsyncsnode | $genpct |")
+}
+
+# idle_cpu N: the N nodes' CPU with no load, mean over the nodes, % of one core,
+# over IDLE s once the groups have settled (heartbeats, the balance loop, the
+# runtime): the part of each run's CPU that no operation causes. Sets IDLE_PCT.
+idle_cpu() {
+	local -a t0=() t1=()
+	local pid start end
+	wait_settled "${RESP_PORTS[@]}" || die "$1 nodes: the groups did not settle"
+	for pid in "${SYSTEM_PIDS[@]}"; do t0+=("$(ticks "$pid")"); done
+	start=${EPOCHREALTIME/[.,]/}
+	sleep "$IDLE" # the measuring window, not a wait for a state
+	end=${EPOCHREALTIME/[.,]/}
+	for pid in "${SYSTEM_PIDS[@]}"; do t1+=("$(ticks "$pid")"); done
+	IDLE_PCT=$(awk -v tick="$TICK" -v wall="$(((end - start) / 1000))e-3" -v t0="${t0[*]}" -v t1="${t1[*]}" 'BEGIN {
+		n = split(t0, a, " "); split(t1, b, " ")
+		for (i = 1; i <= n; i++) total += b[i] - a[i]
+		printf "%.1f", total / tick / wall * 100 / n
+	}')
 }
 
 MD_ROWS=()
 notes=()
 for n in "${NODES[@]}"; do
 	start_lockd_nodes "$n" "${FLAGS[@]}"
+	idle_cpu "$n"
 	for mode in "${ROUTING[@]}"; do
 		measure "$n" "$mode"
 	done
@@ -332,12 +355,12 @@ md="$work/scale.md"
 	echo
 	echo "clients: spread or direct (above). voters: the most voters of a group; hosted / leading: the most groups one node is a voter of / leads."
 	echo "An operation is one \`LOCK.ACQUIRE\` or one \`LOCK.RELEASE\`. Latencies in ms. CPU: user + system time;"
-	echo "ms per 1000 ops: all nodes together, and per node (that ÷ nodes); CPU per node: % of one core over the run (mean and max over the nodes)."
+	echo "ms per 1000 ops: all nodes together, and per node (that ÷ nodes); CPU per node: % of one core, idle (the settled cluster with no load, ${IDLE} s) and over the run (mean and max over the nodes)."
 	echo "fsyncs/op: the synced writes of every node's shared Raft log (\`lockd_log_commits_total\`) per operation, summed over the nodes, and per node (that ÷ nodes)."
 	echo "lockbench CPU: the load generator's, % of one core. Bytes between peers: not reported (no metric counts them)."
 	echo
-	echo "| nodes | clients | voters | hosted | leading | cycles/s | acquire p50 | acquire p99 | errors | CPU ms / 1000 ops | per node | CPU per node, mean % | CPU per node, max % | fsyncs/op | per node | lockbench CPU % |"
-	echo "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	echo "| nodes | clients | voters | hosted | leading | cycles/s | acquire p50 | acquire p99 | errors | CPU ms / 1000 ops | per node | CPU per node, idle % | CPU per node, mean % | CPU per node, max % | fsyncs/op | per node | lockbench CPU % |"
+	echo "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 	printf '%s\n' "${MD_ROWS[@]}"
 	if ((${#notes[@]} > 0)); then
 		echo
