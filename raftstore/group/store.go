@@ -330,6 +330,7 @@ type Store struct {
 	rmu      sync.Mutex
 	inflight *verifyRound
 	next     *verifyRound
+	quick    []raft.ServerID // the voters that said yes soonest in the last round (read.go; the round in flight's)
 
 	noHandover bool // tests: Close like a crash, without a leadership transfer
 	closeOnce  sync.Once
