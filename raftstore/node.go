@@ -49,6 +49,7 @@ type Node struct {
 	addrs  addrBook   // node id -> RESP address
 
 	metrics *group.Metrics // shared by the groups
+	opening int            // the groups OpenNode opens (a map of more waits for ensureGroups)
 	growMu  sync.Mutex     // opening groups added at runtime (node_grow.go)
 
 	repl  nodeReplica // following a Redis master (node_replica.go)
@@ -124,8 +125,11 @@ func replicaCount(dataDir string, want int, fresh bool) (int, error) {
 	if want < 0 || want > MaxReplicas {
 		return 0, fmt.Errorf("%w: %d (1 to %d, or 0 to follow the node count)", ErrReplicas, want, MaxReplicas)
 	}
-	if !fresh || want == 0 {
-		return want, nil
+	if !fresh {
+		return 0, nil // created without one: it follows the node count (-replicas is ignored, as -groups is)
+	}
+	if want == 0 {
+		return 0, nil
 	}
 	err := durable.WriteFile(path, []byte(strconv.Itoa(want)+"\n"), 0o644)
 	if err == nil {
@@ -136,6 +140,13 @@ func replicaCount(dataDir string, want int, fresh bool) (int, error) {
 	}
 	return want, nil
 }
+
+// bootstrappedFile marks a data directory whose node has opened (and
+// bootstrapped, from -peers, where it was a voter) its groups once: later
+// starts bootstrap nothing. A crash during the first start leaves it out,
+// and the next start bootstraps the same groups the same way (the plan
+// depends only on -peers and the recorded replication factor).
+const bootstrappedFile = "BOOTSTRAPPED"
 
 // joinedFile marks a data directory created by -join: its node was added to
 // a running cluster and must never bootstrap a group from -peers (a restart
@@ -238,8 +249,13 @@ func OpenNode(cfg Config) (*Node, error) {
 	// -peers and the recorded replication factor).
 	boot := bootGroups(cfg.DataDir, n)
 	joined, err := joinedBefore(cfg.DataDir, fresh && cfg.Join)
-	if joined {
-		boot = 0 // a node that joined never bootstraps a group, whatever -peers says later
+	_, doneErr := os.Stat(filepath.Join(cfg.DataDir, bootstrappedFile))
+	if joined || doneErr == nil {
+		// A node that joined, or that bootstrapped its groups at its first
+		// start, never bootstraps again, whatever -peers or -replicas say
+		// later: a group it holds no state for is another node's, and a
+		// configuration of its own would be a second copy of it.
+		boot = 0
 	}
 	var plan placement.Placement
 	if err == nil && boot > 0 {
@@ -250,7 +266,19 @@ func OpenNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	nd := &Node{cfg: cfg, log: lg, peer: peer, members: members, closed: make(chan struct{}), remote: make([]remoteGroup, MaxGroups)}
-	nd.smap, _ = shard.NewMap(n)
+	if fresh && cfg.Join && cfg.GroupsCreated > 0 && cfg.GroupsCreated < n {
+		// A joining node of a cluster whose groups grew: the first map
+		// (version 1) has the count the cluster was created with.
+		if err := durable.WriteFile(filepath.Join(cfg.DataDir, bootGroupsFile), []byte(strconv.Itoa(cfg.GroupsCreated)+"\n"), 0o644); err != nil {
+			peer.Close()
+			return nil, err
+		}
+	}
+	// Until group 0's map is read, route by the cluster's first map: version
+	// 1 over the groups it was created with (never a map of the grown count
+	// that no node wrote).
+	nd.smap, _ = shard.NewMap(bootGroups(cfg.DataDir, n))
+	nd.opening = n
 	metrics := group.NewMetrics()
 	if n > 1 {
 		// One badger DB for every group's log: concurrent writes of several
@@ -284,6 +312,11 @@ func OpenNode(cfg Config) (*Node, error) {
 	}
 	nd.groups.Store(&stores)
 	members.SetGroups(stores)
+	if doneErr != nil {
+		if err := durable.WriteFile(filepath.Join(cfg.DataDir, bootstrappedFile), []byte("groups bootstrapped\n"), 0o644); err != nil {
+			nd.log.Warn("recording the first start failed; the next start bootstraps the groups without state again", "err", err)
+		}
+	}
 	go peer.Serve()
 	nd.loadShardMap()
 	nd.wg.Add(1)
@@ -302,6 +335,7 @@ func (n *Node) openGroup(g, count int, voters []string, join bool) (*group.Store
 	gc.Group = g
 	gc.Voters = voters
 	gc.Join = gc.Join || join
+	gc.Added = g >= bootGroups(n.cfg.DataDir, count) || g >= n.opening
 	gc.LogBytes = max(cmp.Or(n.cfg.LogBytes, DefaultLogBytes)/uint64(count), 1) // the node's bound, shared
 	if count > 1 {
 		gc.Logger = n.log.With("group", g)
@@ -323,14 +357,14 @@ func (n *Node) Groups() int { return len(n.gs()) }
 // the apply goroutine, or after a snapshot restore).
 func (n *Node) noteShardMap(b []byte) {
 	m, err := shard.Decode(b)
-	if err == nil && len(n.gs()) == 0 && m.Groups != n.ShardMap().Groups {
+	if err == nil && len(n.gs()) == 0 && m.Groups > n.opening {
 		return // opening, with groups added since: loadShardMap takes it once they are open
 	}
 	if err == nil && len(n.gs()) > 0 && m.Groups > len(n.gs()) {
 		// Groups added at runtime: open them before routing by the map.
 		err = n.ensureGroups(m.Groups)
 	}
-	if err != nil || m.Groups < len(n.gs()) {
+	if err != nil || m.Groups > max(len(n.gs()), n.opening) {
 		n.log.Error("ignoring a replicated shard map that does not fit this node", "err", err, "groups", m.Groups)
 		return
 	}
@@ -369,6 +403,9 @@ func (n *Node) groupOf(key []byte) int {
 // WaitServing blocks until every group has a serving leader, or ctx ends.
 func (n *Node) WaitServing(ctx context.Context) error {
 	for g, s := range n.gs() {
+		if !s.Member() && !n.ownsSlots(g) {
+			continue // added but not (yet) placed: it serves nothing
+		}
 		for !s.Member() {
 			if addr, _ := n.remoteLeader(ctx, g, true); addr != "" {
 				break
@@ -397,7 +434,7 @@ func (n *Node) Serving() bool {
 			if !s.Serving() {
 				return false
 			}
-		} else if addr, _ := n.remoteServersLeader(g); addr == "" {
+		} else if addr, _ := n.remoteServersLeader(g); addr == "" && n.ownsSlots(g) {
 			return false
 		}
 	}
@@ -415,7 +452,8 @@ func (n *Node) PeerAddr() string { return n.peer.Addr().String() }
 // (mux.Counters), for metrics.
 func (n *Node) PeerCounters() mux.Counters { return n.peer.Counters() }
 
-// Replicas is what WAIT answers (every group has the same voters).
+// Replicas is what WAIT answers: group 0's (every group has as many voters,
+// placed or not).
 func (n *Node) Replicas() int { return n.gs()[0].Replicas() }
 
 // KillScripts stops the scripts in a dry run in any group.
@@ -473,6 +511,18 @@ func (n *Node) proposeInternal(ctx context.Context, g int, kind command.Kind, ar
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// ownsSlots reports whether group g owns a slot in the map this node
+// routes by (a group just added owns none until slots move to it).
+func (n *Node) ownsSlots(g int) bool {
+	m := n.ShardMap()
+	for _, r := range m.Ranges() {
+		if r.Group == g {
+			return true
+		}
+	}
+	return false
 }
 
 // gs is the node's groups, index = group id (nil while OpenNode opens them).

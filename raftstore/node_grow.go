@@ -27,8 +27,9 @@ import (
 //     count in GROUPS;
 //  2. waits until every node has them open, picks each new group's voters
 //     with placement.Rebalance (the least loaded nodes, spread over zones) and
-//     has each of them bootstrap the group with that configuration (the
-//     "bootstrap" admin request: the same configuration on every voter);
+//     has the first of them bootstrap the group with that configuration (the
+//     "bootstrap" admin request); the others, empty, vote for it and learn
+//     the configuration from its log;
 //  3. copies the cluster-wide state the other groups hold (ACL users,
 //     namespaces) into each new group, as the commands that made it;
 //  4. moves slots to each new group, its even share, from the groups that own
@@ -124,11 +125,26 @@ func (n *Node) addGroups(ctx context.Context, k int) resp.Value {
 	if master, _ := n.gs()[0].Replication(); master != "" {
 		return resp.Error("ERR groups are not added while the cluster follows a Redis master (REPLICAOF NO ONE first)")
 	}
-	if err := n.gs()[0].ReadBarrier(ctx); err != nil {
-		return command.ErrorReply(err)
+	// Every node must answer (and run a lockd with placement) before the
+	// map grows: a node that cannot open the new groups would leave them
+	// without voters.
+	for end := time.Now().Add(growWait); ; {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		n.refreshAddrs(rctx)
+		cancel()
+		if _, _, ok := n.placeNodes(); ok {
+			break
+		}
+		if time.Now().After(end) || !n.pause(ctx, 200*time.Millisecond) {
+			return resp.Error("ERR a node has not answered lately, or runs a lockd without placement: groups are added only while every node answers")
+		}
 	}
 	// 1. The map with the larger count, applied here first.
 	n.moveMu.Lock()
+	if err := n.gs()[0].ReadBarrier(ctx); err != nil {
+		n.moveMu.Unlock()
+		return command.ErrorReply(err)
+	}
 	n.loadShardMap()
 	m := n.ShardMap()
 	next, err := m.Grow(want)

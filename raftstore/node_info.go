@@ -27,13 +27,14 @@ type groupStatus struct {
 
 // groupStatuses reads every group's status.
 func (n *Node) groupStatuses() []groupStatus {
+	gs := n.gs() // before the map: a map names only groups already open
 	m := n.ShardMap()
-	slots := make([]int64, len(n.gs()))
+	slots := make([]int64, max(len(gs), m.Groups))
 	for _, r := range m.Ranges() {
 		slots[r.Group] += int64(r.To-r.From) + 1
 	}
-	out := make([]groupStatus, len(n.gs()))
-	for g, s := range n.gs() {
+	out := make([]groupStatus, len(gs))
+	for g, s := range gs {
 		if !s.Member() {
 			// Hosted elsewhere: what this node last heard from a member.
 			servers, leader := n.remoteServers(g)
@@ -92,6 +93,7 @@ func (n *Node) Stats() [][2]string {
 		}
 	}
 	out = append(out, [2]string{"raft_replicas", strconv.Itoa(n.cfg.Replicas)},
+		[2]string{"raft_groups_created", strconv.Itoa(bootGroups(n.cfg.DataDir, len(n.gs())))},
 		[2]string{"shard_map_version", strconv.FormatUint(n.ShardMap().Version, 10)})
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, g := range n.groupStatuses() {

@@ -85,7 +85,7 @@ func (p *placer) setMoving(m []placement.Move, err error) {
 // a guess, nor one an older node would not follow.
 func (n *Node) placeNodes() (nodes []placement.Node, peerAddr map[string]string, ok bool) {
 	n.place.mu.Lock()
-	leaving := n.place.leaving
+	leaving := maps.Clone(n.place.leaving) // placeAdmin changes the map
 	n.place.mu.Unlock()
 	peerAddr = map[string]string{}
 	for _, srv := range n.gs()[0].Configuration() {

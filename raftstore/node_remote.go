@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -142,7 +143,9 @@ func (n *Node) remoteLeader(ctx context.Context, g int, force bool) (addr, id st
 		wait = make(chan struct{})
 		r.asking = wait
 		r.mu.Unlock()
-		n.askWhere(ctx, g)
+		// Not the caller's ctx: the answer is every waiter's, and one
+		// caller going away must not leave them "no leader".
+		n.askWhere(context.WithoutCancel(ctx), g)
 		r.mu.Lock()
 		r.asking = nil
 		close(wait)
@@ -285,4 +288,15 @@ func (n *Node) remoteServersLeader(g int) (addr, id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.leader, r.leaderID
+}
+
+// ensureFeature turns feature f on in group g before a write that needs it
+// (group.Store.EnsureFeature): here when this node leads g, else on g's
+// leader (the admin action "feature", forwarded or relayed).
+func (n *Node) ensureFeature(ctx context.Context, g int, f uint64) {
+	if s := n.gs()[g]; s.IsLeader() {
+		s.EnsureFeature(ctx, f)
+		return
+	}
+	n.do(ctx, g, []command.Request{{Op: command.Admin{Action: "feature", ID: strconv.FormatUint(f, 10)}, Spec: command.AdminSpec}})
 }

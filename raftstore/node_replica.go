@@ -157,7 +157,7 @@ func (n *Node) ReplicaOf(ctx context.Context, addr string) (already bool, err er
 	already = cur == addr && addr != ""
 	name := command.Link{Since: newEpoch()} // this REPLICAOF, in every group
 	for g := len(n.gs()) - 1; g >= 0; g-- {
-		n.gs()[g].EnsureFeature(ctx, command.FeatureMigration)
+		n.ensureFeature(ctx, g, command.FeatureMigration)
 		v := n.proposeInternal(ctx, g, command.KindReplication, command.ReplicationArgs(command.Replication{Op: "master", Master: addr, Link: name}))
 		if v.IsError() {
 			return false, errors.New(string(v.Str))

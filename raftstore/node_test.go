@@ -506,3 +506,38 @@ func TestJoinedNodeNeverBootstraps(t *testing.T) {
 		}
 	}
 }
+
+// A node bootstraps groups only at its first start: restarted with other
+// -peers (or -replicas), it bootstraps no group it holds no state for (that
+// group is other nodes'; a configuration of its own would be a second copy).
+func TestRestartBootstrapsNothing(t *testing.T) {
+	dir := t.TempDir()
+	addrs := clustertest.Addrs(t, 2)
+	peers := []Peer{{ID: "n1", Addr: addrs[0]}, {ID: "n2", Addr: addrs[1]}}
+	cfg := Config{NodeID: "n1", DataDir: dir, PeerAddr: addrs[0], Peers: peers, Groups: 4, Replicas: 1, ApplyTimeout: time.Second}
+	nd, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var others []int // the groups placed on n2 alone
+	for g := range 4 {
+		if len(nd.Group(g).Configuration()) == 0 {
+			others = append(others, g)
+		}
+	}
+	nd.Close()
+	if len(others) == 0 {
+		t.Fatal("the plan put every group on n1; the test needs one on n2")
+	}
+	cfg.Peers = peers[:1] // n1 alone now: every group's plan would be n1
+	nd, err = OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	for _, g := range others {
+		if c := nd.Group(g).Configuration(); len(c) != 0 {
+			t.Fatalf("group %d, placed on n2, was bootstrapped on n1's restart with other -peers: %v", g, c)
+		}
+	}
+}

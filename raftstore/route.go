@@ -140,7 +140,7 @@ func (n *Node) DoParts(ctx context.Context, reqs []command.Request, part func(id
 		return n.gs()[0].Do(ctx, reqs)
 	}
 	out := make([]resp.Value, len(reqs))
-	pend := make([][]int, len(n.gs()))
+	pend := make([][]int, len(n.gs())) // grown below if groups are added meanwhile
 	waiting := 0
 	flush := func() {
 		if waiting == 0 {
@@ -188,6 +188,9 @@ func (n *Node) DoParts(ctx context.Context, reqs []command.Request, part func(id
 	for i, r := range reqs {
 		t := n.target(r)
 		if t.kind == toGroup {
+			for t.group >= len(pend) {
+				pend = append(pend, nil)
+			}
 			pend[t.group] = append(pend[t.group], i)
 			waiting++
 			continue
@@ -309,9 +312,10 @@ func (n *Node) runGroup(ctx context.Context, g int, reqs []command.Request) []re
 // eachGroup runs f for every group concurrently and returns the replies by
 // group.
 func (n *Node) eachGroup(f func(g int) resp.Value) []resp.Value {
-	out := make([]resp.Value, len(n.gs()))
+	count := len(n.gs())
+	out := make([]resp.Value, count)
 	var wg sync.WaitGroup
-	for g := range n.gs() {
+	for g := range count {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -403,9 +407,12 @@ func (n *Node) doSplit(ctx context.Context, r command.Request) resp.Value {
 	byGroup := make([][]int, len(n.gs()))
 	for i, k := range keys {
 		g := n.groupOf(k)
+		for g >= len(byGroup) {
+			byGroup = append(byGroup, nil) // a group added meanwhile
+		}
 		byGroup[g] = append(byGroup[g], i)
 	}
-	res := make([]resp.Value, len(n.gs()))
+	res := make([]resp.Value, len(byGroup))
 	var wg sync.WaitGroup
 	for g, idx := range byGroup {
 		if len(idx) == 0 {

@@ -277,7 +277,7 @@ func New(cfg Config) (*Server, error) {
 			s.hln = tls.NewListener(s.hln, respTLS)
 		}
 	}
-	groups, replicas, err := chooseGroups(cfg, ts)
+	groups, replicas, created, err := chooseGroups(cfg, ts)
 	if err != nil {
 		rs.Close()
 		if s.hln != nil {
@@ -289,7 +289,7 @@ func New(cfg Config) (*Server, error) {
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
-		Replicas: replicas, Zone: cfg.Zone, HomeZones: cfg.HomeZones,
+		Replicas: replicas, Zone: cfg.Zone, HomeZones: cfg.HomeZones, GroupsCreated: created,
 		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX,
 		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterAuth, ReplicaStopOnUnsupported: cfg.ReplicaStopOnUnsupported, MasterTLS: cfg.MasterTLS}
@@ -408,9 +408,9 @@ func chooseEventLoop(rs *redisproto.Server, mode string) error {
 // directory keeps its own and these are ignored. A node joining a cluster
 // takes the member's (INFO raft_groups, raft_replicas), and a -groups or
 // -replicas that differs from it is refused.
-func chooseGroups(cfg Config, ts *tlsSetup) (groups, replicas int, err error) {
+func chooseGroups(cfg Config, ts *tlsSetup) (groups, replicas, created int, err error) {
 	if raftstore.HasData(cfg.DataDir) {
-		return cfg.Groups, cfg.Replicas, nil
+		return cfg.Groups, cfg.Replicas, 0, nil
 	}
 	switch {
 	case cfg.Join != "":
@@ -420,29 +420,30 @@ func chooseGroups(cfg Config, ts *tlsSetup) (groups, replicas int, err error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
 		defer cancel()
-		n, r, err := memberGroups(ctx, cfg.Join, cfg.RequirePass, tc)
+		n, r, created, err := memberGroups(ctx, cfg.Join, cfg.RequirePass, tc)
 		if err != nil {
-			return 0, 0, fmt.Errorf("asking %s for its group count: %w", cfg.Join, err)
+			return 0, 0, 0, fmt.Errorf("asking %s for its group count: %w", cfg.Join, err)
 		}
 		if cfg.Groups != 0 && cfg.Groups != n {
-			return 0, 0, fmt.Errorf("%w: the cluster at %s has %d groups, -groups says %d", raftstore.ErrGroups, cfg.Join, n, cfg.Groups)
+			return 0, 0, 0, fmt.Errorf("%w: the cluster at %s has %d groups, -groups says %d", raftstore.ErrGroups, cfg.Join, n, cfg.Groups)
 		}
 		if cfg.Replicas != 0 && cfg.Replicas != r {
-			return 0, 0, fmt.Errorf("%w: the cluster at %s has -replicas %d, this node says %d", raftstore.ErrReplicas, cfg.Join, r, cfg.Replicas)
+			return 0, 0, 0, fmt.Errorf("%w: the cluster at %s has -replicas %d, this node says %d", raftstore.ErrReplicas, cfg.Join, r, cfg.Replicas)
 		}
-		return n, r, nil
+		return n, r, created, nil
 	case cfg.Groups != 0:
-		return cfg.Groups, cfg.Replicas, nil
+		return cfg.Groups, cfg.Replicas, 0, nil
 	case len(cfg.Peers) > 1:
-		return DefaultClusterGroups, cfg.Replicas, nil
+		return DefaultClusterGroups, cfg.Replicas, 0, nil
 	}
-	return 1, cfg.Replicas, nil
+	return 1, cfg.Replicas, 0, nil
 }
 
-// memberGroups reads a member's group count and replication factor (0: it
-// follows the node count) from its INFO raft section, retrying (bounded by
-// ctx) while it does not answer.
-func memberGroups(ctx context.Context, member, password string, tc *tls.Config) (groups, replicas int, err error) {
+// memberGroups reads a member's group count, replication factor (0: it
+// follows the node count) and the group count the cluster was created with
+// (0: not said) from its INFO raft section, retrying (bounded by ctx) while
+// it does not answer.
+func memberGroups(ctx context.Context, member, password string, tc *tls.Config) (groups, replicas, created int, err error) {
 	c := redis.NewClient(&redis.Options{Addr: member, Password: password, MaxRetries: -1, TLSConfig: joinTLS(tc, member)})
 	defer c.Close()
 	for {
@@ -452,20 +453,25 @@ func memberGroups(ctx context.Context, member, password string, tc *tls.Config) 
 			for _, line := range strings.Split(info, "\r\n") {
 				if v, ok := strings.CutPrefix(line, "raft_groups:"); ok {
 					if groups, err = strconv.Atoi(v); err != nil {
-						return 0, 0, err
+						return 0, 0, 0, err
 					}
 				}
 				if v, ok := strings.CutPrefix(line, "raft_replicas:"); ok {
 					if replicas, err = strconv.Atoi(v); err != nil {
-						return 0, 0, err
+						return 0, 0, 0, err
+					}
+				}
+				if v, ok := strings.CutPrefix(line, "raft_groups_created:"); ok {
+					if created, err = strconv.Atoi(v); err != nil {
+						return 0, 0, 0, err
 					}
 				}
 			}
-			return groups, replicas, nil
+			return groups, replicas, created, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, 0, err
+			return 0, 0, 0, err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -69,7 +69,7 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 				return v
 			}
 		}
-		return resp.Error("ERR slots can only be moved between the groups of a sharded node")
+		return resp.Error("ERR only a node of several groups moves slots, places nodes or adds groups")
 	case "transfer":
 		if op.ID == s.cfg.NodeID {
 			return resp.OK // it leads already (a sharded node transfers every group)
@@ -131,6 +131,9 @@ func (s *Store) Bootstrap(spec string) error {
 	}
 	if !hasServer(conf.Servers, raft.ServerID(s.cfg.NodeID)) {
 		return errors.New("internal: this node is not among the voters it was asked to bootstrap")
+	}
+	if !s.cfg.Added || s.cfg.Group == 0 {
+		return errors.New("internal: only a group added to a running cluster is bootstrapped on request")
 	}
 	err := s.raft.BootstrapCluster(conf).Error()
 	if errors.Is(err, raft.ErrCantBootstrap) {

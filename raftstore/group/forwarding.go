@@ -48,7 +48,9 @@ func (s *Store) serveForwarded(ln net.Listener) {
 // runs it as if it had arrived on its own RESP port: with Do, forwarding to
 // the leader, waiting for a blocked acquire or pop, as its own clients'. A
 // relayed batch is marked by a first request, Admin "relay", that a lockd
-// from before placement answers with a syntax error (it runs nothing).
+// from before placement answers with a syntax error, running the rest as a
+// forwarded batch (the sender then sees one reply too many and answers
+// UNKNOWNOUTCOME): placement waits until every node runs a lockd with it.
 
 // relayAction marks a relayed batch.
 const relayAction = "relay"
@@ -75,8 +77,12 @@ func (s *Store) doRelayed(ctx context.Context, reqs []command.Request) []resp.Va
 }
 
 // relayTimeout bounds a relayed batch as forwardTimeout bounds a forwarded
-// one, plus the longest wait of a blocking command in it.
+// one (adminForwardTimeout an operator's batch), plus the longest wait of a
+// blocking command in it.
 func relayTimeout(reqs []command.Request) time.Duration {
+	if isAdminBatch(reqs) {
+		return adminForwardTimeout
+	}
 	var wait time.Duration
 	for _, r := range reqs {
 		switch op := r.Op.(type) {

@@ -68,6 +68,13 @@ type Config struct {
 	// from there, so clients in that zone pay no cross-zone hop for grants.
 	// Group 0's leader applies it: give every node the same.
 	HomeZones map[string]string
+	// Added marks a group added to a running cluster (RAFT ADDGROUPS): the
+	// only kind group 0's leader may have bootstrapped by a peer ("bootstrap").
+	Added bool
+	// GroupsCreated is, for a node joining a cluster (Join), the group
+	// count the cluster was created with (INFO raft_groups_created; 0
+	// unknown): a Node routes by the first map until group 0's arrives.
+	GroupsCreated int
 	// Replicas is the voters each group gets on a cluster created with it
 	// (-replicas; 0: placement.DefaultReplicas of the node count). A Node
 	// records it in a new data directory, as it records Groups.
