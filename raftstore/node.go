@@ -475,9 +475,12 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.closed)
 		n.wg.Wait()
+		n.growMu.Lock() // groups being added are opened first, then closed with the rest
+		gs := n.gs()
+		n.growMu.Unlock()
 		var wg sync.WaitGroup
-		errs := make([]error, len(n.gs()))
-		for i, g := range n.gs() {
+		errs := make([]error, len(gs))
+		for i, g := range gs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -64,6 +64,11 @@ func bootGroups(dataDir string, n int) int {
 func (n *Node) ensureGroups(count int) error {
 	n.growMu.Lock()
 	defer n.growMu.Unlock()
+	select {
+	case <-n.closed:
+		return group.ErrClosed // Close took the groups it closes
+	default:
+	}
 	cur := n.gs()
 	if count <= len(cur) {
 		return nil

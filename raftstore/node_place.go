@@ -112,6 +112,9 @@ func (n *Node) currentPlacement(count int) (placement.Placement, bool) {
 	p := placement.Placement{Groups: make([]placement.Group, count)}
 	for g := range count {
 		servers, leader := n.groupServers(g)
+		if leader == "" && !n.ownsSlots(g) && countVoters(servers) == 0 {
+			continue // added, not placed yet (RAFT ADDGROUPS): no voters, nothing to move
+		}
 		if leader == "" {
 			return p, false
 		}
@@ -154,6 +157,9 @@ func (n *Node) placeStep(ctx context.Context) (settled bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	// A group with no voters (added, not placed yet) has no leader to run
+	// a move: RAFT ADDGROUPS places it.
+	moves = slices.DeleteFunc(moves, func(m placement.Move) bool { return len(cur.Groups[m.Group].Voters) == 0 })
 	if min(r, len(nodes)) == len(nodes) {
 		// Every node hosts every group: leaders are the balance loop's.
 		moves = slices.DeleteFunc(moves, func(m placement.Move) bool { return m.Lead != "" })
