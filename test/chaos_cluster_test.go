@@ -353,44 +353,11 @@ func (cc *chaosCluster) appliedTokens(nd *clusterNode) ([]uint64, []string, erro
 	return out, states, nil
 }
 
-// chaosGroupView is one group as a node's RAFT GROUPS shows it: its leader,
-// its voters (sorted) and the placement moves under way in it.
-type chaosGroupView struct {
-	leader, moving string
-	voters         []string
-}
-
-// chaosGroupsOf reads RAFT GROUPS on addr.
-func chaosGroupsOf(addr string) ([]chaosGroupView, error) {
-	c, err := dialRESP(addr, infoTimeout)
-	if err != nil {
-		return nil, err
-	}
-	defer c.close()
-	r, err := c.do("RAFT", "GROUPS")
-	if err != nil {
-		return nil, err
-	}
-	if r.kind != '*' {
-		return nil, fmt.Errorf("RAFT GROUPS answered %v", r)
-	}
-	var out []chaosGroupView
-	for _, e := range r.elems {
-		f := fields(e)
-		v := chaosGroupView{leader: f["leader"].str, moving: f["moving"].str}
-		if m := f["members"].str; m != "" {
-			v.voters = strings.Split(m, ";")
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 // replicasOf counts the groups whose voters include id.
-func replicasOf(view []chaosGroupView, id string) int {
+func replicasOf(view []groupState, id string) int {
 	n := 0
 	for _, g := range view {
-		if slices.Contains(g.voters, id) {
+		if slices.Contains(g.members, id) {
 			n++
 		}
 	}
@@ -402,8 +369,8 @@ func replicasOf(view []chaosGroupView, id string) int {
 // move under way and ok(view) (nil: any), unchanged for settle; it returns
 // that view, or nil and what it saw last. Leaders may change meanwhile (the
 // balancer spreads them).
-func (cc *chaosCluster) awaitPlacement(settle, bound time.Duration, ok func([]chaosGroupView) bool) ([]chaosGroupView, string) {
-	var view []chaosGroupView
+func (cc *chaosCluster) awaitPlacement(settle, bound time.Duration, ok func([]groupState) bool) ([]groupState, string) {
+	var view []groupState
 	var last string
 	var since time.Time
 	key := ""
@@ -430,13 +397,13 @@ func (cc *chaosCluster) awaitPlacement(settle, bound time.Duration, ok func([]ch
 
 // placementNow is the placement every node agrees on now (see
 // awaitPlacement), or nil and why not.
-func (cc *chaosCluster) placementNow() ([]chaosGroupView, string) {
+func (cc *chaosCluster) placementNow() ([]groupState, string) {
 	if len(cc.running()) != len(cc.nodes) || slices.ContainsFunc(cc.nodes, cc.isPaused) {
 		return nil, "a node is down or paused"
 	}
-	var view []chaosGroupView
+	var view []groupState
 	for _, nd := range cc.nodes {
-		gs, err := chaosGroupsOf(nd.addrs.resp)
+		gs, err := raftGroups(nd.addrs.resp)
 		if err != nil {
 			return nil, nd.id + ": " + err.Error()
 		}
@@ -447,11 +414,11 @@ func (cc *chaosCluster) placementNow() ([]chaosGroupView, string) {
 			if v.moving != "" {
 				return nil, fmt.Sprintf("%s: group %d moving %s", nd.id, g, v.moving)
 			}
-			if len(v.voters) != cc.replicas {
-				return nil, fmt.Sprintf("%s: group %d has voters %v", nd.id, g, v.voters)
+			if len(v.members) != cc.replicas {
+				return nil, fmt.Sprintf("%s: group %d has voters %v", nd.id, g, v.members)
 			}
-			if view != nil && !slices.Equal(v.voters, view[g].voters) {
-				return nil, fmt.Sprintf("%s: group %d has voters %v, %s says %v", nd.id, g, v.voters, cc.nodes[0].id, view[g].voters)
+			if view != nil && !slices.Equal(v.members, view[g].members) {
+				return nil, fmt.Sprintf("%s: group %d has voters %v, %s says %v", nd.id, g, v.members, cc.nodes[0].id, view[g].members)
 			}
 		}
 		if view == nil {
@@ -462,10 +429,10 @@ func (cc *chaosCluster) placementNow() ([]chaosGroupView, string) {
 }
 
 // placementString is a view's voters, group by group.
-func placementString(view []chaosGroupView) string {
+func placementString(view []groupState) string {
 	parts := make([]string, len(view))
 	for g, v := range view {
-		parts[g] = fmt.Sprintf("g%d:%s", g, strings.Join(v.voters, ","))
+		parts[g] = fmt.Sprintf("g%d:%s", g, strings.Join(v.members, ","))
 	}
 	return strings.Join(parts, " ")
 }

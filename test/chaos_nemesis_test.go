@@ -478,7 +478,7 @@ func (n *nemesis) memberMove(leader *clusterNode, win *faultWindow) bool {
 			if nd == target {
 				continue
 			}
-			view, err := chaosGroupsOf(nd.addrs.resp)
+			view, err := raftGroups(nd.addrs.resp)
 			if err != nil {
 				why = nd.id + ": " + err.Error()
 				return false
@@ -516,7 +516,7 @@ func (n *nemesis) memberMove(leader *clusterNode, win *faultWindow) bool {
 	}
 	share := cc.groups * cc.replicas / len(cc.nodes)
 	joinedAt := time.Now()
-	view, last := cc.awaitPlacement(time.Second, memberJoinBound, func(v []chaosGroupView) bool { return replicasOf(v, target.id) >= share })
+	view, last := cc.awaitPlacement(time.Second, memberJoinBound, func(v []groupState) bool { return replicasOf(v, target.id) >= share })
 	if view == nil {
 		n.violate("member-move: %s joined again but does not hold %d replicas of a settled placement within %v (last: %s)", target.id, share, memberJoinBound, last)
 		return true

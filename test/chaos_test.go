@@ -179,7 +179,7 @@ func runChaos(t *testing.T, run chaosRun) *chaosResult {
 	// A placed run: the placement settles (no move under way, every node
 	// agreeing) before the markers, so that the groups' members stay put
 	// until the processes stop.
-	var view []chaosGroupView
+	var view []groupState
 	if cc.placed() {
 		var last string
 		if view, last = cc.awaitPlacement(3*time.Second, placedSettleBound, nil); view == nil {
@@ -369,7 +369,7 @@ func selfExits(cc *chaosCluster, res *chaosResult) {
 // — of a placed run, every group it hosts: group 0 (every node), and the
 // groups whose voters view lists it (without a view, those it does not
 // call "remote").
-func waitApplied(cc *chaosCluster, markers []uint64, view []chaosGroupView, res *chaosResult) {
+func waitApplied(cc *chaosCluster, markers []uint64, view []groupState, res *chaosResult) {
 	deadline := time.Now().Add(recoverTimeout)
 	for _, nd := range cc.nodes {
 		for {
@@ -381,7 +381,7 @@ func waitApplied(cc *chaosCluster, markers []uint64, view []chaosGroupView, res 
 					switch {
 					case !cc.placed() || g == 0:
 					case view != nil:
-						hosts = slices.Contains(view[g].voters, nd.id)
+						hosts = slices.Contains(view[g].members, nd.id)
 					default:
 						hosts = states[g] != "remote"
 					}

@@ -34,6 +34,7 @@ type groupState struct {
 	voters       int64
 	slots        int64
 	members      []string // voter ids (RAFT GROUPS members)
+	moving       string   // placement moves under way ("g3 +n7,…")
 }
 
 // fields reads a RESP2 map (a flat array of key, value pairs) into a map.
@@ -68,6 +69,7 @@ func raftGroups(addr string) ([]groupState, error) {
 		if m := f["members"].str; m != "" {
 			g.members = strings.Split(m, ";")
 		}
+		g.moving = f["moving"].str
 		if g.group != i {
 			return nil, fmt.Errorf("RAFT GROUPS lists group %d in place %d: %v", g.group, i, r)
 		}
