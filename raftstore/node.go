@@ -403,10 +403,10 @@ func (n *Node) groupOf(key []byte) int {
 // WaitServing blocks until every group has a serving leader, or ctx ends.
 func (n *Node) WaitServing(ctx context.Context) error {
 	for g, s := range n.gs() {
-		if !s.Member() && !n.ownsSlots(g) {
+		if !n.member(g) && !n.ownsSlots(g) {
 			continue // added but not (yet) placed: it serves nothing
 		}
-		for !s.Member() {
+		for !n.member(g) {
 			if addr, _ := n.remoteLeader(ctx, g, true); addr != "" {
 				break
 			}
@@ -417,7 +417,7 @@ func (n *Node) WaitServing(ctx context.Context) error {
 				return group.ErrClosed
 			}
 		}
-		if s.Member() {
+		if n.member(g) {
 			if err := s.WaitServing(ctx); err != nil {
 				return err
 			}
@@ -430,7 +430,7 @@ func (n *Node) WaitServing(ctx context.Context) error {
 // it forwards or relays to).
 func (n *Node) Serving() bool {
 	for g, s := range n.gs() {
-		if s.Member() {
+		if n.member(g) {
 			if !s.Serving() {
 				return false
 			}

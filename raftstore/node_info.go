@@ -35,7 +35,7 @@ func (n *Node) groupStatuses() []groupStatus {
 	}
 	out := make([]groupStatus, len(gs))
 	for g, s := range gs {
-		if !s.Member() {
+		if !n.member(g) {
 			// Hosted elsewhere: what this node last heard from a member.
 			servers, leader := n.remoteServers(g)
 			out[g] = groupStatus{group: g, state: "remote", leader: leader, members: voterIDs(servers), voters: countVoters(servers), slots: slots[g]}
@@ -107,8 +107,8 @@ func (n *Node) Stats() [][2]string {
 // KeyspaceInfo is INFO's db0 line over every group.
 func (n *Node) KeyspaceInfo() string {
 	keys, expires := 0, 0
-	for _, s := range n.gs() {
-		if !s.Member() {
+	for g, s := range n.gs() {
+		if !n.member(g) {
 			continue // another node's group: this copy is empty or old
 		}
 		k, e := s.Counts()
@@ -128,8 +128,8 @@ func (n *Node) KeyspaceInfo() string {
 func (n *Node) LockCounters() LockCounters {
 	out := n.gs()[0].LockCounters()
 	out.LateOps = maps.Clone(out.LateOps)
-	for _, s := range n.gs()[1:] {
-		if !s.Member() {
+	for i, s := range n.gs()[1:] {
+		if !n.member(i + 1) {
 			continue // counted by the nodes that host it
 		}
 		c := s.LockCounters()

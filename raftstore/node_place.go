@@ -255,7 +255,7 @@ func (n *Node) awaitCaughtUp(ctx context.Context, g int, id, addr string) error 
 // groupLeaderAddr is the peer address of group g's leader as this node sees
 // it (its own Store's view when a member, else asked).
 func (n *Node) groupLeaderAddr(ctx context.Context, g int) (string, string) {
-	if s := n.gs()[g]; s.Member() {
+	if s := n.gs()[g]; n.member(g) {
 		addr, id := s.Raft().LeaderWithID()
 		return string(addr), string(id)
 	}

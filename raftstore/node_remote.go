@@ -41,16 +41,30 @@ const whereEvery = balanceEvery
 // whereMinGap bounds how often one group is asked about on demand.
 const whereMinGap = 50 * time.Millisecond
 
-// member reports whether this node is in group g's latest configuration (a
-// voter or, in group 0, a non-voter): its own Store then serves g.
-func (n *Node) member(g int) bool { return n.gs()[g].Member() }
+// member reports whether this node is a member of group g (a voter or, in
+// group 0, a non-voter): its own Store's latest configuration lists it, and
+// unless that Store sees a leader, no member that sees one says otherwise.
+// A node removed from a group while it could not hear the removal keeps the
+// old configuration and stands for election for ever (its pre-votes are
+// refused): it is no member, and relays the group like any other node.
+func (n *Node) member(g int) bool {
+	s := n.gs()[g]
+	if !s.Member() {
+		return false
+	}
+	if s.LeaderKnown() {
+		return true
+	}
+	servers, leader := n.remoteServers(g)
+	return leader == "" || hasID(servers, n.cfg.NodeID)
+}
 
 // hosts reports whether this node serves group g's requests itself: it is a
 // member, and it sees a leader or nobody else does (an election: its own
 // Store waits for it).
 func (n *Node) hosts(ctx context.Context, g int) bool {
 	s := n.gs()[g]
-	if !s.Member() {
+	if !n.member(g) {
 		return false
 	}
 	if s.LeaderKnown() || len(n.gs()) == 1 {
@@ -258,9 +272,9 @@ func (n *Node) askWhere(ctx context.Context, g int) {
 // balance loop's tick), so that leader changes elsewhere are followed.
 func (n *Node) refreshRemote(ctx context.Context) {
 	var wg sync.WaitGroup
-	for g := range n.gs() {
-		if n.member(g) {
-			continue
+	for g, st := range n.gs() {
+		if st.Member() && st.LeaderKnown() {
+			continue // its own Store follows the leader
 		}
 		wg.Add(1)
 		go func() {
@@ -274,7 +288,7 @@ func (n *Node) refreshRemote(ctx context.Context) {
 // groupServers is group g's configuration and leader id as this node knows
 // them: its own when it is a member, else the last heard from a member.
 func (n *Node) groupServers(g int) ([]raft.Server, string) {
-	if s := n.gs()[g]; s.Member() {
+	if s := n.gs()[g]; n.member(g) {
 		_, id := s.Raft().LeaderWithID()
 		return s.Configuration(), string(id)
 	}
