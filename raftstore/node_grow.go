@@ -183,7 +183,9 @@ func (n *Node) addGroups(ctx context.Context, k int) resp.Value {
 	// 4. Slots: each new group its even share, from the groups owning most.
 	for g := old; g < want; g++ {
 		if v := n.takeShare(ctx, g, want); v.IsError() {
-			return v
+			// Never a refusal (TRYAGAIN): the router runs a refused request
+			// again, and this one must not add groups twice.
+			return resp.Error(fmt.Sprintf("ERR the groups were added; moving slots to group %d failed: %s (RAFT MOVESLOTS moves them)", g, v.String()))
 		}
 	}
 	return resp.Int(int64(want))
@@ -379,6 +381,7 @@ func aclTokens(line string) []string {
 // from the groups that own the most, a contiguous run at a time.
 func (n *Node) takeShare(ctx context.Context, g, count int) resp.Value {
 	want := shard.Slots / count
+	start := time.Now()
 	for {
 		n.loadShardMap()
 		m := n.ShardMap()
@@ -405,7 +408,11 @@ func (n *Node) takeShare(ctx context.Context, g, count int) resp.Value {
 		to := last[src].To
 		from := to - uint16(give) + 1
 		if v := n.moveSlots(ctx, from, to, g); v.IsError() {
-			return v
+			// A refused move changed nothing: try it again (an election,
+			// a group between leaders), within growWait.
+			if !isRefused(v) || time.Since(start) > growWait || !n.pause(ctx, 100*time.Millisecond) {
+				return v
+			}
 		}
 	}
 }

@@ -474,7 +474,7 @@ func TestPlacementAddGroups(t *testing.T) {
 			tokens[name] = tok
 		}
 	}
-	admin := redis.NewClient(&redis.Options{Addr: cl.nodes[4].addrs.resp, ReadTimeout: 5 * time.Minute})
+	admin := redis.NewClient(&redis.Options{Addr: cl.nodes[4].addrs.resp, ReadTimeout: 5 * time.Minute, MaxRetries: -1})
 	defer admin.Close()
 	n, err := admin.Do(ctx, "RAFT", "ADDGROUPS", "2").Int64()
 	if err != nil || n != 10 {
