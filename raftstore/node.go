@@ -434,7 +434,7 @@ func (n *Node) Serving() bool {
 			if !s.Serving() {
 				return false
 			}
-		} else if addr, _ := n.remoteServersLeader(g); addr == "" && n.ownsSlots(g) {
+		} else if addr, _ := n.knownLeader(g); addr == "" && n.ownsSlots(g) {
 			return false
 		}
 	}

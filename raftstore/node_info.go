@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/raftstore/group"
 	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
@@ -246,14 +245,19 @@ func (n *Node) ClusterView() shard.View {
 // addrBook remembers every node's RESP address (learned from RAFT MEMBERS
 // status calls), so that the cluster view is built without network calls.
 type addrBook struct {
-	mu   sync.Mutex
-	resp map[string]string
-	zone map[string]string    // each node's -zone, as it last said
-	seen map[string]time.Time // when each node last answered a refresh
-	// placing: each node's status named its zone (a lockd with placement;
-	// no group is placed while a member runs an older one)
-	placing map[string]bool
-	asked   time.Time // the last refresh
+	mu     sync.Mutex
+	resp   map[string]string
+	status map[string]nodeStatus // what each node said in its last answer to a refresh
+	asked  time.Time             // the last refresh
+}
+
+// nodeStatus is what a node said of itself when it last answered a refresh.
+type nodeStatus struct {
+	zone string    // its -zone
+	seen time.Time // when
+	// placing: its status named its zone (a lockd with placement; no group
+	// is placed while a member runs an older one)
+	placing bool
 }
 
 // zoneOf is node id's zone, when it last answered (zero: never) and
@@ -261,7 +265,8 @@ type addrBook struct {
 func (b *addrBook) zoneOf(id string) (zone string, seen time.Time, placing bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.zone[id], b.seen[id], b.placing[id]
+	st := b.status[id]
+	return st.zone, st.seen, st.placing
 }
 
 // answered records that node id answered a refresh, in zone, and whether it
@@ -269,10 +274,10 @@ func (b *addrBook) zoneOf(id string) (zone string, seen time.Time, placing bool)
 func (b *addrBook) answered(id, zone string, placing bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.zone == nil {
-		b.zone, b.seen, b.placing = map[string]string{}, map[string]time.Time{}, map[string]bool{}
+	if b.status == nil {
+		b.status = map[string]nodeStatus{}
 	}
-	b.zone[id], b.seen[id], b.placing[id] = zone, time.Now(), placing
+	b.status[id] = nodeStatus{zone: zone, seen: time.Now(), placing: placing}
 }
 
 // due reports whether the last refresh is older than d (and then counts one
@@ -408,7 +413,7 @@ func (n *Node) balanceLoop() {
 				continue // a placed group: the balancer moves its leader (placeStep)
 			}
 			pref, ok := preferredLeader(s.Configuration(), g)
-			if !ok || pref.ID == raft.ServerID(n.cfg.NodeID) || !n.caughtUp(s, pref) {
+			if !ok || pref.ID == raft.ServerID(n.cfg.NodeID) || !n.caughtUp(g, pref) {
 				continue
 			}
 			last[g] = time.Now()
@@ -439,19 +444,11 @@ func preferredLeader(servers []raft.Server, g int) (raft.Server, bool) {
 	return voters[g%len(voters)], true
 }
 
-// caughtUp asks srv (over the peer port) for its applied index in group s and
-// reports whether it answers and is close to this leader's log.
-func (n *Node) caughtUp(s *group.Store, srv raft.Server) bool {
+// caughtUp asks srv (over the peer port) for its applied index in group g
+// and reports whether it answers and is close to this leader's log.
+func (n *Node) caughtUp(g int, srv raft.Server) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	b, err := s.Call(ctx, string(srv.Address), command.EncodeRequests([]command.Request{{Op: command.Admin{Action: "status"}, Spec: command.AdminSpec}}))
-	if err != nil {
-		return false
-	}
-	v, _, err := resp.ReadValue(b)
-	if err != nil || len(v.Elems) != 1 || len(v.Elems[0].Elems) < 1 {
-		return false
-	}
-	applied := uint64(max(v.Elems[0].Elems[0].Int, 0))
-	return applied+1000 >= s.Raft().LastIndex()
+	applied, _, ok := n.memberStatus(ctx, g, string(srv.Address))
+	return ok && applied+1000 >= n.gs()[g].Raft().LastIndex()
 }

@@ -99,7 +99,7 @@ func (n *Node) relay(ctx context.Context, g int, reqs []command.Request) []resp.
 		if addr != "" {
 			out, notSent = n.gs()[g].Relay(ctx, addr, reqs)
 		} else {
-			out = refusedAll(reqs)
+			out = group.NotSent(reqs)
 		}
 		if !notSent && !allRefused(out) {
 			return out
@@ -110,20 +110,6 @@ func (n *Node) relay(ctx context.Context, g int, reqs []command.Request) []resp.
 			return out
 		}
 	}
-}
-
-// refusedAll is the reply of a batch no member could be found for: nothing
-// was applied.
-func refusedAll(reqs []command.Request) []resp.Value {
-	out := make([]resp.Value, len(reqs))
-	for i, r := range reqs {
-		if r.Spec.Writes() {
-			out[i] = command.ErrorReply(group.ErrNotApplied)
-		} else {
-			out[i] = command.ErrorReply(group.ErrNotReadable)
-		}
-	}
-	return out
 }
 
 // allRefused reports whether every reply says its request was not applied.
@@ -295,9 +281,9 @@ func (n *Node) groupServers(g int) ([]raft.Server, string) {
 	return n.remoteServers(g)
 }
 
-// remoteServersLeader is the leader of group g this node last heard of, with
-// no network call.
-func (n *Node) remoteServersLeader(g int) (addr, id string) {
+// knownLeader is the leader of group g this node last heard of (from a
+// member: where), with no network call.
+func (n *Node) knownLeader(g int) (addr, id string) {
 	r := &n.remote[g]
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -250,11 +250,7 @@ func (n *Node) doRetrying(ctx context.Context, g int, reqs []command.Request) []
 	end := time.Now().Add(group.ElectionWait)
 	for {
 		out := n.do(ctx, g, reqs)
-		refused := true
-		for _, v := range out {
-			refused = refused && isRefused(v)
-		}
-		if !refused || time.Now().After(end) || !n.pause(ctx, 20*time.Millisecond) {
+		if !allRefused(out) || time.Now().After(end) || !n.pause(ctx, 20*time.Millisecond) {
 			return out
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockd/lockd/resp"
 )
 
 // respConn is a deliberately small RESP2 client. The suites need to know, for
@@ -75,18 +77,7 @@ func (c *respConn) do(args ...string) (reply, error) {
 // it), and sets the connection's deadline for both to c.timeout from now.
 func (c *respConn) send(args ...string) error {
 	c.c.SetDeadline(time.Now().Add(c.timeout))
-	buf := make([]byte, 0, 64)
-	buf = append(buf, '*')
-	buf = strconv.AppendInt(buf, int64(len(args)), 10)
-	buf = append(buf, '\r', '\n')
-	for _, a := range args {
-		buf = append(buf, '$')
-		buf = strconv.AppendInt(buf, int64(len(a)), 10)
-		buf = append(buf, '\r', '\n')
-		buf = append(buf, a...)
-		buf = append(buf, '\r', '\n')
-	}
-	_, err := c.c.Write(buf)
+	_, err := c.c.Write(resp.AppendCommand(make([]byte, 0, 64), args...))
 	return err
 }
 

@@ -217,6 +217,11 @@ func forwardedReplies(b []byte, err error, n int) ([]resp.Value, error) {
 	return nil, forward.ErrUnknown
 }
 
+// NotSent is the outcome of each of reqs when they were sent nowhere (no
+// member or leader known to send them to): nothing was applied, so every
+// reply is a refusal (TRYAGAIN) a router may run again.
+func NotSent(reqs []command.Request) []resp.Value { return failedForward(reqs, true) }
+
 // failedForward is the outcome of each of reqs when their forwarded batch got
 // no answer: notSent says whether it provably never reached the leader.
 func failedForward(reqs []command.Request, notSent bool) []resp.Value {
