@@ -44,6 +44,9 @@ type Node struct {
 	smap  shard.Map // the shard map this node routes by (group 0's, cached)
 
 	sharedLog *logstore.Shared // every group's Raft log (nil with one group)
+	// autoGroups: the group count follows the node count (GROUPS.auto;
+	// growWithNodes).
+	autoGroups bool
 
 	moveMu sync.Mutex // one slot move at a time from this node
 	addrs  addrBook   // node id -> RESP address
@@ -235,6 +238,14 @@ func OpenNode(cfg Config) (*Node, error) {
 		}
 	}
 	fresh := !HasData(cfg.DataDir)
+	if fresh && cfg.AutoGroups {
+		// Before GROUPS: a crash between the two leaves a directory that
+		// is still new, never one that forgot it follows the node count.
+		if err := recordAutoGroups(cfg.DataDir); err != nil {
+			peer.Close()
+			return nil, err
+		}
+	}
 	n, err := groupCount(cfg.DataDir, cfg.Groups, lg)
 	if err == nil {
 		cfg.Replicas, err = replicaCount(cfg.DataDir, cfg.Replicas, fresh)
@@ -274,6 +285,7 @@ func OpenNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
+	nd.autoGroups = fileExists(filepath.Join(cfg.DataDir, autoGroupsFile))
 	// Until group 0's map is read, route by the cluster's first map: version
 	// 1 over the groups it was created with (never a map of the grown count
 	// that no node wrote).

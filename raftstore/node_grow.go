@@ -44,6 +44,52 @@ import (
 // -peers.
 const bootGroupsFile = "GROUPS.created"
 
+// autoGroupsFile marks a data directory whose group count follows the node
+// count (Config.AutoGroups): written at creation, before GROUPS.
+const autoGroupsFile = "GROUPS.auto"
+
+// recordAutoGroups writes autoGroupsFile in dataDir, synced.
+func recordAutoGroups(dataDir string) error {
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
+	}
+	err := durable.WriteFile(filepath.Join(dataDir, autoGroupsFile), []byte("1\n"), 0o644)
+	if err == nil {
+		err = durable.SyncDir(dataDir)
+	}
+	if err != nil {
+		return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
+	}
+	return nil
+}
+
+// fileExists reports whether path names something that can be stat'ed.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// growWithNodes runs on group 0's leader (placeStep): on a cluster whose
+// group count follows its node count, it adds groups (RAFT ADDGROUPS) while
+// nodes (group 0's members, less those being drained) outnumber them, up to
+// MaxGroups. Never fewer groups: a node that leaves takes none away. grew
+// reports whether it tried. The target is the count, not a difference, so a
+// growth cut short is never doubled by the next tick.
+func (n *Node) growWithNodes(ctx context.Context, nodes int) (grew bool, err error) {
+	have, want := len(n.gs()), min(nodes, MaxGroups)
+	if !n.autoGroups || have >= want || n.sharedLog == nil {
+		return false, nil
+	}
+	if master, _ := n.gs()[0].Replication(); master != "" {
+		return false, nil // ADDGROUPS waits for REPLICAOF NO ONE
+	}
+	n.log.Info("the cluster has more nodes than groups: adding groups", "groups", have, "nodes", nodes)
+	if v := n.addGroups(ctx, want-have); v.IsError() {
+		return true, fmt.Errorf("adding groups to follow the node count: %s", v.String())
+	}
+	return true, nil
+}
+
 // bootGroups is the group count dataDir was created with (n when it never
 // grew).
 func bootGroups(dataDir string, n int) int {

@@ -93,6 +93,7 @@ func (n *Node) Stats() [][2]string {
 	}
 	out = append(out, [2]string{"raft_replicas", strconv.Itoa(n.cfg.Replicas)},
 		[2]string{"raft_groups_created", strconv.Itoa(bootGroups(n.cfg.DataDir, len(n.gs())))},
+		[2]string{"raft_groups_auto", boolDigit(n.autoGroups)},
 		[2]string{"shard_map_version", strconv.FormatUint(n.ShardMap().Version, 10)})
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, g := range n.groupStatuses() {
@@ -451,4 +452,12 @@ func (n *Node) caughtUp(g int, srv raft.Server) bool {
 	defer cancel()
 	applied, _, ok := n.memberStatus(ctx, g, string(srv.Address))
 	return ok && applied+1000 >= n.gs()[g].Raft().LastIndex()
+}
+
+// boolDigit is INFO's way of writing a flag: "1" or "0".
+func boolDigit(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

@@ -152,6 +152,9 @@ func (n *Node) placeStep(ctx context.Context) (settled bool, err error) {
 	if !ok {
 		return false, nil
 	}
+	if grew, err := n.growWithNodes(ctx, len(nodes)); grew {
+		return false, err // placed by ADDGROUPS; the next tick balances the rest
+	}
 	r := replicasFor(n.cfg.Replicas, len(nodes))
 	moves, err := placement.Rebalance(cur, nodes, r, n.homes(nodes))
 	if err != nil {

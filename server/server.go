@@ -78,9 +78,11 @@ type Config struct {
 	// done (redisproto.PartStore).
 	EventLoop string
 	// Groups is the number of Raft groups of a new data directory; an existing
-	// directory keeps its count. 0 chooses: DefaultClusterGroups for a new
-	// cluster of several nodes (Peers), the member's count when joining, and
-	// one group for a single node (one disk: more groups only add fsyncs).
+	// directory keeps its count. 0 chooses: one group per node for a new
+	// cluster of several nodes (Peers), which then grows as nodes join
+	// (raftstore.Config.AutoGroups); the member's count (and whether it
+	// grows) when joining; one group for a single node (one disk: more
+	// groups only add fsyncs).
 	Groups int
 	// Replicas is the voters each Raft group gets in a new data directory
 	// (-replicas; 0: placement.DefaultReplicas of the node count, which
@@ -179,10 +181,6 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// DefaultClusterGroups is the group count of a new multi-node cluster when
-// Config.Groups is 0.
-const DefaultClusterGroups = 8
-
 // advertised is the RESP address other nodes and cluster-aware clients are
 // given: the bound address, with an unspecified host (0.0.0.0, ::) replaced by
 // the peer address's host.
@@ -277,7 +275,7 @@ func New(cfg Config) (*Server, error) {
 			s.hln = tls.NewListener(s.hln, respTLS)
 		}
 	}
-	groups, replicas, created, err := chooseGroups(cfg, ts)
+	gc, err := chooseGroups(cfg, ts)
 	if err != nil {
 		rs.Close()
 		if s.hln != nil {
@@ -288,8 +286,8 @@ func New(cfg Config) (*Server, error) {
 	scfg := raftstore.Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, PeerAddr: cfg.PeerAddr, AdvertiseAddr: cfg.AdvertiseAddr,
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
-		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: groups,
-		Replicas: replicas, Zone: cfg.Zone, HomeZones: cfg.HomeZones, GroupsCreated: created,
+		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: gc.groups,
+		AutoGroups: gc.auto, Replicas: gc.replicas, Zone: cfg.Zone, HomeZones: cfg.HomeZones, GroupsCreated: gc.created,
 		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX,
 		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterAuth, ReplicaStopOnUnsupported: cfg.ReplicaStopOnUnsupported, MasterTLS: cfg.MasterTLS}
@@ -403,14 +401,23 @@ func chooseEventLoop(rs *redisproto.Server, mode string) error {
 	return nil
 }
 
+// groupChoice is what a new data directory is created with: its group
+// count, replication factor (0: follows the node count), the count the
+// cluster was created with when it grew since (0: not said), and whether the
+// count follows the node count (auto).
+type groupChoice struct {
+	groups, replicas, created int
+	auto                      bool
+}
+
 // chooseGroups decides the group count and replication factor of a new
 // data directory (see Config.Groups and Config.Replicas); an existing
 // directory keeps its own and these are ignored. A node joining a cluster
-// takes the member's (INFO raft_groups, raft_replicas), and a -groups or
-// -replicas that differs from it is refused.
-func chooseGroups(cfg Config, ts *tlsSetup) (groups, replicas, created int, err error) {
+// takes the member's (INFO raft_groups, raft_replicas, raft_groups_auto),
+// and a -groups or -replicas that differs from it is refused.
+func chooseGroups(cfg Config, ts *tlsSetup) (groupChoice, error) {
 	if raftstore.HasData(cfg.DataDir) {
-		return cfg.Groups, cfg.Replicas, 0, nil
+		return groupChoice{groups: cfg.Groups, replicas: cfg.Replicas}, nil
 	}
 	switch {
 	case cfg.Join != "":
@@ -420,58 +427,64 @@ func chooseGroups(cfg Config, ts *tlsSetup) (groups, replicas, created int, err 
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.ReadyTimeout)
 		defer cancel()
-		n, r, created, err := memberGroups(ctx, cfg.Join, cfg.RequirePass, tc)
+		m, err := memberGroups(ctx, cfg.Join, cfg.RequirePass, tc)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("asking %s for its group count: %w", cfg.Join, err)
+			return groupChoice{}, fmt.Errorf("asking %s for its group count: %w", cfg.Join, err)
 		}
-		if cfg.Groups != 0 && cfg.Groups != n {
-			return 0, 0, 0, fmt.Errorf("%w: the cluster at %s has %d groups, -groups says %d", raftstore.ErrGroups, cfg.Join, n, cfg.Groups)
+		if cfg.Groups != 0 && cfg.Groups != m.groups {
+			return groupChoice{}, fmt.Errorf("%w: the cluster at %s has %d groups, -groups says %d", raftstore.ErrGroups, cfg.Join, m.groups, cfg.Groups)
 		}
-		if cfg.Replicas != 0 && cfg.Replicas != r {
-			return 0, 0, 0, fmt.Errorf("%w: the cluster at %s has -replicas %d, this node says %d", raftstore.ErrReplicas, cfg.Join, r, cfg.Replicas)
+		if cfg.Replicas != 0 && cfg.Replicas != m.replicas {
+			return groupChoice{}, fmt.Errorf("%w: the cluster at %s has -replicas %d, this node says %d", raftstore.ErrReplicas, cfg.Join, m.replicas, cfg.Replicas)
 		}
-		return n, r, created, nil
+		return m, nil
 	case cfg.Groups != 0:
-		return cfg.Groups, cfg.Replicas, 0, nil
+		return groupChoice{groups: cfg.Groups, replicas: cfg.Replicas}, nil
 	case len(cfg.Peers) > 1:
-		return DefaultClusterGroups, cfg.Replicas, 0, nil
+		return groupChoice{groups: min(len(cfg.Peers), raftstore.MaxGroups), replicas: cfg.Replicas, auto: true}, nil
 	}
-	return 1, cfg.Replicas, 0, nil
+	return groupChoice{groups: 1, replicas: cfg.Replicas}, nil
 }
 
 // memberGroups reads a member's group count, replication factor (0: it
-// follows the node count) and the group count the cluster was created with
-// (0: not said) from its INFO raft section, retrying (bounded by ctx) while
-// it does not answer.
-func memberGroups(ctx context.Context, member, password string, tc *tls.Config) (groups, replicas, created int, err error) {
+// follows the node count), the group count the cluster was created with
+// (0: not said) and whether its count follows the node count from its INFO
+// raft section, retrying (bounded by ctx) while it does not answer.
+func memberGroups(ctx context.Context, member, password string, tc *tls.Config) (groupChoice, error) {
 	c := redis.NewClient(&redis.Options{Addr: member, Password: password, MaxRetries: -1, TLSConfig: joinTLS(tc, member)})
 	defer c.Close()
 	for {
 		info, err := c.Info(ctx, "raft").Result()
 		if err == nil {
-			groups = 1 // a member from before sharding
+			m := groupChoice{groups: 1} // a member from before sharding
 			for _, line := range strings.Split(info, "\r\n") {
-				if v, ok := strings.CutPrefix(line, "raft_groups:"); ok {
-					if groups, err = strconv.Atoi(v); err != nil {
-						return 0, 0, 0, err
-					}
+				k, v, ok := strings.Cut(line, ":")
+				if !ok {
+					continue
 				}
-				if v, ok := strings.CutPrefix(line, "raft_replicas:"); ok {
-					if replicas, err = strconv.Atoi(v); err != nil {
-						return 0, 0, 0, err
-					}
+				var dst *int
+				switch k {
+				case "raft_groups":
+					dst = &m.groups
+				case "raft_replicas":
+					dst = &m.replicas
+				case "raft_groups_created":
+					dst = &m.created
+				case "raft_groups_auto":
+					m.auto = v == "1"
+					continue
+				default:
+					continue
 				}
-				if v, ok := strings.CutPrefix(line, "raft_groups_created:"); ok {
-					if created, err = strconv.Atoi(v); err != nil {
-						return 0, 0, 0, err
-					}
+				if *dst, err = strconv.Atoi(v); err != nil {
+					return groupChoice{}, fmt.Errorf("INFO raft %s: %w", k, err)
 				}
 			}
-			return groups, replicas, created, nil
+			return m, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, 0, 0, err
+			return groupChoice{}, err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// defaultGroups is the group count of a cluster started with -peers and no
-// -groups.
-const defaultGroups = 8
+// defaultGroups is the group count of a three-node cluster started with
+// -peers and no -groups: one group per node.
+const defaultGroups = 3
 
 // clusterLayout is one consistent reading of a cluster's slot layout: the
 // group leaders (every node agreeing, before and after the reads) and what
@@ -69,10 +69,10 @@ func readLayout(t *testing.T, ctx context.Context, cl *lockdCluster, cc *redis.C
 	}
 }
 
-// TestClusterAwareClients: a three-node cluster of eight groups (the default)
-// spreads the group leaders over the nodes and shows it to cluster-aware
-// clients: CLUSTER SLOTS has one range per group whose first node is the
-// group's leader, CLUSTER NODES three masters, CLUSTER SHARDS eight shards,
+// TestClusterAwareClients: a three-node cluster of three groups (the default:
+// one per node) spreads the group leaders over the nodes and shows it to
+// cluster-aware clients: CLUSTER SLOTS has one range per group whose first
+// node is the group's leader, CLUSTER NODES three masters, CLUSTER SHARDS three shards,
 // and a cluster-aware connection is sent -MOVED to the leader. go-redis's
 // ClusterClient and a plain Client (forwarded, never redirected) take locks in
 // every group at once; redis-cli -c works; a multi-key write across groups is
@@ -423,7 +423,7 @@ func retryTryAgain(t *testing.T, c *respConn, args ...string) reply {
 }
 
 // TestNodeKillMovesLeaders: SIGKILL of the node that leads the most groups of
-// a three-node, eight-group cluster; every group is soon led by one of the two
+// a three-node cluster of the default three groups; every group is soon led by one of the two
 // live nodes, every lock taken before still validates with its token and
 // refuses a second holder; the node, restarted on its data, leads groups
 // again (the balance loops hand it its share).

@@ -12,7 +12,7 @@ import (
 )
 
 // Raft groups as a client sees them. lockd runs several Raft groups per node
-// (-groups: 8 by default for a cluster started with -peers, 1 for a lone
+// (-groups: one per node by default for a cluster started with -peers, 1 for a lone
 // node); a key belongs to a Redis Cluster slot and a slot to a group. Fencing
 // tokens are indexes of the group's log: tokens of one name always grow, but
 // two names in different groups may get the same token. These helpers read

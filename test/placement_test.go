@@ -371,7 +371,15 @@ func TestPlacementZones(t *testing.T) {
 // as a new cluster with -groups 8 -replicas 3 (args adds flags per node).
 func startPlacedCluster(t *testing.T, n, start int, args func(*clusterNode) []string) *lockdCluster {
 	t.Helper()
-	cl := &lockdCluster{t: t, extra: []string{"-groups", "8", "-replicas", "3"}}
+	return startFirstOf(t, n, start, []string{"-groups", "8", "-replicas", "3"}, args)
+}
+
+// startFirstOf lays out n nodes and starts the first start of them as a new
+// cluster with the flags extra (args adds flags per node); the others can
+// join later (spawnJoin).
+func startFirstOf(t *testing.T, n, start int, extra []string, args func(*clusterNode) []string) *lockdCluster {
+	t.Helper()
+	cl := &lockdCluster{t: t, extra: extra}
 	cl.layout(n, false)
 	var ps []string
 	for _, nd := range cl.nodes[:start] {
@@ -552,5 +560,83 @@ func TestPlacementAddGroups(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no key of the new groups was checked")
+	}
+}
+
+// TestDefaultGroupsFollowNodes: a cluster started with -peers and no -groups
+// has one group per node (INFO raft_groups_auto:1); a fourth node that joins
+// makes group 0's leader add a fourth group (RAFT ADDGROUPS), which gets its
+// three voters, a leader and its even share of the slots; the joiner says it
+// follows the node count too, and every key written before is read through
+// every node.
+func TestDefaultGroupsFollowNodes(t *testing.T) {
+	cl := startFirstOf(t, 4, 3, nil, nil)
+	settledPlacement(t, cl, 3, placeBound, func(v []groupState) bool { return len(v) == 3 })
+	ctx := context.Background()
+	infoOf := func(nd *clusterNode) (groups, auto string) {
+		r := redis.NewClient(&redis.Options{Addr: nd.addrs.resp})
+		defer r.Close()
+		info, err := r.Info(ctx, "raft").Result()
+		if err != nil {
+			t.Fatalf("INFO raft on %s: %v", nd.id, err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "raft_groups:"); ok {
+				groups = v
+			}
+			if v, ok := strings.CutPrefix(line, "raft_groups_auto:"); ok {
+				auto = v
+			}
+		}
+		return groups, auto
+	}
+	if g, a := infoOf(cl.nodes[1]); g != "3" || a != "1" {
+		t.Fatalf("a new 3-node cluster: INFO raft_groups:%s raft_groups_auto:%s, want 3 and 1", g, a)
+	}
+	c := redis.NewClient(&redis.Options{Addr: cl.nodes[0].addrs.resp})
+	defer c.Close()
+	for i := range 200 {
+		if err := c.Set(ctx, "fk"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n4 := cl.nodes[3]
+	cl.spawnJoin(n4, cl.nodes[0])
+	view := settledPlacement(t, cl, 3, 2*placeBound, func(v []groupState) bool {
+		r, _ := perNode(v)
+		return len(v) == 4 && r[n4.id] >= 2
+	})
+	replicas, leads := perNode(view)
+	t.Logf("4 nodes, 4 groups: replicas per node %v, leaders per node %v", replicas, leads)
+	if g, a := infoOf(n4); g != "4" || a != "1" {
+		t.Fatalf("the joined node: INFO raft_groups:%s raft_groups_auto:%s, want 4 and 1", g, a)
+	}
+	var gs []groupState
+	var err error
+	even := func() bool {
+		if gs, err = raftGroups(n4.addrs.resp); err != nil || len(gs) != 4 {
+			return false
+		}
+		total := int64(0)
+		for _, g := range gs {
+			total += g.slots
+			if g.slots < int64(shard.Slots)/4-2 || g.slots > int64(shard.Slots)/4+2 {
+				return false
+			}
+		}
+		return total == int64(shard.Slots)
+	}
+	if !clustertest.Until(10*time.Second, 50*time.Millisecond, even) {
+		t.Fatalf("the slots are not split evenly over the 4 groups: %+v (%v)", gs, err)
+	}
+	for _, nd := range cl.running() {
+		r := redis.NewClient(&redis.Options{Addr: nd.addrs.resp})
+		for i := range 200 {
+			if v, err := r.Get(ctx, "fk"+strconv.Itoa(i)).Int(); err != nil || v != i {
+				r.Close()
+				t.Fatalf("fk%d through %s after the fourth group was added: %d %v", i, nd.id, v, err)
+			}
+		}
+		r.Close()
 	}
 }

@@ -189,6 +189,11 @@ type Config struct {
 	// directory (0: 1); an existing directory keeps the count it was created
 	// with. Open (one group) ignores it.
 	Groups int
+	// AutoGroups marks a new data directory whose group count follows the
+	// node count (lockd's -groups 0 on a cluster; recorded as GROUPS.auto):
+	// group 0's leader adds groups (RAFT ADDGROUPS) while the cluster has
+	// more nodes than groups. An existing directory keeps what it recorded.
+	AutoGroups bool
 	// Group is the group this Store is (raftstore.OpenNode sets it; Open: 0). It names the
 	// group's directory (group-N) and its connection headers on the peer port.
 	Group int
