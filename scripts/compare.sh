@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # compare.sh — `make bench`: the same lock workloads, through cmd/lockbench,
-# against a single-node lockd, a 3-node lockd cluster, a durable redis-server
+# against a single-node lockd, 3-node lockd clusters, a durable redis-server
 # (appendonly yes, appendfsync always) and a 3-member etcd cluster (Debian's
-# etcd-server), at 1, 16 and 64 clients, and one table of throughput, latency
-# and the ratios lockd/Redis and lockd/etcd, followed by issue 9's targets;
-# the same, with the run's date, commit and machine, as the Markdown page
-# docs/bench/latest.md (BENCH_TABLE), which docs/benchmarks.md links to.
+# etcd-server), at 1, 16 and 64 clients: one table of throughput, latency, the
+# servers' CPU per operation and the ratios lockd/Redis and lockd/etcd; a
+# second table of pipelined redis-benchmark SET and GET against the single node
+# and Redis; then issue 9's and issue 50's targets. The same, with the run's
+# date, commit and machine, is the Markdown page docs/bench/latest.md
+# (BENCH_TABLE), which docs/benchmarks.md links to.
 #
 # Everything runs on 127.0.0.1 with its data in a temporary directory on disk.
-# All four systems are started first and stay up; each cell (workload,
-# clients) then measures them one after the other, so that a shared machine's
-# changing load skews no system against another, with the others paused
-# (SIGSTOP): idle is not free (an idle 3-node lockd of 8 groups, its
-# heartbeats and commit-index appends, used about 0.3 of the two cores, idle
-# etcd 0.05), and every other system's runs paid for it. A system is resumed
-# (SIGCONT) just before its runs and measured once it serves again: PING, or
-# an agreed leader, and for a lockd cluster every group led by its preferred
-# leader (its leaders lost their leases while it was stopped). On exit,
-# normal or not, it stops every process it started, and only those, and
-# removes the directory.
+# All systems are started first and stay up; each cell (workload, clients)
+# then measures them one after the other, so that a shared machine's changing
+# load skews no system against another, with the others paused (SIGSTOP):
+# idle is not free (an idle 3-node lockd of 8 groups, its heartbeats and
+# commit-index appends, used about 0.3 of the two cores, idle etcd 0.05), and
+# every other system's runs paid for it. A system is resumed (SIGCONT) just
+# before its runs and measured once it serves again: PING, or an agreed
+# leader, and for a lockd cluster every group led by its preferred leader (its
+# leaders lost their leases while it was stopped). On exit, normal or not, it
+# stops every process it started, and only those, and removes the directory.
 #
 # Workloads (each an acquire→release cycle per grant, closed loop, one
 # connection per client; a cluster's clients are spread over its nodes, client
@@ -34,37 +35,42 @@
 #                retry at once when it is taken (polling); lockd-N-lock
 #                (LOCK.ACQUIRE … WAIT 4000) and etcd-mutex wait their turn in the
 #                name's queue. cycles/s is then the hand-overs per second.
+# cpu_us/op: the CPU time (utime + stime, /proc/PID/stat) that the system's
+# server processes (every node or member) used during the run, in
+# microseconds, over the run's ops (every reply); the load generator's CPU is
+# not counted. Pipelined: redis-benchmark -q --csv -n 200000 (BENCH_QUICK:
+# 50000) -c 50 -P 16, -t set then -t get, against lockd-1 and redis, with the
+# server's CPU per request the same way.
 #
 # It installs etcd-server and etcd-client with apt when etcd is missing; it
-# builds bin/lockd and bin/lockbench (redis-server and redis-cli: `make deps`).
+# builds bin/lockd and bin/lockbench (redis-server, redis-cli and
+# redis-benchmark: `make deps`).
 # Environment:
-#   BENCH_QUICK     1: 1s per run (about 2 minutes, a smoke test) instead of 8s
-#                   (about 10 minutes: 63 runs; starting the five systems and
-#                   resuming them between cells take about a minute of it)
+#   BENCH_QUICK     1: 1s per run (a smoke test) instead of 8s, and 50000
+#                   pipelined requests instead of 200000
 #   BENCH_DURATION  each run's length, a Go duration (overrides BENCH_QUICK)
 #   BENCH_CLIENTS   the client counts (default "1 16 64")
-#   BENCH_SYSTEMS   a subset of "lockd-1 lockd-3 lockd-3g1 redis etcd-3" (default all)
-#   BENCH_OUT       a directory to keep every run's lockbench report in
-#   BENCH_TABLE     where to write the run's table as a Markdown page, with its
+#   BENCH_SYSTEMS   a subset of "lockd-1 lockd-3 lockd-3g1 lockd-3g8 redis etcd-3"
+#                   (default all)
+#   BENCH_OUT       a directory to keep every run's lockbench and
+#                   redis-benchmark report in
+#   BENCH_TABLE     where to write the run's tables as a Markdown page, with its
 #                   date, commit, machine and settings (default
 #                   docs/bench/latest.md, relative to the repository root,
 #                   which docs/benchmarks.md links to; written at the end of a
 #                   run that finished, through a temporary file and mv; empty
 #                   or "-": none). A run narrowed by BENCH_SYSTEMS or
 #                   BENCH_CLIENTS, or shortened, says so at its top.
-#   LOCKD_GROUPS    the lockd-3 cluster's Raft groups (passed as -groups;
-#                   default 8, lockd's default for a -peers cluster; the
-#                   single node has 1); scripts/groups.sh compares 1 with 8
+#   LOCKD_GROUPS    the lockd-3 cluster's Raft groups (passed as -groups);
+#                   unset, lockd-3 runs lockd's default for a -peers cluster,
+#                   and the page says the count its nodes report (INFO raft)
 #
-# lockd-3g1 is a second 3-node cluster with one Raft group, the shape of the
-# etcd cluster (one consensus group over three members); it runs the
-# uncontended workload (LOCK.* through any node, and straight to the leader)
-# and, straight to the leader only, the hot name (which lives in one group
-# either way; with one group per node no other group's traffic shares the
-# node's log and peer links). On this kind of
-# machine, where all three nodes share the CPUs, 8 groups cost throughput
-# (smaller batches per group, more Raft traffic: make bench-groups); their gain,
-# each node leading a share of the writes, needs machines of their own.
+# lockd-3g1 and lockd-3g8 are two more 3-node clusters, with -groups 1 (the
+# shape of the etcd cluster: one consensus group over three members) and
+# -groups 8. Both run the uncontended workload, LOCK.* through any node and
+# straight to the leaders; lockd-3g1 also runs the hot name, straight to the
+# leader only (the name lives in one group either way; with one group no
+# other group's traffic shares the node's log and peer links).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,11 +80,12 @@ die() {
 }
 
 # make bench's full run: every system, these client counts, this long a run.
-ALL_CLIENTS="1 16 64" ALL_SYSTEMS="lockd-1 lockd-3 lockd-3g1 redis etcd-3" FULL_DURATION=8s
+ALL_CLIENTS="1 16 64" ALL_SYSTEMS="lockd-1 lockd-3 lockd-3g1 lockd-3g8 redis etcd-3" FULL_DURATION=8s
 case ${BENCH_QUICK:-0} in
-0 | "") DURATION=$FULL_DURATION ;;
-*) DURATION=1s ;;
+0 | "") DURATION=$FULL_DURATION PIPE_N=200000 ;;
+*) DURATION=1s PIPE_N=50000 ;;
 esac
+PIPE_C=50 PIPE_P=16 # the pipelined redis-benchmark runs: -c, -P (and -n PIPE_N)
 DURATION=${BENCH_DURATION:-$DURATION}
 [[ $DURATION =~ ^([0-9]+(\.[0-9]+)?(ms|s|m))+$ ]] || die "BENCH_DURATION must be a Go duration such as 10s, got '$DURATION'"
 read -r -a CLIENTS <<<"${BENCH_CLIENTS:-$ALL_CLIENTS}"
@@ -88,7 +95,7 @@ for c in "${CLIENTS[@]}"; do
 	[[ $c =~ ^[1-9][0-9]*$ ]] || die "BENCH_CLIENTS must hold positive integers, got '$c'"
 done
 for s in "${SYSTEMS[@]}"; do
-	case $s in lockd-1 | lockd-3 | lockd-3g1 | redis | etcd-3) ;; *) die "BENCH_SYSTEMS: unknown system '$s'" ;; esac
+	case $s in lockd-1 | lockd-3 | lockd-3g1 | lockd-3g8 | redis | etcd-3) ;; *) die "BENCH_SYSTEMS: unknown system '$s'" ;; esac
 done
 OUT=${BENCH_OUT:-}
 # The Markdown page this run writes at its end; its directory is made now, so
@@ -111,6 +118,9 @@ has() { # has SYSTEM: whether BENCH_SYSTEMS names it
 for tool in go redis-server redis-cli; do
 	command -v "$tool" >/dev/null || die "$tool is not on PATH (redis-server, redis-cli: run 'make deps')"
 done
+if { has lockd-1 || has redis; } && ! command -v redis-benchmark >/dev/null; then
+	die "redis-benchmark is not on PATH (the pipelined rows; run 'make deps')"
+fi
 if has etcd-3 && ! { command -v etcd >/dev/null && command -v etcdctl >/dev/null; }; then
 	echo "compare.sh: installing etcd-server and etcd-client" >&2
 	SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
@@ -123,6 +133,7 @@ go build -o bin/lockd ./cmd/lockd
 go build -o bin/lockbench ./cmd/lockbench
 
 LOCKD_BIN=bin/lockd
+TICK=$(getconf CLK_TCK) # /proc/PID/stat's CPU times are in these a second
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 RUN_START=$(date -u '+%Y-%m-%d %H:%M UTC')
 # The commit measured (what was just built), "+dirty" when tracked files
@@ -142,11 +153,27 @@ start_system() {
 		SYSTEM_PIDS=("$SERVER_PID")
 		ADDRS=127.0.0.1:$PORT
 		;;
-	lockd-3) start_lockd_cluster "${LOCKD_GROUPS:-8}" ;;
+	lockd-3) start_lockd_cluster "${LOCKD_GROUPS:-}" ;; # lockd's default unless LOCKD_GROUPS
 	lockd-3g1) start_lockd_cluster 1 ;;
+	lockd-3g8) start_lockd_cluster 8 ;;
 	etcd-3) start_etcd_cluster ;;
 	esac
-	echo "compare.sh: $1 on $ADDRS" >&2
+	if [[ $1 == lockd-3* ]]; then
+		GROUPS_OF[$1]=$(raft_groups "${ADDRS%%,*}")
+		echo "compare.sh: $1 on $ADDRS, Raft groups: ${GROUPS_OF[$1]}" >&2
+	else
+		echo "compare.sh: $1 on $ADDRS" >&2
+	fi
+}
+
+declare -A GROUPS_OF=() # a lockd cluster -> the Raft groups its first node reports
+
+# raft_groups HOST:PORT: the Raft groups the lockd node there reports (INFO
+# raft, raft_groups), "?" when it does not say.
+raft_groups() {
+	local g
+	g=$(timeout 2 redis-cli -h "${1%:*}" -p "${1##*:}" INFO raft 2>/dev/null | tr -d '\r' | sed -n 's/^raft_groups://p') || g=""
+	echo "${g:-?}"
 }
 
 # start_etcd_cluster: three etcd members, a new cluster in $work; sets ADDRS
@@ -203,24 +230,35 @@ etcd_leader_first() {
 	return 1
 }
 
-# The rows of the table: "system|workload|clients" -> the run's report file.
-declare -A REPORT=()
+# The rows of the table: "system|workload|clients" -> the run's report file,
+# and the CPU ticks the system's servers (SYSTEM_PIDS) used during the run.
+declare -A REPORT=() CPU_TICKS=()
 ROWS_OF=() # the row names (servers) in table order
 
-# lb ROW WORKLOAD CLIENTS ARGS...: one lockbench run against ADDRS.
+# cpu_per_op TICKS OPS DECIMALS: CPU microseconds per operation, "-" unless
+# both are numbers and OPS is positive.
+cpu_per_op() {
+	awk -v t="$1" -v n="$2" -v hz="$TICK" -v d="$3" 'BEGIN {
+		if (t ~ /^[0-9]+$/ && n ~ /^[0-9.]+$/ && n > 0) printf "%.*f", d, t * 1e6 / hz / n; else print "-" }'
+}
+
+# lb ROW WORKLOAD CLIENTS ARGS...: one lockbench run against ADDRS, with the
+# CPU ticks of the system's servers (SYSTEM_PIDS) just before and after it.
 lb() {
-	local row=$1 workload=$2 clients=$3 f rc=0 wl lbpid
+	local row=$1 workload=$2 clients=$3 f rc=0 wl lbpid t0
 	shift 3
 	wl=(-workload uncontended)
 	[[ $workload == hot-key ]] && wl=(-workload contended -names 1)
 	f="$work/$row-$workload-$clients.txt"
 	# In the background, so that a signal to this script is handled at once
 	# (bash runs a trap only after the foreground command ends).
+	t0=$(ticks "${SYSTEM_PIDS[@]}")
 	bin/lockbench -addr "$ADDRS" "${wl[@]}" -clients "$clients" -duration "$DURATION" -quiet "$@" \
 		>"$f" 2>"$f.err" &
 	lbpid=$!
 	pids+=("$lbpid")
 	wait "$lbpid" || rc=$?
+	CPU_TICKS["$row|$workload|$clients"]=$(($(ticks "${SYSTEM_PIDS[@]}") - t0))
 	forget "$lbpid"
 	if [[ -n $OUT ]]; then
 		mkdir -p "$OUT"
@@ -231,7 +269,7 @@ lb() {
 		die "lockbench $workload against $row ($ADDRS) failed (exit $rc)"
 	fi
 	REPORT["$row|$workload|$clients"]=$f
-	echo "compare.sh: $row $workload $clients clients: $(field "$f" workload "${wl[1]}" grants/s) cycles/s, acquire p99 $(field "$f" op acquire p99_ms) ms, $(field "$f" workload "${wl[1]}" errors) errors" >&2
+	echo "compare.sh: $row $workload $clients clients: $(field "$f" workload "${wl[1]}" grants/s) cycles/s, acquire p99 $(field "$f" op acquire p99_ms) ms, $(cpu_per_op "${CPU_TICKS["$row|$workload|$clients"]}" "$(field "$f" workload "${wl[1]}" ops)" 1) cpu_us/op, $(field "$f" workload "${wl[1]}" errors) errors" >&2
 	sed -n 's/^  /compare.sh:   /; /^first errors:/,$p' "$f" | sed 1d >&2
 }
 
@@ -249,6 +287,7 @@ for system in "${SYSTEMS[@]}"; do
 	etcd-3) ROWS_OF+=(etcd-txn etcd-mutex) ;;
 	lockd-3) ROWS_OF+=(lockd-3 lockd-3-lock lockd-3d lockd-3d-lock) ;;
 	lockd-3g1) ROWS_OF+=(lockd-3g1-lock lockd-3g1d-lock) ;;
+	lockd-3g8) ROWS_OF+=(lockd-3g8-lock lockd-3g8d-lock) ;;
 	lockd-*) ROWS_OF+=("$system" "$system-lock") ;;
 	*) ROWS_OF+=("$system") ;;
 	esac
@@ -266,7 +305,7 @@ resume() {
 		wait_ping "${addrs[0]##*:}" "${SYSTEM_PIDS[0]}" || die "$system did not serve again after its pause"
 		ADDRS=${addrs[0]}
 		;;
-	lockd-3 | lockd-3g1)
+	lockd-3 | lockd-3g1 | lockd-3g8)
 		ADDRS=$(lockd_leader_first "${addrs[@]}") ||
 			die "$system did not serve again (leaders agreed, balanced) within ${START_TIMEOUT}s of its pause"
 		;;
@@ -281,6 +320,7 @@ for w in "${WORKLOADS[@]}"; do
 		wait=() # lockd's waiters queue on the hot name (LOCK.ACQUIRE … WAIT)
 		[[ $w == hot-key ]] && wait=(-wait 4s)
 		for system in "${SYSTEMS[@]}"; do
+			[[ $system == lockd-3g8 && $w == hot-key ]] && continue # uncontended only (see the top)
 			resume "$system"
 			case $system in
 			etcd-3)
@@ -295,6 +335,10 @@ for w in "${WORKLOADS[@]}"; do
 					lb lockd-3g1d-lock "$w" "$c" -lock -direct
 				fi
 				;;
+			lockd-3g8)
+				lb lockd-3g8-lock "$w" "$c" -lock
+				lb lockd-3g8d-lock "$w" "$c" -lock -direct
+				;;
 			lockd-*)
 				lb "$system" "$w" "$c"
 				lb "$system-lock" "$w" "$c" -lock "${wait[@]}"
@@ -308,6 +352,51 @@ for w in "${WORKLOADS[@]}"; do
 			esac
 			kill -STOP "${SYSTEM_PIDS[@]}" || die "$system exited during its runs"
 		done
+	done
+done
+
+# The pipelined rows: "system|TEST" (SET, GET) -> requests per second, and
+# the CPU ticks of the server during the run.
+declare -A PIPE_RPS=() PIPE_TICKS=()
+PIPE_SYSTEMS=() # lockd-1 and redis, those this run has
+has lockd-1 && PIPE_SYSTEMS+=(lockd-1)
+has redis && PIPE_SYSTEMS+=(redis)
+PIPE_TESTS=(SET GET)
+
+# rb SYSTEM TEST: one redis-benchmark run of TEST (SET or GET), pipelined,
+# against the resumed SYSTEM (ADDRS, SYSTEM_PIDS), with the server's CPU ticks
+# just before and after it.
+rb() {
+	local system=$1 test=$2 f rc=0 t0 rbpid rate
+	f="$work/$system-pipelined-$test.csv"
+	t0=$(ticks "${SYSTEM_PIDS[@]}")
+	redis-benchmark -h 127.0.0.1 -p "${ADDRS##*:}" -q --csv -n "$PIPE_N" -c "$PIPE_C" -P "$PIPE_P" \
+		-t "${test,,}" >"$f" 2>&1 &
+	rbpid=$!
+	pids+=("$rbpid")
+	wait "$rbpid" || rc=$?
+	PIPE_TICKS["$system|$test"]=$(($(ticks "${SYSTEM_PIDS[@]}") - t0))
+	forget "$rbpid"
+	if [[ -n $OUT ]]; then
+		mkdir -p "$OUT"
+		cp "$f" "$OUT/"
+	fi
+	# --csv: a header line, then "TEST","rps",...; an error reply prints a
+	# line with "ERR" or "Error".
+	rate=$(tr -d '\r' <"$f" | awk -F'"' -v t="$test" '$2 == t && $4 ~ /^[0-9.]+$/ { printf "%.0f", $4; exit }')
+	if ((rc != 0)) || grep -qE 'ERR|[Ee]rror' "$f" || ! [[ $rate =~ ^[0-9.]+$ ]]; then
+		cat "$f" >&2
+		die "redis-benchmark -t $test -P $PIPE_P against $system ($ADDRS) failed (exit $rc)"
+	fi
+	PIPE_RPS["$system|$test"]=$rate
+	echo "compare.sh: $system pipelined $test: $rate requests/s, $(cpu_per_op "${PIPE_TICKS["$system|$test"]}" "$PIPE_N" 2) cpu_us/op" >&2
+}
+
+for t in "${PIPE_TESTS[@]}"; do
+	for system in ${PIPE_SYSTEMS[@]+"${PIPE_SYSTEMS[@]}"}; do
+		resume "$system"
+		rb "$system" "$t"
+		kill -STOP "${SYSTEM_PIDS[@]}" || die "$system exited during its runs"
 	done
 done
 
@@ -329,6 +418,9 @@ cycles() { # cycles ROW WORKLOAD CLIENTS: grants per second
 errors() {
 	value "$1" "$2" "$3" workload "$(wlname "$2")" errors
 }
+cpu() { # cpu ROW WORKLOAD CLIENTS: the servers' CPU microseconds per op
+	cpu_per_op "${CPU_TICKS["$1|$2|$3"]:-}" "$(value "$1" "$2" "$3" workload "$(wlname "$2")" ops)" 1
+}
 ratio() { # ratio A B: A/B with two decimals, "-" unless both are numbers
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'
 }
@@ -343,16 +435,17 @@ echo "make bench: lockbench, $DURATION per run, closed loop, one connection per 
 echo "redis-server ${REDIS_VERSION:-?}: appendonly yes, appendfsync always; etcd ${ETCD_VERSION:-?} (3 members) through go.etcd.io/etcd/client/v3;"
 echo "machine: $(nproc) CPUs; load average (1, 5, 15 min) $LOAD_START at the start, $LOAD_END at the end."
 echo "cycles/s = grants per second (one acquire→release cycle each; on hot-key: hand-overs per second)."
+echo "cpu_us/op = the system's server processes' CPU (user + system) during the run, in microseconds, over its ops (every reply)."
 echo "/X (lockd rows) = lockd's cycles/s over X's, same workload and clients (above 1: lockd does more)."
 textrow() {
-	printf '%-11s %7s  %-13s %9s %9s %8s %8s %9s %8s %8s %6s %8s %9s %10s\n' "$@"
+	printf '%-11s %7s  %-15s %9s %9s %8s %8s %9s %8s %8s %9s %6s %8s %9s %10s\n' "$@"
 }
 MD_ROWS=() # the same rows as Markdown table rows
-textrow workload clients server cycles/s ops/s acq_p50 acq_p99 acq_p99.9 rel_p50 rel_p99 errors /redis /etcd-txn /etcd-mutex
+textrow workload clients server cycles/s ops/s acq_p50 acq_p99 acq_p99.9 rel_p50 rel_p99 cpu_us/op errors /redis /etcd-txn /etcd-mutex
 for w in "${WORKLOADS[@]}"; do
 	for c in "${CLIENTS[@]}"; do
 		for row in "${ROWS_OF[@]}"; do
-			[[ -n ${REPORT["$row|$w|$c"]:-} ]] || continue # lockd-3g1-lock on hot-key
+			[[ -n ${REPORT["$row|$w|$c"]:-} ]] || continue # lockd-3g1-lock, lockd-3g8* on hot-key
 			wn=$(wlname "$w")
 			cy=$(cycles "$row" "$w" "$c")
 			rr=- rt=- rm=-
@@ -365,12 +458,30 @@ for w in "${WORKLOADS[@]}"; do
 				"$(value "$row" "$w" "$c" op acquire p50_ms)" "$(value "$row" "$w" "$c" op acquire p99_ms)"
 				"$(value "$row" "$w" "$c" op acquire p99.9_ms)"
 				"$(value "$row" "$w" "$c" op release p50_ms)" "$(value "$row" "$w" "$c" op release p99_ms)"
-				"$(errors "$row" "$w" "$c")" "$rr" "$rt" "$rm")
+				"$(cpu "$row" "$w" "$c")" "$(errors "$row" "$w" "$c")" "$rr" "$rt" "$rm")
 			textrow "$w" "$c" "$row" "${cells[@]}"
 			MD_ROWS+=("| $w | $c | \`$row\` |$(printf ' %s |' "${cells[@]}")")
 		done
 	done
 done
+
+# The pipelined rows: the text table, and the same as Markdown rows.
+PIPE_MD_ROWS=()
+if ((${#PIPE_SYSTEMS[@]} > 0)); then
+	echo
+	echo "redis-benchmark -q --csv -n $PIPE_N -c $PIPE_C -P $PIPE_P, -t set then -t get; cpu_us/op = the server's CPU per request;"
+	echo "/redis (lockd-1) = lockd-1's requests/s over redis's, same test."
+	printf '%-9s %-10s %12s %10s %7s\n' system test requests/s cpu_us/op /redis
+	for t in "${PIPE_TESTS[@]}"; do
+		for system in "${PIPE_SYSTEMS[@]}"; do
+			rps=${PIPE_RPS["$system|$t"]} rr=-
+			[[ $system == lockd-1 ]] && rr=$(ratio "$rps" "${PIPE_RPS["redis|$t"]:-}")
+			cells=("$t -P $PIPE_P" "$rps" "$(cpu_per_op "${PIPE_TICKS["$system|$t"]}" "$PIPE_N" 2)" "$rr")
+			printf '%-9s %-10s %12s %10s %7s\n' "$system" "${cells[@]}"
+			PIPE_MD_ROWS+=("| \`$system\` |$(printf ' %s |' "${cells[@]}")")
+		done
+	done
+fi
 
 # Issue 9's targets, where this run measured both sides.
 verdict() { # verdict CONDITION-AS-AWK-EXPR: met / MISSED / - (no data)
@@ -398,6 +509,7 @@ top=${CLIENTS[-1]}
 THREE=()
 has lockd-3 && THREE+=(lockd-3 lockd-3-lock lockd-3d lockd-3d-lock)
 has lockd-3g1 && THREE+=(lockd-3g1-lock lockd-3g1d-lock)
+has lockd-3g8 && THREE+=(lockd-3g8-lock lockd-3g8d-lock)
 if ((${#THREE[@]} > 0)) && has etcd-3; then
 	for row in "${THREE[@]}"; do
 		l=$(cycles "$row" uncontended "$top") e=$(cycles etcd-txn uncontended "$top") p=$(value "$row" uncontended "$top" op acquire p99_ms)
@@ -431,6 +543,71 @@ if has lockd-1 && has redis; then
 fi
 echo "  (1 million held locks, memory and restart: not measured here)"
 
+# Issue 50's targets: each a line with what was measured, the target and the
+# verdict (met, MISSED; "not run" when a row it needs was not run: a
+# BENCH_SYSTEMS subset, or BENCH_CLIENTS without 64).
+MD_GOALS=() # each as one line, for the Markdown page
+# goal LABEL MEASURED TARGET VERDICT: prints one target and keeps it.
+goal() {
+	local line
+	if [[ $4 == "not run" ]]; then
+		line="$1: not run; target $3"
+	else
+		line="$1: $2; target $3: $4"
+	fi
+	echo "  $line"
+	MD_GOALS+=("$line")
+}
+# goal_ratio LABEL A B MIN UNIT: the target A/B >= MIN.
+goal_ratio() {
+	local r v=-
+	if num "$2" && num "$3"; then
+		r=$(ratio "$2" "$3")
+		num "$r" && v=$(verdict "$r >= $4")
+		goal "$1" "${r}x ($2 vs $3 $5)" ">= ${4}x" "$v"
+	else
+		goal "$1" "" ">= ${4}x" "not run"
+	fi
+}
+echo
+echo "issue 50 targets (uncontended, 64 clients; latencies in ms):"
+g3="lockd-3${GROUPS_OF[lockd-3]:+ (${GROUPS_OF[lockd-3]} groups)}"
+l=$(cycles lockd-3-lock uncontended 64) e=$(cycles etcd-txn uncontended 64) p=$(value lockd-3-lock uncontended 64 op acquire p99_ms)
+if num "$l" && num "$e" && num "$p"; then
+	r=$(ratio "$l" "$e") vr=- vp=-
+	num "$r" && vr=$(verdict "$r >= 5")
+	vp=$(verdict "$p < 10")
+	goal "lockd-3-lock ÷ etcd-txn, $g3" "${r}x ($l vs $e cycles/s), acquire p99 $p" ">= 5x, p99 < 10" "$(both "$vr" "$vp")"
+else
+	goal "lockd-3-lock ÷ etcd-txn, $g3" "" ">= 5x, p99 < 10" "not run"
+fi
+goal_ratio "lockd-3d-lock (cluster-aware) ÷ etcd-txn, $g3" "$(cycles lockd-3d-lock uncontended 64)" "$e" 6 cycles/s
+goal_ratio "8 groups ÷ 1 group, lockd-3g8-lock ÷ lockd-3g1-lock" \
+	"$(cycles lockd-3g8-lock uncontended 64)" "$(cycles lockd-3g1-lock uncontended 64)" 0.9 cycles/s
+goal_ratio "8 groups ÷ 1 group, lockd-3g8d-lock ÷ lockd-3g1d-lock" \
+	"$(cycles lockd-3g8d-lock uncontended 64)" "$(cycles lockd-3g1d-lock uncontended 64)" 0.9 cycles/s
+goal_ratio "single node, lockd-1 ÷ redis" "$(cycles lockd-1 uncontended 64)" "$(cycles redis uncontended 64)" 1.2 cycles/s
+for t in "${PIPE_TESTS[@]}"; do
+	goal_ratio "redis-benchmark -P $PIPE_P $t, lockd-1 ÷ redis" "${PIPE_RPS["lockd-1|$t"]:-}" "${PIPE_RPS["redis|$t"]:-}" 1.0 requests/s
+done
+# Forwarding's cost: the servers' CPU per op with clients spread over the
+# nodes (a node forwards what it does not lead) over clients at the leaders.
+goal_max() { # goal_max LABEL A B MAX UNIT: the target A/B <= MAX.
+	local r v=-
+	if num "$2" && num "$3"; then
+		r=$(ratio "$2" "$3")
+		num "$r" && v=$(verdict "$r <= $4")
+		goal "$1" "${r}x ($2 vs $3 $5)" "<= ${4}x" "$v"
+	else
+		goal "$1" "" "<= ${4}x" "not run"
+	fi
+}
+goal_max "forwarding's CPU, lockd-3-lock ÷ lockd-3d-lock cpu_us/op, $g3" \
+	"$(cpu lockd-3-lock uncontended 64)" "$(cpu lockd-3d-lock uncontended 64)" 1.3 "µs/op"
+p=$(value lockd-3-lock uncontended 64 op acquire p50_ms) v="not run"
+num "$p" && v=$(verdict "$p <= 2")
+goal "lockd-3-lock acquire p50, $g3" "$p" "<= 2" "$v"
+
 # The Markdown page (BENCH_TABLE): the same table and targets, with when, what
 # and where they were measured, and a warning at the top of a run that is not
 # a full make bench.
@@ -461,6 +638,15 @@ when="$RUN_START to $RUN_END"
 peers=""
 has redis && peers="redis-server ${REDIS_VERSION:-?} (\`appendonly yes\`, \`appendfsync always\`)"
 has etcd-3 && peers+="${peers:+; }etcd ${ETCD_VERSION:-?} (3 members, through go.etcd.io/etcd/client/v3)"
+# The lockd clusters' Raft groups, as their nodes reported them.
+groups_note=""
+for system in lockd-3 lockd-3g1 lockd-3g8; do
+	has "$system" || continue
+	how="" g=""
+	[[ $system == lockd-3 ]] && how=$([[ -n ${LOCKD_GROUPS:-} ]] && echo " (LOCKD_GROUPS)" || echo " (lockd's default)")
+	g=${GROUPS_OF[$system]:-?}
+	groups_note+="; $system with $g Raft group$([[ $g == 1 ]] || echo s)$how"
+done
 md="$work/latest.md"
 {
 	echo "# make bench: the latest run"
@@ -479,18 +665,30 @@ md="$work/latest.md"
 	echo "- **Commit:** \`${COMMIT:-unknown (not a git checkout)}\` (built with $(go env GOVERSION))"
 	echo "- **Machine:** ${cpu:-$(uname -m)}, $(nproc) CPUs, ${mem:-? GiB} memory, $(uname -sr); the data in a temporary directory on ${fs:-?} (\`${TMPDIR:-/tmp}\`); load average (1, 5, 15 min) $LOAD_START at the start, $LOAD_END at the end"
 	echo "- **Peers:** ${peers:-none in this run}"
-	echo "- **Settings:** $DURATION per run, closed loop, one connection per client, lock TTL 10 s; clients ${CLIENTS[*]}; systems ${SYSTEMS[*]}$(has lockd-3 && echo "; lockd-3 with ${LOCKD_GROUPS:-8} Raft groups")"
+	echo "- **Settings:** $DURATION per run, closed loop, one connection per client, lock TTL 10 s; clients ${CLIENTS[*]}; systems ${SYSTEMS[*]}$groups_note$( ((${#PIPE_SYSTEMS[@]} > 0)) && echo "; pipelined: redis-benchmark -n $PIPE_N -c $PIPE_C -P $PIPE_P")"
 	echo
 	echo "## Results"
 	echo
 	echo "cycles/s: grants per second (one acquire→release cycle each; on hot-key, hand-overs per second)."
 	echo "ops/s: every reply, tries that found the name taken included. Latencies in ms."
+	echo "cpu_us/op: the system's server processes' CPU (user + system) during the run, in microseconds, over its ops; the load generator's not counted."
 	echo "/redis, /etcd-txn, /etcd-mutex (lockd rows): lockd's cycles/s over that system's, same workload and clients (above 1: lockd does more)."
 	echo
-	echo "| workload | clients | server | cycles/s | ops/s | acquire p50 | acquire p99 | acquire p99.9 | release p50 | release p99 | errors | /redis | /etcd-txn | /etcd-mutex |"
-	echo "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	echo "| workload | clients | server | cycles/s | ops/s | acquire p50 | acquire p99 | acquire p99.9 | release p50 | release p99 | cpu_us/op | errors | /redis | /etcd-txn | /etcd-mutex |"
+	echo "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 	printf '%s\n' ${MD_ROWS[@]+"${MD_ROWS[@]}"}
 	echo
+	if ((${#PIPE_MD_ROWS[@]} > 0)); then
+		echo "### Pipelined"
+		echo
+		echo "\`redis-benchmark -q --csv -n $PIPE_N -c $PIPE_C -P $PIPE_P\`, \`-t set\` then \`-t get\`, against the same single node and Redis."
+		echo "cpu_us/op: the server's CPU per request. /redis (lockd-1): lockd-1's requests/s over Redis's."
+		echo
+		echo "| system | test | requests/s | cpu_us/op | /redis |"
+		echo "|---|---|--:|--:|--:|"
+		printf '%s\n' "${PIPE_MD_ROWS[@]}"
+		echo
+	fi
 	echo "## Targets"
 	echo
 	echo "Issue 9's targets, where this run measured both sides (latencies in ms):"
@@ -501,6 +699,12 @@ md="$work/latest.md"
 		echo "- none: this run measured no target's two sides"
 	fi
 	echo "- 1 million held locks, memory <= 2x Redis and restart <= 10 s: not measured here (\`make bench-memory\`)"
+	echo
+	echo "## Issue 50's targets"
+	echo
+	echo "Uncontended, 64 clients; latencies in ms; \"not run\" where this run did not run a row the target needs:"
+	echo
+	printf -- '- %s\n' "${MD_GOALS[@]}" | sed 's/MISSED/**MISSED**/g'
 } >"$md"
 # Into place atomically: a temporary file beside the destination, then mv.
 tmp=$(mktemp "$(dirname "$TABLE")/.$(basename "$TABLE").XXXXXX")

@@ -150,7 +150,7 @@ func TestBenchTable(t *testing.T) {
 				ratio = "-"
 			}
 			row := regexp.MustCompile("(?m)^\\| " + w + " \\| 1 \\| `" + regexp.QuoteMeta(server) + "` \\| [1-9][0-9]* \\| " + num +
-				strings.Repeat(" \\| "+num, 5) + " \\| 0 \\| " + ratio + " \\| - \\| - \\|$")
+				strings.Repeat(" \\| "+num, 6) + " \\| 0 \\| " + ratio + " \\| - \\| - \\|$")
 			if !row.MatchString(page) {
 				t.Errorf("the table page has no row for %s %s matching %s; page:\n%s", w, server, row, page)
 			}
