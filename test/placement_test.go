@@ -602,9 +602,11 @@ func TestDefaultGroupsFollowNodes(t *testing.T) {
 	}
 	n4 := cl.nodes[3]
 	cl.spawnJoin(n4, cl.nodes[0])
+	// Settled: 4 groups placed, the joiner holding replicas, and the new
+	// group's share of the slots moved to it (the moves run one at a time).
 	view := settledPlacement(t, cl, 3, 2*placeBound, func(v []groupState) bool {
 		r, _ := perNode(v)
-		return len(v) == 4 && r[n4.id] >= 2
+		return len(v) == 4 && r[n4.id] >= 2 && v[3].slots >= int64(shard.Slots)/4-2
 	})
 	replicas, leads := perNode(view)
 	t.Logf("4 nodes, 4 groups: replicas per node %v, leaders per node %v", replicas, leads)
@@ -626,7 +628,7 @@ func TestDefaultGroupsFollowNodes(t *testing.T) {
 		}
 		return total == int64(shard.Slots)
 	}
-	if !clustertest.Until(10*time.Second, 50*time.Millisecond, even) {
+	if !clustertest.Until(placeBound, 50*time.Millisecond, even) {
 		t.Fatalf("the slots are not split evenly over the 4 groups: %+v (%v)", gs, err)
 	}
 	for _, nd := range cl.running() {
