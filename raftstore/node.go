@@ -47,6 +47,9 @@ type Node struct {
 	// autoGroups: the group count follows the node count (GROUPS.auto;
 	// growWithNodes).
 	autoGroups bool
+	// growing: RAFT ADDGROUPS runs here (node_grow.go); group 0's
+	// leadership stays put meanwhile.
+	growing atomic.Bool
 
 	moveMu sync.Mutex // one slot move at a time from this node
 	addrs  addrBook   // node id -> RESP address

@@ -69,6 +69,38 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
+// finishGrowth runs on group 0's leader (placeStep), on a cluster whose
+// group count follows its node count: a group added at runtime that owns no
+// slot yet, though it has a leader, is a growth cut short after the map grew
+// (group 0's leadership moved, a node stopped). It gets what addGroups would
+// have given it: the ACL users and namespaces (replayed; the same commands
+// again change nothing) and its even share of the slots. finished reports
+// whether it tried. A cluster with an explicit -groups is left to its
+// operator (RAFT MOVESLOTS), who may have emptied a group on purpose.
+func (n *Node) finishGrowth(ctx context.Context) (finished bool, err error) {
+	if !n.autoGroups {
+		return false, nil
+	}
+	count := len(n.gs())
+	for g := bootGroups(n.cfg.DataDir, count); g < count; g++ {
+		if n.ownsSlots(g) {
+			continue
+		}
+		if _, leader := n.groupServers(g); leader == "" {
+			continue // not led (yet): nothing can move to it
+		}
+		n.log.Info("giving a group added at runtime its share", "group", g)
+		if err := n.copyClusterState(ctx, g); err != nil {
+			return true, fmt.Errorf("copying the ACL and namespaces to group %d: %w", g, err)
+		}
+		if v := n.takeShare(ctx, g, count); v.IsError() {
+			return true, fmt.Errorf("moving slots to group %d: %s", g, v.String())
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
 // growWithNodes runs on group 0's leader (placeStep): on a cluster whose
 // group count follows its node count, it adds groups (RAFT ADDGROUPS) while
 // nodes (group 0's members, less those being drained) outnumber them, up to
@@ -165,6 +197,8 @@ const growWait = 30 * time.Second
 // addGroups runs RAFT ADDGROUPS k on group 0's leader (nodeAdmin
 // "addgroups"); it answers the new group count.
 func (n *Node) addGroups(ctx context.Context, k int) resp.Value {
+	n.growing.Store(true) // no hand-over of group 0 meanwhile (balanceLoop, placeStep)
+	defer n.growing.Store(false)
 	old := len(n.gs())
 	want := old + k
 	if k < 1 || want > MaxGroups {

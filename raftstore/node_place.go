@@ -143,6 +143,9 @@ func (n *Node) placeStep(ctx context.Context) (settled bool, err error) {
 	if len(n.gs()) == 1 || !n.gs()[0].IsLeader() {
 		return true, nil
 	}
+	if n.growing.Load() {
+		return false, nil // RAFT ADDGROUPS places its groups; moves wait
+	}
 	nodes, peerAddr, ok := n.placeNodes()
 	if !ok {
 		return false, nil
@@ -151,6 +154,9 @@ func (n *Node) placeStep(ctx context.Context) (settled bool, err error) {
 	cur, ok := n.currentPlacement(len(n.gs()))
 	if !ok {
 		return false, nil
+	}
+	if done, err := n.finishGrowth(ctx); done {
+		return false, err
 	}
 	if grew, err := n.growWithNodes(ctx, len(nodes)); grew {
 		return false, err // placed by ADDGROUPS; the next tick balances the rest

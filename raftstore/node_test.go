@@ -26,12 +26,21 @@ type nodeCluster struct {
 	nodes []*Node
 
 	beforeLogWrite []func() error // node i's Config.BeforeLogWrite; nil: none
+	auto           bool           // Config.AutoGroups: the group count follows the node count
 }
 
 func newNodeCluster(t *testing.T, n, groups int) *nodeCluster { return newNodeClusterTB(t, n, groups) }
 
 func newNodeClusterTB(t testing.TB, n, groups int, hooks ...func() error) *nodeCluster {
 	c := &nodeCluster{t: t, nodes: make([]*Node, n), beforeLogWrite: hooks}
+	c.launch(n, groups)
+	return c
+}
+
+// launch lays out and starts the cluster's n nodes of groups groups, and
+// waits (bounded) until each serves.
+func (c *nodeCluster) launch(n, groups int) {
+	t := c.t
 	for i := range n {
 		c.peers = append(c.peers, Peer{ID: fmt.Sprintf("n%d", i+1), Addr: clustertest.Addrs(t, 1)[0]})
 		c.dirs = append(c.dirs, t.TempDir())
@@ -53,7 +62,6 @@ func newNodeClusterTB(t testing.TB, n, groups int, hooks ...func() error) *nodeC
 			t.Fatal(err)
 		}
 	}
-	return c
 }
 
 // waitSpread waits (bounded) until every group is led by its preferred
@@ -89,7 +97,7 @@ func (c *nodeCluster) start(i, groups int) {
 		hook = c.beforeLogWrite[i]
 	}
 	nd, err := OpenNode(Config{NodeID: c.peers[i].ID, DataDir: c.dirs[i], PeerAddr: c.peers[i].Addr, Peers: c.peers,
-		ClientAddr: "127.0.0.1:" + strconv.Itoa(16000+i), ApplyTimeout: 3 * time.Second, Groups: groups, BeforeLogWrite: hook})
+		ClientAddr: "127.0.0.1:" + strconv.Itoa(16000+i), ApplyTimeout: 3 * time.Second, Groups: groups, BeforeLogWrite: hook, AutoGroups: c.auto})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", c.peers[i].ID, err)
 	}
@@ -538,6 +546,75 @@ func TestRestartBootstrapsNothing(t *testing.T) {
 	for _, g := range others {
 		if c := nd.Group(g).Configuration(); len(c) != 0 {
 			t.Fatalf("group %d, placed on n2, was bootstrapped on n1's restart with other -peers: %v", g, c)
+		}
+	}
+}
+
+// TestCutShortGrowthFinished: on a cluster whose group count follows its
+// node count, a group added at runtime whose growth stopped once the map had
+// grown and the group was bootstrapped (its leader of group 0 gone before the
+// ACL replay and the slot moves, say) is given its share by group 0's leader:
+// it gets its quarter of the slots, and the keys keep their values. (Three
+// nodes and three groups: the node count asks for no growth of its own.)
+func TestCutShortGrowthFinished(t *testing.T) {
+	c := &nodeCluster{t: t, nodes: make([]*Node, 3), auto: true}
+	c.launch(3, 3)
+	c.waitSpread()
+	var l *Node
+	waitFor(t, 10*time.Second, "a leader of group 0", func() bool {
+		for _, nd := range c.nodes {
+			if nd.gs()[0].IsLeader() {
+				l = nd
+				return true
+			}
+		}
+		return false
+	})
+	for i := range 100 {
+		if v := ndo(l, "SET", "cut-"+strconv.Itoa(i), strconv.Itoa(i)); v.String() != "OK" {
+			t.Fatalf("SET: %v", v)
+		}
+	}
+	// The first two steps of RAFT ADDGROUPS 1, and no more.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l.growing.Store(true) // the balancer waits, as it does for a real ADDGROUPS
+	l.moveMu.Lock()
+	next, err := l.ShardMap().Grow(4)
+	if err != nil {
+		l.moveMu.Unlock()
+		t.Fatal(err)
+	}
+	enc := next.Encode()
+	v := l.proposeInternal(ctx, 0, command.KindShardMap, command.ShardMapArgs(enc))
+	l.moveMu.Unlock()
+	if v.IsError() {
+		t.Fatalf("the grown map: %v", v)
+	}
+	l.noteShardMap(enc)
+	if err := l.awaitOpened(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.bootstrapNew(ctx, 3, 4); err != nil {
+		t.Fatal(err)
+	}
+	if l.ownsSlots(3) {
+		t.Fatal("group 3 owns slots before anything moved them")
+	}
+	l.growing.Store(false)
+	waitFor(t, 60*time.Second, "group 3 to own its quarter of the slots", func() bool {
+		owned := 0
+		m := l.ShardMap()
+		for _, r := range m.Ranges() {
+			if r.Group == 3 {
+				owned += int(r.To-r.From) + 1
+			}
+		}
+		return owned >= shard.Slots/4-2
+	})
+	for i := range 100 {
+		if v := ndo(c.nodes[(i%3)], "GET", "cut-"+strconv.Itoa(i)); v.String() != strconv.Itoa(i) {
+			t.Fatalf("cut-%d after the slots moved: %v", i, v)
 		}
 	}
 }
