@@ -47,9 +47,9 @@ type Node struct {
 	// autoGroups: the group count follows the node count (GROUPS.auto;
 	// growWithNodes).
 	autoGroups bool
-	// growing: RAFT ADDGROUPS runs here (node_grow.go); group 0's
-	// leadership stays put meanwhile.
-	growing atomic.Bool
+	// growing counts the RAFT ADDGROUPS running here (node_grow.go);
+	// group 0's leadership stays put while any does.
+	growing atomic.Int32
 
 	moveMu sync.Mutex // one slot move at a time from this node
 	addrs  addrBook   // node id -> RESP address

@@ -197,8 +197,8 @@ const growWait = 30 * time.Second
 // addGroups runs RAFT ADDGROUPS k on group 0's leader (nodeAdmin
 // "addgroups"); it answers the new group count.
 func (n *Node) addGroups(ctx context.Context, k int) resp.Value {
-	n.growing.Store(true) // no hand-over of group 0 meanwhile (balanceLoop, placeStep)
-	defer n.growing.Store(false)
+	n.growing.Add(1) // no hand-over of group 0 meanwhile (balanceLoop, placeStep)
+	defer n.growing.Add(-1)
 	old := len(n.gs())
 	want := old + k
 	if k < 1 || want > MaxGroups {

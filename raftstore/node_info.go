@@ -407,7 +407,7 @@ func (n *Node) balanceLoop() {
 		}
 		everyNode := len(n.gs()[0].Configuration())
 		for g, s := range n.gs() {
-			if !s.IsLeader() || time.Since(last[g]) < transferBackoff || g == 0 && n.growing.Load() {
+			if !s.IsLeader() || time.Since(last[g]) < transferBackoff || g == 0 && n.growing.Load() > 0 {
 				continue
 			}
 			if countVoters(s.Configuration()) != int64(everyNode) {

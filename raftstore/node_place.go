@@ -143,7 +143,7 @@ func (n *Node) placeStep(ctx context.Context) (settled bool, err error) {
 	if len(n.gs()) == 1 || !n.gs()[0].IsLeader() {
 		return true, nil
 	}
-	if n.growing.Load() {
+	if n.growing.Load() > 0 {
 		return false, nil // RAFT ADDGROUPS places its groups; moves wait
 	}
 	nodes, peerAddr, ok := n.placeNodes()

@@ -578,7 +578,7 @@ func TestCutShortGrowthFinished(t *testing.T) {
 	// The first two steps of RAFT ADDGROUPS 1, and no more.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l.growing.Store(true) // the balancer waits, as it does for a real ADDGROUPS
+	l.growing.Add(1) // the balancer waits, as it does for a real ADDGROUPS
 	l.moveMu.Lock()
 	next, err := l.ShardMap().Grow(4)
 	if err != nil {
@@ -601,7 +601,7 @@ func TestCutShortGrowthFinished(t *testing.T) {
 	if l.ownsSlots(3) {
 		t.Fatal("group 3 owns slots before anything moved them")
 	}
-	l.growing.Store(false)
+	l.growing.Add(-1)
 	waitFor(t, 60*time.Second, "group 3 to own its quarter of the slots", func() bool {
 		owned := 0
 		m := l.ShardMap()
