@@ -118,8 +118,9 @@ bench: build deps
 bench-ab: deps
 	./scripts/ab.sh
 
-## bench-groups: the same 3-node cluster with 1 and with 8 Raft groups under the
-## same uncontended lock load (scripts/groups.sh; BENCH_DURATION, BENCH_CLIENTS).
+## bench-groups: the same 3-node cluster with 1, 3 (the default) and 8 Raft groups
+## under the same uncontended lock load, with the servers' CPU per operation
+## (scripts/groups.sh; BENCH_DURATION, BENCH_CLIENTS, BENCH_GROUPS).
 bench-groups: build deps
 	./scripts/groups.sh
 
