@@ -566,9 +566,10 @@ func TestPlacementAddGroups(t *testing.T) {
 // TestDefaultGroupsFollowNodes: a cluster started with -peers and no -groups
 // has one group per node (INFO raft_groups_auto:1); a fourth node that joins
 // makes group 0's leader add a fourth group (RAFT ADDGROUPS), which gets its
-// three voters, a leader and its even share of the slots; the joiner says it
-// follows the node count too, and every key written before is read through
-// every node.
+// three voters, a leader and its even share of the slots, while writes go
+// on through the three (none acknowledged is lost, none refused for longer
+// than an election); the joiner says it follows the node count too, and
+// every key written before is read through every node.
 func TestDefaultGroupsFollowNodes(t *testing.T) {
 	cl := startFirstOf(t, 4, 3, nil, nil)
 	settledPlacement(t, cl, 3, placeBound, func(v []groupState) bool { return len(v) == 3 })
@@ -600,6 +601,9 @@ func TestDefaultGroupsFollowNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The fourth node joins, and the group count grows, while writes go on
+	// through the three.
+	w := startPlacedWriter(cl, cl.nodes[:3])
 	n4 := cl.nodes[3]
 	cl.spawnJoin(n4, cl.nodes[0])
 	// Settled: 4 groups placed, the joiner holding replicas, and the new
@@ -608,8 +612,13 @@ func TestDefaultGroupsFollowNodes(t *testing.T) {
 		r, _ := perNode(v)
 		return len(v) == 4 && r[n4.id] >= 2 && v[3].slots >= int64(shard.Slots)/4-2
 	})
+	w.halt()
 	replicas, leads := perNode(view)
 	t.Logf("4 nodes, 4 groups: replicas per node %v, leaders per node %v", replicas, leads)
+	if w.longest > 5*time.Second {
+		t.Errorf("writes through a node were refused for %s while the groups grew (an election is under 5 s)", w.longest)
+	}
+	w.checkAcked(t, n4.addrs.resp)
 	if g, a := infoOf(n4); g != "4" || a != "1" {
 		t.Fatalf("the joined node: INFO raft_groups:%s raft_groups_auto:%s, want 4 and 1", g, a)
 	}
