@@ -243,3 +243,38 @@ func TestIndexRejectsDuplicates(t *testing.T) {
 	}()
 	index([]*Spec{fsmRow("get", 0, RouteKeys, nil)}, []*Spec{fsmRow("get", 0, RouteKeys, nil)})
 }
+
+// TestNoScript: a script may not call a noscript row; a container (SCRIPT,
+// CLIENT, ACL), which has no flags of its own, is noscript when every one of
+// its subcommands is, and a named subcommand is judged by its own row. Checked
+// for every row, lower and upper case.
+func TestNoScript(t *testing.T) {
+	containers := 0
+	for _, s := range Commands() {
+		subs := Subcommands(s.Name)
+		want := s.Flags.Has(FlagNoScript)
+		if len(subs) > 0 {
+			containers++
+			want = true
+			for _, sub := range subs {
+				want = want && sub.Flags.Has(FlagNoScript)
+				_, name, _ := strings.Cut(sub.Name, "|")
+				args := [][]byte{[]byte(strings.ToUpper(s.Name)), []byte(name)}
+				if got := NoScript(args); got != sub.Flags.Has(FlagNoScript) {
+					t.Errorf("NoScript(%s %s) = %v, want the subcommand's flag %v", args[0], args[1], got, !got)
+				}
+			}
+		}
+		for _, name := range []string{s.Name, strings.ToUpper(s.Name)} {
+			if got := NoScript([][]byte{[]byte(name)}); got != want {
+				t.Errorf("NoScript(%s) = %v, want %v", name, got, want)
+			}
+		}
+	}
+	if containers == 0 {
+		t.Fatal("no command with subcommands: the container rule went unchecked")
+	}
+	if NoScript([][]byte{[]byte("no-such-command")}) {
+		t.Error("an unknown command is noscript")
+	}
+}
