@@ -367,6 +367,30 @@ func TestPlacementZones(t *testing.T) {
 	t.Logf("zones %v, homes by group %v: replicas per node %v, leaders per node %v", zones, home, replicas, leads)
 }
 
+// awaitEvenSlots waits (up to bound) until RAFT GROUPS on nd shows count
+// groups that together own every slot, each its even share within 2.
+func awaitEvenSlots(t *testing.T, nd *clusterNode, count int, bound time.Duration) {
+	t.Helper()
+	var gs []groupState
+	var err error
+	even := func() bool {
+		if gs, err = raftGroups(nd.addrs.resp); err != nil || len(gs) != count {
+			return false
+		}
+		total, share := int64(0), int64(shard.Slots)/int64(count)
+		for _, g := range gs {
+			total += g.slots
+			if g.slots < share-2 || g.slots > share+2 {
+				return false
+			}
+		}
+		return total == int64(shard.Slots)
+	}
+	if !clustertest.Until(bound, 50*time.Millisecond, even) {
+		t.Fatalf("%s never showed the slots split evenly over %d groups: %+v (%v)", nd.id, count, gs, err)
+	}
+}
+
 // startPlacedCluster lays out n nodes and starts the first start of them
 // as a new cluster with -groups 8 -replicas 3 (args adds flags per node).
 func startPlacedCluster(t *testing.T, n, start int, args func(*clusterNode) []string) *lockdCluster {
@@ -493,23 +517,7 @@ func TestPlacementAddGroups(t *testing.T) {
 	t.Logf("10 groups: replicas per node %v, leaders per node %v", replicas, leads)
 	// Every node's map shows the even split once group 0's entries reach it
 	// (n6 may be a non-voter of group 0, a little behind).
-	var gs []groupState
-	even := func() bool {
-		if gs, err = raftGroups(cl.nodes[5].addrs.resp); err != nil || len(gs) != 10 {
-			return false
-		}
-		total := int64(0)
-		for _, g := range gs {
-			total += g.slots
-			if g.slots < int64(shard.Slots)/10-2 || g.slots > int64(shard.Slots)/10+2 {
-				return false
-			}
-		}
-		return total == int64(shard.Slots)
-	}
-	if !clustertest.Until(10*time.Second, 50*time.Millisecond, even) {
-		t.Fatalf("n6 never showed the slots split evenly over the 10 groups: %+v (%v)", gs, err)
-	}
+	awaitEvenSlots(t, cl.nodes[5], 10, 10*time.Second)
 	for _, nd := range cl.running() {
 		r := redis.NewClient(&redis.Options{Addr: nd.addrs.resp})
 		for i := range 300 {
@@ -622,24 +630,7 @@ func TestDefaultGroupsFollowNodes(t *testing.T) {
 	if g, a := infoOf(n4); g != "4" || a != "1" {
 		t.Fatalf("the joined node: INFO raft_groups:%s raft_groups_auto:%s, want 4 and 1", g, a)
 	}
-	var gs []groupState
-	var err error
-	even := func() bool {
-		if gs, err = raftGroups(n4.addrs.resp); err != nil || len(gs) != 4 {
-			return false
-		}
-		total := int64(0)
-		for _, g := range gs {
-			total += g.slots
-			if g.slots < int64(shard.Slots)/4-2 || g.slots > int64(shard.Slots)/4+2 {
-				return false
-			}
-		}
-		return total == int64(shard.Slots)
-	}
-	if !clustertest.Until(placeBound, 50*time.Millisecond, even) {
-		t.Fatalf("the slots are not split evenly over the 4 groups: %+v (%v)", gs, err)
-	}
+	awaitEvenSlots(t, n4, 4, placeBound)
 	for _, nd := range cl.running() {
 		r := redis.NewClient(&redis.Options{Addr: nd.addrs.resp})
 		for i := range 200 {
