@@ -160,21 +160,28 @@ const bootstrappedFile = "BOOTSTRAPPED"
 // holds no state for, beside the cluster's own).
 const joinedFile = "JOINED"
 
-// joinedBefore reports whether dataDir was created by -join, recording it
-// when mark (a new directory of a node started with -join).
-func joinedBefore(dataDir string, mark bool) (bool, error) {
-	path := filepath.Join(dataDir, joinedFile)
+// marked reports whether dataDir holds the marker file name (JOINED,
+// GROUPS.auto, BOOTSTRAPPED), writing it, synced with its name, when it does
+// not and mark is set; the directory is created if need be.
+func marked(dataDir, name string, mark bool) (bool, error) {
+	path := filepath.Join(dataDir, name)
 	if _, err := os.Stat(path); err == nil {
 		return true, nil
 	}
 	if !mark {
 		return false, nil
 	}
-	err := durable.WriteFile(path, []byte("created by -join\n"), 0o644)
+	err := os.MkdirAll(dataDir, 0o755)
+	if err == nil {
+		err = durable.WriteFile(path, []byte(name+"\n"), 0o644)
+	}
 	if err == nil {
 		err = durable.SyncDir(dataDir)
 	}
-	return err == nil, err
+	if err != nil {
+		return false, fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
+	}
+	return true, nil
 }
 
 // MaxReplicas bounds -replicas: a group of more voters waits for more
@@ -241,13 +248,12 @@ func OpenNode(cfg Config) (*Node, error) {
 		}
 	}
 	fresh := !HasData(cfg.DataDir)
-	if fresh && cfg.AutoGroups {
-		// Before GROUPS: a crash between the two leaves a directory that
-		// is still new, never one that forgot it follows the node count.
-		if err := recordAutoGroups(cfg.DataDir); err != nil {
-			peer.Close()
-			return nil, err
-		}
+	// Before GROUPS: a crash between the two leaves a directory that is
+	// still new, never one that forgot it follows the node count.
+	auto, err := marked(cfg.DataDir, autoGroupsFile, fresh && cfg.AutoGroups)
+	if err != nil {
+		peer.Close()
+		return nil, err
 	}
 	n, err := groupCount(cfg.DataDir, cfg.Groups, lg)
 	if err == nil {
@@ -262,9 +268,9 @@ func OpenNode(cfg Config) (*Node, error) {
 	// other nodes bootstrapped it, or not at all here (it depends only on
 	// -peers and the recorded replication factor).
 	boot := bootGroups(cfg.DataDir, n)
-	joined, err := joinedBefore(cfg.DataDir, fresh && cfg.Join)
-	_, doneErr := os.Stat(filepath.Join(cfg.DataDir, bootstrappedFile))
-	if joined || doneErr == nil {
+	joined, err := marked(cfg.DataDir, joinedFile, fresh && cfg.Join)
+	done, _ := marked(cfg.DataDir, bootstrappedFile, false)
+	if joined || done {
 		// A node that joined, or that bootstrapped its groups at its first
 		// start, never bootstraps again, whatever -peers or -replicas say
 		// later: a group it holds no state for is another node's, and a
@@ -288,7 +294,7 @@ func OpenNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	nd.autoGroups = fileExists(filepath.Join(cfg.DataDir, autoGroupsFile))
+	nd.autoGroups = auto
 	// Until group 0's map is read, route by the cluster's first map: version
 	// 1 over the groups it was created with (never a map of the grown count
 	// that no node wrote).
@@ -327,8 +333,8 @@ func OpenNode(cfg Config) (*Node, error) {
 	}
 	nd.groups.Store(&stores)
 	members.SetGroups(stores)
-	if doneErr != nil {
-		if err := durable.WriteFile(filepath.Join(cfg.DataDir, bootstrappedFile), []byte("groups bootstrapped\n"), 0o644); err != nil {
+	if !done {
+		if _, err := marked(cfg.DataDir, bootstrappedFile, true); err != nil {
 			nd.log.Warn("recording the first start failed; the next start bootstraps the groups without state again", "err", err)
 		}
 	}

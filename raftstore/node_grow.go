@@ -48,27 +48,6 @@ const bootGroupsFile = "GROUPS.created"
 // count (Config.AutoGroups): written at creation, before GROUPS.
 const autoGroupsFile = "GROUPS.auto"
 
-// recordAutoGroups writes autoGroupsFile in dataDir, synced.
-func recordAutoGroups(dataDir string) error {
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
-	}
-	err := durable.WriteFile(filepath.Join(dataDir, autoGroupsFile), []byte("1\n"), 0o644)
-	if err == nil {
-		err = durable.SyncDir(dataDir)
-	}
-	if err != nil {
-		return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
-	}
-	return nil
-}
-
-// fileExists reports whether path names something that can be stat'ed.
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
 // finishGrowth runs on group 0's leader (placeStep), on a cluster whose
 // group count follows its node count: a group added at runtime that owns no
 // slot yet, though it has a leader, is a growth cut short after the map grew
