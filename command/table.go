@@ -289,12 +289,22 @@ func Lookup(name []byte) (*Spec, bool) {
 		}
 		lower[i] = c
 	}
-	s, ok := rows[string(lower)]
-	if !ok || s.Handler != HandlerFSM || strings.Contains(s.Name, "|") { // "object|encoding" is no command name
-		return nil, false
-	}
-	return s, true
+	s, ok := fsmRows[string(lower)]
+	return s, ok
 }
+
+// fsmRows holds the rows Lookup finds: the FSM's, by command name
+// ("object|encoding" is no command name). Built once: Lookup runs for every
+// request a client sends.
+var fsmRows = func() map[string]*Spec {
+	out := map[string]*Spec{}
+	for name, s := range rows {
+		if s.Handler == HandlerFSM && !strings.Contains(name, "|") {
+			out[name] = s
+		}
+	}
+	return out
+}()
 
 // Row finds any row by name, in any case: a command, or a subcommand named
 // "container|sub".

@@ -165,13 +165,16 @@ func (n *Node) DoParts(ctx context.Context, reqs []command.Request, part func(id
 				busy++
 			}
 		}
+		// Every group's part but the last runs on a goroutine of its own;
+		// the last runs on this one, which waits for the others anyway.
 		var wg sync.WaitGroup
 		for g, idx := range pend {
 			switch {
 			case len(idx) == 0:
 			case busy == 1:
-				run(g, idx) // one group: no goroutine
+				run(g, idx)
 			default:
+				busy--
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

@@ -141,9 +141,11 @@ func (c *conn) mayPass() bool {
 // the ACL rules and categories are checked on. ok is false for an unknown command or subcommand and for a
 // wrong number of arguments, which the command's own path answers (before
 // NOAUTH, as in Redis).
-func resolve(args [][]byte) (full string, ok bool) {
-	if spec, found := command.Lookup(args[0]); found {
-		if spec, found = command.Subcommand(spec, args); !found {
+func resolve(q *request) (full string, ok bool) {
+	args := q.args
+	if spec := q.lookup(); spec != nil {
+		spec, found := command.Subcommand(spec, args)
+		if !found {
 			return "", false // the container's parser answers "unknown subcommand"
 		}
 		return spec.Name, spec.CheckArity(len(args))
@@ -174,8 +176,9 @@ func noAuth(full string) bool {
 // (denied false) nothing to say. A request that fails inside MULTI makes EXEC
 // abort, as in Redis. When the connection's user no longer exists the
 // connection is closed without a reply.
-func (c *conn) authorize(args [][]byte) (resp.Value, bool) {
-	full, ok := resolve(args)
+func (c *conn) authorize(q *request) (resp.Value, bool) {
+	args := q.args
+	full, ok := resolve(q)
 	if !ok {
 		return resp.Value{}, false
 	}

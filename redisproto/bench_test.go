@@ -72,7 +72,7 @@ func BenchmarkAuthorize(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.auth.stale = true // a new batch, as conn.serve marks it
-		if v, denied := c.authorize(args); denied {
+		if v, denied := c.authorize(&request{args: args}); denied {
 			b.Fatalf("denied: %v", v)
 		}
 	}

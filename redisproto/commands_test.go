@@ -137,3 +137,35 @@ func TestFindSpec(t *testing.T) {
 		}
 	}
 }
+
+// CLIENT LIST's idle counts from a connection's last command, whichever
+// path served it (the event loop or the connection's goroutine): a client
+// that waited over a second shows idle≥1, and idle=0 once it sends one.
+func TestClientListIdle(t *testing.T) {
+	for name, start := range map[string]func(*testing.T, Config, Store) *Server{
+		"goroutine": startServer, "loop": startLoopServer,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := start(t, Config{}, newFSMStore())
+			c, watcher := dialClient(t, s.Addr()), dialClient(t, s.Addr())
+			id := "id=" + strconv.FormatInt(clientID(t, c), 10) + " "
+			idle := func() string {
+				for _, line := range strings.Split(watcher.do("CLIENT", "LIST"), "\n") {
+					if strings.Contains(line, id) {
+						_, rest, _ := strings.Cut(line, " idle=")
+						v, _, _ := strings.Cut(rest, " ")
+						return v
+					}
+				}
+				return "?"
+			}
+			waitFor(t, "the client shows idle=1", func() bool { return idle() == "1" })
+			if got := c.do("GET", "k"); got != "$-1\r\n" {
+				t.Fatalf("GET: %q", got)
+			}
+			if got := idle(); got != "0" {
+				t.Fatalf("idle=%s right after a command, want 0", got)
+			}
+		})
+	}
+}

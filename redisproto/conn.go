@@ -65,9 +65,17 @@ type conn struct {
 	name    string
 	libName string
 	libVer  string
-	proto   int
 	lastCmd string
 	lastAt  time.Time
+
+	// proto is the RESP version the connection speaks (2 or 3): written by
+	// HELLO under mu, read by every request without it.
+	proto atomic.Int32
+	// stepAt is when the batch of requests being stepped was read (set by
+	// serve and the loop's turn): touch records it, one clock read per
+	// batch rather than per request. The connection's goroutine's, or the
+	// loop's while the loop serves it.
+	stepAt time.Time
 
 	quit    bool
 	auth    authState         // user and authentication (auth.go; user guarded by mu)
@@ -97,8 +105,9 @@ type conn struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	now := time.Now()
 	c := &conn{srv: s, nc: nc, fd: -1, rd: newReader(nc, s.cfg.Limits),
-		id: s.nextID.Add(1), created: now, lastAt: now, proto: 2, clusterAware: s.cfg.Redirect,
+		id: s.nextID.Add(1), created: now, lastAt: now, clusterAware: s.cfg.Redirect,
 		addr: nc.RemoteAddr().String(), laddr: nc.LocalAddr().String()}
+	c.proto.Store(2)
 	c.rd.unauthed = c.mustAuthenticate
 	if s.timeoutsOn() {
 		c.rd.arm = c.armRead
@@ -173,7 +182,8 @@ func (c *conn) serve() (toLoop bool) {
 				break
 			}
 			if n == 0 {
-				c.trackHold() // invalidations for c wait for this batch's replies (tracking.go)
+				c.trackHold()         // invalidations for c wait for this batch's replies (tracking.go)
+				c.stepAt = time.Now() // the batch's first request has arrived
 			}
 			q := request{args: args}
 			var f fate
@@ -452,16 +462,12 @@ func (c *conn) watchClose(parent context.Context) (context.Context, func()) {
 // errShutdown ends reading on a connection whose server is shutting down.
 var errShutdown = errors.New("server shutting down")
 
-func (c *conn) protocol() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.proto
-}
+func (c *conn) protocol() int { return int(c.proto.Load()) }
 
 func (c *conn) touch(name string) {
 	c.mu.Lock()
 	c.lastCmd = name
-	c.lastAt = time.Now()
+	c.lastAt = c.stepAt
 	c.mu.Unlock()
 }
 

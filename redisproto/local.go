@@ -278,9 +278,9 @@ func cmdHello(c *conn, a [][]byte) resp.Value {
 		c.name = string(setName)
 	}
 	if proto != 0 {
-		c.proto = proto
+		c.proto.Store(int32(proto))
 	}
-	proto = c.proto
+	proto = c.protocol()
 	c.mu.Unlock()
 	return resp.Map(
 		resp.BulkString("server"), resp.BulkString("redis"),
@@ -378,7 +378,7 @@ func (c *conn) infoLine() string {
 		" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10) +
 		" idle=" + strconv.FormatInt(int64(now.Sub(c.lastAt)/time.Second), 10) +
 		" flags=" + flags + " db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" +
-		c.lastCmd + " user=" + c.userName() + " redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.proto) + "\n"
+		c.lastCmd + " user=" + c.userName() + " redir=" + strconv.FormatInt(redir, 10) + " resp=" + strconv.Itoa(c.protocol()) + "\n"
 }
 
 // TIME — the server's wall clock (not log time).

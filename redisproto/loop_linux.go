@@ -302,12 +302,10 @@ func (l *loop) sweep(t *turnScratch) {
 // goroutine is no longer the loop (runBatch).
 func (l *loop) turn(t *turnScratch) bool {
 	batch, slots := t.batch[:0], t.slots[:0]
-	var now time.Time
-	if l.srv.cfg.IdleTimeout > 0 {
-		now = time.Now()
-	}
+	now := time.Now()
 	for _, c := range t.ready {
 		c.lastRead = now
+		c.stepAt = now
 		c.lt.reset()
 		switch err := c.rd.fill(c.rd.want); err {
 		case nil, errWouldBlock:

@@ -27,15 +27,26 @@ type request struct {
 	spec   *command.Spec
 	op     command.Op
 	perr   error
+	// looked: spec holds command.Lookup's answer for args[0] (lookup).
+	looked bool
 }
 
 // parse looks q's command up and parses it; pure, it sets q.parsed.
 func (q *request) parse() {
 	q.parsed = true
-	if spec, ok := command.Lookup(q.args[0]); ok {
-		q.spec = spec
+	if spec := q.lookup(); spec != nil {
 		q.op, q.perr = spec.Parse(q.args)
 	}
+}
+
+// lookup returns the row of q's keyspace command (nil: a local or unknown
+// command), looking it up once for every step that needs it.
+func (q *request) lookup() *command.Spec {
+	if !q.looked {
+		q.looked = true
+		q.spec, _ = command.Lookup(q.args[0])
+	}
+	return q.spec
 }
 
 // answers are one batch's replies of a connection, in request order: each in
@@ -75,11 +86,12 @@ const (
 // slot) to a and, if it is for the store, the request to batch.
 func (c *conn) step(q *request, a *answers, batch []command.Request) ([]command.Request, fate) {
 	args := q.args
-	if v, denied := c.admit(args); denied {
+	if v, denied := c.admit(q); denied {
 		a.add(v, c.protocol())
 		return batch, fateAnswered
 	}
-	if c.protocol() == 2 && c.subCount() > 0 && !allowedSubscribed(args[0]) && known(args[0]) {
+	proto := c.protocol()
+	if proto == 2 && c.subCount() > 0 && !allowedSubscribed(args[0]) && known(args[0]) {
 		a.add(resp.Error("ERR Can't execute '"+strings.ToLower(string(args[0]))+
 			"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"), 2)
 		return batch, fateInState
@@ -89,15 +101,11 @@ func (c *conn) step(q *request, a *answers, batch []command.Request) ([]command.
 		a.add(v, c.protocol())
 		return batch, fateInState
 	}
-	spec := q.spec
-	if !q.parsed {
-		spec, _ = command.Lookup(args[0])
-	}
+	spec := q.lookup()
 	if spec == nil {
 		return batch, fateLocal
 	}
 	c.touch(spec.Name)
-	proto := c.protocol()
 	if c.clusterAware { // -MOVED (moved.go); plain connections pay nothing
 		if v, ok := c.moved(spec, args); ok {
 			a.add(v, proto)
@@ -126,8 +134,8 @@ func (c *conn) step(q *request, a *answers, batch []command.Request) ([]command.
 // (auth.go): denied, with the reply (NOAUTH, NOPERM) to send instead. It is
 // the pipeline's first step (step), so that both paths count, show and refuse
 // alike.
-func (c *conn) admit(args [][]byte) (resp.Value, bool) {
+func (c *conn) admit(q *request) (resp.Value, bool) {
 	c.srv.stats.commands.Add(1)
-	c.srv.monitors.feed(c, args)
-	return c.authorize(args)
+	c.srv.monitors.feed(c, q.args)
+	return c.authorize(q)
 }

@@ -43,7 +43,9 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		at   time.Time
 	}
 	var inflight []pending
-	batch := len(reqs) > 1 && s.batchEntries()
+	// Whether writes may share batch entries: asked once, at the first write
+	// that could (the answer reads Raft's configuration: reads never need it).
+	batch, batchAsked := len(reqs) > 1, false
 	// A run of plain commands goes into one batch entry (command.KindBatch).
 	var group []int
 	var groupArgs [][][]byte
@@ -90,6 +92,11 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		inflight = nil
 	}
 	verified := false // a leadership confirmation covers the run of reads after it
+	// One reading of the log clock serves the run of reads after a write:
+	// they run at one instant, as a pipeline's reads in Redis run within the
+	// same millisecond.
+	var readNow, readWall int64
+	clockRead := false
 	for i, r := range reqs {
 		if v, limited := s.rateLimited(r); limited {
 			out[i] = v
@@ -147,11 +154,14 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			if _, ok := r.Op.(command.Eval); ok {
 				user = s.scriptUser(r.User)
 			}
-			now, wall := s.clock.read()
-			out[i] = s.m.read(r.Op, user, now, wall)
+			if !clockRead {
+				readNow, readWall = s.clock.read()
+				clockRead = true
+			}
+			out[i] = s.m.read(r.Op, user, readNow, readWall)
 			continue
 		}
-		verified = false
+		verified, clockRead = false, false
 		kind, args := command.KindCommand, r.Args
 		switch op := r.Op.(type) {
 		case command.Admin:
@@ -200,6 +210,9 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 		}
 		op, acquire := r.Op.(command.LockAcquire)
 		late := acquire && op.Wait > 0 && i == len(reqs)-1
+		if batch && !batchAsked {
+			batch, batchAsked = s.batchEntries(), true
+		}
 		if kind == command.KindCommand && !late && batch {
 			if n := command.Size(args); groupSize+n > min(maxBatchBytes, s.maxEntry(command.KindBatch)) {
 				propose()
