@@ -355,18 +355,34 @@ var containerNoScript = func() map[string]bool {
 // rowOf is the row of the request args: its subcommand's row when the
 // command has subcommands and args[1] names one, else its command's; nil for
 // an unknown command.
+// It runs for every command a script calls, so it allocates nothing and
+// looks a subcommand up only under a command that has them.
 func rowOf(args [][]byte) *Spec {
-	name := strings.ToLower(string(args[0]))
-	s, ok := rows[name]
+	var buf [64]byte
+	name := appendLower(buf[:0], args[0])
+	s, ok := rows[string(name)]
 	if !ok {
 		return nil
 	}
-	if len(args) > 1 {
-		if sub, ok := rows[name+"|"+strings.ToLower(string(args[1]))]; ok {
+	if _, container := containerNoScript[s.Name]; container && len(args) > 1 {
+		full := appendLower(append(name, '|'), args[1])
+		if sub, ok := rows[string(full)]; ok {
 			return sub
 		}
 	}
 	return s
+}
+
+// appendLower appends b to dst in lower case (ASCII letters only, as
+// command names are).
+func appendLower(dst, b []byte) []byte {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // Specs returns every keyspace command (the rows the FSM runs), sorted by

@@ -25,6 +25,10 @@ type machine struct {
 	// entry or a snapshot changes it), so that every write's READONLY check
 	// (Store.readOnly) reads no lock.
 	following atomic.Bool
+	// namespaces mirrors ks.HasNamespaces() (set after every applied batch
+	// and restore), so that every request's rate-limit check reads no lock
+	// while no namespace is set (Store.namespaceOf).
+	namespaces atomic.Bool
 
 	wmu     sync.Mutex
 	applied uint64
@@ -138,6 +142,7 @@ func (m *machine) ApplyBatch(logs []*raft.Log) []interface{} {
 			m.following.Store(m.ks.ReplicaOf() != "")
 		}
 	}
+	m.namespaces.Store(m.ks.HasNamespaces())
 	m.mu.Unlock()
 	if len(wakes) > 0 && m.wake != nil {
 		m.wake(wakes)
@@ -231,12 +236,17 @@ func (m *machine) appliedCh(index uint64) <-chan struct{} {
 	return ch
 }
 
-// read runs a read-only op against the current state (a script's commands
-// checked against user's ACL when user is set).
-func (m *machine) read(op command.Op, user string, now, wall int64) resp.Value {
+// read runs the read-only request r against the current state (a script's
+// commands checked against user's ACL when user is set), or refuses it when
+// its key's slot is leaving or has left this group (checkRead): both under
+// one hold of the state's lock.
+func (m *machine) read(r command.Request, user string, now, wall int64) resp.Value {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.ks.ReadAs(op, user, now, wall)
+	if v, moved := m.checkRead(r); moved {
+		return v
+	}
+	return m.ks.ReadAs(r.Op, user, now, wall)
 }
 
 // wouldWait guesses whether a blocking acquire would queue (see
@@ -248,10 +258,8 @@ func (m *machine) wouldWait(op command.LockAcquire, now int64) bool {
 }
 
 // checkRead refuses a read of a key whose slot is leaving or has left this
-// group (the router then follows the shard map).
+// group (the router then follows the shard map). m.mu held.
 func (m *machine) checkRead(r command.Request) (resp.Value, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
 	if !m.ks.SlotsMarked() {
 		return resp.Value{}, false
 	}
@@ -308,6 +316,7 @@ func (m *machine) Restore(rc io.ReadCloser) error {
 	m.mu.Lock()
 	m.ks = ks
 	m.following.Store(ks.ReplicaOf() != "")
+	m.namespaces.Store(ks.HasNamespaces())
 	if m.publish != nil && (m.wants == nil || m.wants(command.TrackingChannel)) {
 		// Any key may have changed: clients caching keys of this node are
 		// told so (an empty message: every key), as on FLUSHALL.

@@ -69,6 +69,9 @@ func (s *Store) rateLimited(r command.Request) (resp.Value, bool) {
 // with no namespace set it spares finding the key (1.5% of a single node's
 // CPU under load).
 func (s *Store) namespaceOf(args [][]byte) (fsm.Namespace, bool) {
+	if !s.m.namespaces.Load() {
+		return fsm.Namespace{}, false
+	}
 	s.m.mu.RLock()
 	defer s.m.mu.RUnlock()
 	if !s.m.ks.HasNamespaces() {

@@ -121,25 +121,42 @@ func TestWaitCancelledByDisconnect(t *testing.T) {
 	}
 }
 
+// TestRateLimit: a namespace's RATE refuses what passes it, and goes on
+// doing so after a restart that restores it from a snapshot.
 func TestRateLimit(t *testing.T) {
-	s := open(t, t.TempDir(), 0)
-	defer s.Close()
-	do(s, "NAMESPACE.SET", "slow/", "RATE", "5")
-	limited := 0
-	for i := 0; i < 20; i++ {
-		v := do(s, "LOCK.ACQUIRE", fmt.Sprintf("slow/%d", i), "o")
-		if v.IsError() {
-			if !strings.HasPrefix(v.String(), "RATELIMITED namespace 'slow/' allows 5 operations per second; retry in ") {
-				t.Fatalf("error = %q", v.String())
-			}
-			limited++
-		}
+	dir := t.TempDir()
+	s := open(t, dir, 0)
+	defer func() { s.Close() }()
+	if v := do(s, "LOCK.ACQUIRE", "fast/0", "o"); v.IsError() {
+		t.Fatalf("before any namespace: %v", v)
 	}
-	if limited < 10 {
+	do(s, "NAMESPACE.SET", "slow/", "RATE", "5")
+	limitedOf := func(round string) int {
+		limited := 0
+		for i := 0; i < 20; i++ {
+			v := do(s, "LOCK.ACQUIRE", fmt.Sprintf("slow/%s%d", round, i), "o")
+			if v.IsError() {
+				if !strings.HasPrefix(v.String(), "RATELIMITED namespace 'slow/' allows 5 operations per second; retry in ") {
+					t.Fatalf("error = %q", v.String())
+				}
+				limited++
+			}
+		}
+		return limited
+	}
+	if limited := limitedOf("a"); limited < 10 {
 		t.Fatalf("%d of 20 back-to-back operations limited at RATE 5", limited)
 	}
 	if v := do(s, "LOCK.ACQUIRE", "fast/1", "o"); v.IsError() {
 		t.Fatalf("another namespace limited: %v", v)
+	}
+	if err := s.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, 0)
+	if limited := limitedOf("b"); limited < 10 {
+		t.Fatalf("after a restart from a snapshot: %d of 20 back-to-back operations limited at RATE 5", limited)
 	}
 }
 

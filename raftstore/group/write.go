@@ -146,10 +146,6 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 				}
 				verified = true
 			}
-			if v, moved := s.m.checkRead(r); moved {
-				out[i] = v
-				continue
-			}
 			user := ""
 			if _, ok := r.Op.(command.Eval); ok {
 				user = s.scriptUser(r.User)
@@ -158,7 +154,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 				readNow, readWall = s.clock.read()
 				clockRead = true
 			}
-			out[i] = s.m.read(r.Op, user, readNow, readWall)
+			out[i] = s.m.read(r, user, readNow, readWall)
 			continue
 		}
 		verified, clockRead = false, false
