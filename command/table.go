@@ -282,14 +282,7 @@ func Lookup(name []byte) (*Spec, bool) {
 	if len(name) > len(buf) {
 		return nil, false
 	}
-	lower := buf[:len(name)]
-	for i, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		lower[i] = c
-	}
-	s, ok := fsmRows[string(lower)]
+	s, ok := fsmRows[string(appendLower(buf[:0], name))]
 	return s, ok
 }
 
