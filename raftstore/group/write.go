@@ -109,6 +109,7 @@ func (s *Store) doLocal(ctx context.Context, reqs []command.Request) []resp.Valu
 			} else {
 				out[i] = s.keepalive(op, r.User)
 			}
+			clockRead = false // the reads after it read the clock again
 			continue
 		}
 		if r.User != "" {
