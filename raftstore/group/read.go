@@ -33,11 +33,21 @@ type verifyRound struct {
 }
 
 func (s *Store) verify(ctx context.Context) error {
-	if commit, alone, err := s.confirmAlone(); alone {
-		if err == nil {
-			err = s.waitApplied(commit)
+	if s.alone.Load() {
+		// The last confirmation found nobody to ask (a lone voter): this
+		// one runs on the reader's goroutine, sparing a round's goroutine
+		// and its two hand-offs, unless a voter was added since.
+		c, err := s.startConfirm()
+		if err != nil {
+			return err
 		}
-		return err
+		if c.t.decided() {
+			commit, err := s.endConfirm(c)
+			if err == nil {
+				err = s.waitApplied(commit)
+			}
+			return err
+		}
 	}
 	s.rmu.Lock()
 	if s.next == nil {
@@ -116,14 +126,31 @@ func (s *Store) startRoundLocked() {
 // round, which then fails: the read is answered TRYAGAIN, and nothing
 // changed. A lone voter asks no one.
 func (s *Store) confirmLeadership() (commit uint64, err error) {
-	if s.raft.State() != raft.Leader {
-		return 0, ErrNotReadable
+	c, err := s.startConfirm()
+	if err != nil {
+		return 0, err
 	}
-	term := s.raft.CurrentTerm()
-	commit = s.raft.CommitIndex()
+	return s.endConfirm(c)
+}
+
+// confirmation is a confirmation round as it starts: this leader's term and
+// commit index, and the voters' tally with this node's yes counted and the
+// other voters, still to be asked.
+type confirmation struct {
+	term, commit uint64
+	t            tally
+	others       []raft.Server
+}
+
+// startConfirm starts a confirmation round (ErrNotReadable when this node
+// does not lead), and records in s.alone whether it had anyone to ask.
+func (s *Store) startConfirm() (confirmation, error) {
+	if s.raft.State() != raft.Leader {
+		return confirmation{}, ErrNotReadable
+	}
+	c := confirmation{term: s.raft.CurrentTerm(), commit: s.raft.CommitIndex()}
 	self := raft.ServerID(s.cfg.NodeID)
-	var voters, yes int
-	var others []raft.Server
+	voters, yes := 0, 0
 	for _, srv := range s.Configuration() {
 		if srv.Suffrage != raft.Voter {
 			continue
@@ -132,12 +159,21 @@ func (s *Store) confirmLeadership() (commit uint64, err error) {
 		if srv.ID == self {
 			yes++
 		} else {
-			others = append(others, srv)
+			c.others = append(c.others, srv)
 		}
 	}
-	t := tally{need: voters/2 + 1, yes: yes, pending: len(others)}
+	c.t = tally{need: voters/2 + 1, yes: yes, pending: len(c.others)}
+	s.alone.Store(len(c.others) == 0)
+	return c, nil
+}
+
+// endConfirm asks the voters c has not heard (only the round in flight
+// asks: ask), and returns c's commit index if a majority confirmed this
+// node's leadership and it still leads in c's term.
+func (s *Store) endConfirm(c confirmation) (commit uint64, err error) {
+	t := c.t
 	if !t.decided() {
-		t = s.ask(others, t, term)
+		t = s.ask(c.others, t, c.term)
 	}
 	switch {
 	case t.confirmed():
@@ -145,41 +181,10 @@ func (s *Store) confirmLeadership() (commit uint64, err error) {
 	default:
 		return 0, ErrNotReadable
 	}
-	if s.raft.State() != raft.Leader || s.raft.CurrentTerm() != term {
+	if s.raft.State() != raft.Leader || s.raft.CurrentTerm() != c.term {
 		return 0, ErrNotReadable
 	}
-	return commit, nil
-}
-
-// confirmAlone is confirmLeadership for a group whose only voter is this
-// node, which has no question to ask: run on the reader's goroutine, it
-// spares a round's goroutine and its two hand-offs (a single node's every
-// read batch). alone is false when the group has another voter, or this node
-// does not lead (a shared round then answers); with alone true, err says
-// whether this node still led in the same term after reading the commit
-// index, as a round's last check does.
-func (s *Store) confirmAlone() (commit uint64, alone bool, err error) {
-	if s.raft.State() != raft.Leader {
-		return 0, false, nil
-	}
-	term := s.raft.CurrentTerm()
-	commit = s.raft.CommitIndex()
-	self := raft.ServerID(s.cfg.NodeID)
-	for _, srv := range s.Configuration() {
-		if srv.Suffrage == raft.Voter {
-			if srv.ID != self {
-				return 0, false, nil
-			}
-			alone = true
-		}
-	}
-	if !alone {
-		return 0, false, nil
-	}
-	if s.raft.State() != raft.Leader || s.raft.CurrentTerm() != term {
-		return 0, true, ErrNotReadable
-	}
-	return commit, true, nil
+	return c.commit, nil
 }
 
 // ask puts the question of a round of term to the voters others, toward

@@ -343,6 +343,9 @@ type Store struct {
 	inflight *verifyRound
 	next     *verifyRound
 	quick    []raft.ServerID // the voters that said yes soonest in the last round (read.go; the round in flight's)
+	// alone: the last confirmation had no voter to ask (a lone voter), so
+	// the next runs on the reader's goroutine (verify).
+	alone atomic.Bool
 
 	noHandover bool // tests: Close like a crash, without a leadership transfer
 	closeOnce  sync.Once
