@@ -541,12 +541,8 @@ func (n *Node) proposeInternal(ctx context.Context, g int, kind command.Kind, ar
 // routes by (a group just added owns none until slots move to it).
 func (n *Node) ownsSlots(g int) bool {
 	m := n.ShardMap()
-	for _, r := range m.Ranges() {
-		if r.Group == g {
-			return true
-		}
-	}
-	return false
+	owned := m.Owned()
+	return g < len(owned) && owned[g] > 0
 }
 
 // gs is the node's groups, index = group id (nil while OpenNode opens them).

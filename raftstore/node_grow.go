@@ -88,11 +88,8 @@ func (n *Node) finishGrowth(ctx context.Context) (finished bool, err error) {
 // growth cut short is never doubled by the next tick.
 func (n *Node) growWithNodes(ctx context.Context, nodes int) (grew bool, err error) {
 	have, want := len(n.gs()), min(nodes, MaxGroups)
-	if !n.autoGroups || have >= want || n.sharedLog == nil {
-		return false, nil
-	}
-	if master, _ := n.gs()[0].Replication(); master != "" {
-		return false, nil // ADDGROUPS waits for REPLICAOF NO ONE
+	if !n.autoGroups || have >= want || n.growRefusal(want-have) != "" {
+		return false, nil // e.g. following a Redis master: ADDGROUPS waits for REPLICAOF NO ONE
 	}
 	n.log.Info("the cluster has more nodes than groups: adding groups", "groups", have, "nodes", nodes)
 	if v := n.addGroups(ctx, want-have); v.IsError() {
@@ -173,6 +170,22 @@ func (n *Node) ensureGroups(count int) error {
 // groups, each new group electing its leader).
 const growWait = 30 * time.Second
 
+// growRefusal is why RAFT ADDGROUPS k cannot run now (an error reply's
+// text), or "" when it can.
+func (n *Node) growRefusal(k int) string {
+	old := len(n.gs())
+	switch {
+	case k < 1 || old+k > MaxGroups:
+		return fmt.Sprintf("ERR the cluster has %d groups: it can add 1 to %d", old, MaxGroups-old)
+	case n.sharedLog == nil:
+		return "ERR a cluster created with one group cannot add groups"
+	}
+	if master, _ := n.gs()[0].Replication(); master != "" {
+		return "ERR groups are not added while the cluster follows a Redis master (REPLICAOF NO ONE first)"
+	}
+	return ""
+}
+
 // addGroups runs RAFT ADDGROUPS k on group 0's leader (nodeAdmin
 // "addgroups"); it answers the new group count.
 func (n *Node) addGroups(ctx context.Context, k int) resp.Value {
@@ -180,14 +193,8 @@ func (n *Node) addGroups(ctx context.Context, k int) resp.Value {
 	defer n.growing.Add(-1)
 	old := len(n.gs())
 	want := old + k
-	if k < 1 || want > MaxGroups {
-		return resp.Error(fmt.Sprintf("ERR the cluster has %d groups: it can add 1 to %d", old, MaxGroups-old))
-	}
-	if n.sharedLog == nil {
-		return resp.Error("ERR a cluster created with one group cannot add groups")
-	}
-	if master, _ := n.gs()[0].Replication(); master != "" {
-		return resp.Error("ERR groups are not added while the cluster follows a Redis master (REPLICAOF NO ONE first)")
+	if refusal := n.growRefusal(k); refusal != "" {
+		return resp.Error(refusal)
 	}
 	// Every node must answer (and run a lockd with placement) before the
 	// map grows: a node that cannot open the new groups would leave them

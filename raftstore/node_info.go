@@ -29,8 +29,8 @@ func (n *Node) groupStatuses() []groupStatus {
 	gs := n.gs() // before the map: a map names only groups already open
 	m := n.ShardMap()
 	slots := make([]int64, max(len(gs), m.Groups))
-	for _, r := range m.Ranges() {
-		slots[r.Group] += int64(r.To-r.From) + 1
+	for g, c := range m.Owned() {
+		slots[g] = int64(c)
 	}
 	out := make([]groupStatus, len(gs))
 	for g, s := range gs {

@@ -741,13 +741,9 @@ func (n *Node) ReplicationInfo() [][2]string {
 	if !l.LastIO.IsZero() {
 		lastIO = int64(time.Since(l.LastIO) / time.Second)
 	}
-	syncing := "0"
-	if l.SyncInProgress {
-		syncing = "1"
-	}
 	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
 	out = append(out, [2]string{"master_link_status", up}, [2]string{"master_last_io_seconds_ago", itoa(lastIO)},
-		[2]string{"master_sync_in_progress", syncing})
+		[2]string{"master_sync_in_progress", boolDigit(l.SyncInProgress)})
 	out = append(out, [2]string{"slave_read_repl_offset", itoa(l.Offset)}, [2]string{"slave_repl_offset", itoa(l.Offset)})
 	if l.SyncInProgress {
 		total, perc := int64(-1), 0.0 // a diskless master announces no size
@@ -769,16 +765,12 @@ func (n *Node) ReplicationInfo() [][2]string {
 	out = append(out, [2]string{"slave_priority", "100"}, [2]string{"slave_read_only", "1"}, [2]string{"replica_announced", "1"},
 		[2]string{"connected_slaves", "0"}, [2]string{"master_failover_state", "no-failover"},
 		[2]string{"master_replid", l.ReplID}, [2]string{"master_repl_offset", itoa(l.Offset)})
-	here := "0"
-	if st.Link != nil {
-		here = "1"
-	}
 	var skipped []string
 	for k, v := range st.Skipped {
 		skipped = append(skipped, strings.ReplaceAll(k, " ", "_")+"="+itoa(v))
 	}
 	slices.Sort(skipped)
-	out = append(out, [2]string{"lockd_link_here", here}, [2]string{"lockd_full_syncs", itoa(l.FullSyncs)},
+	out = append(out, [2]string{"lockd_link_here", boolDigit(st.Link != nil)}, [2]string{"lockd_full_syncs", itoa(l.FullSyncs)},
 		[2]string{"lockd_partial_syncs", itoa(l.PartialSyncs)}, [2]string{"lockd_keys_loaded", itoa(st.Loaded)},
 		[2]string{"lockd_skipped", strings.Join(skipped, ",")}, [2]string{"lockd_link_error", l.Err})
 	return out

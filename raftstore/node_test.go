@@ -603,14 +603,8 @@ func TestCutShortGrowthFinished(t *testing.T) {
 	}
 	l.growing.Add(-1)
 	waitFor(t, 60*time.Second, "group 3 to own its quarter of the slots", func() bool {
-		owned := 0
 		m := l.ShardMap()
-		for _, r := range m.Ranges() {
-			if r.Group == 3 {
-				owned += int(r.To-r.From) + 1
-			}
-		}
-		return owned >= shard.Slots/4-2
+		return m.Owned()[3] >= shard.Slots/4-2
 	})
 	for i := range 100 {
 		if v := ndo(c.nodes[(i%3)], "GET", "cut-"+strconv.Itoa(i)); v.String() != strconv.Itoa(i) {

@@ -50,6 +50,16 @@ func (m *Map) Group(slot uint16) int { return int(m.owner[slot%Slots]) }
 // GroupOf returns the group that owns key's slot.
 func (m *Map) GroupOf(key []byte) int { return m.Group(Slot(key)) }
 
+// Owned returns how many slots each group owns, index = group, for groups
+// 0..Groups-1.
+func (m *Map) Owned() []int {
+	out := make([]int, m.Groups)
+	for _, g := range m.owner {
+		out[g]++
+	}
+	return out
+}
+
 // Range is a run of consecutive slots [From, To] owned by one group.
 type Range struct {
 	From, To uint16

@@ -23,6 +23,9 @@ func TestNewMapSpreadsEvenly(t *testing.T) {
 	if rs := m3.Ranges(); rs[0].To != 5461 || rs[1].To != 10922 || rs[2].To != Slots-1 {
 		t.Fatalf("3 groups: %v", rs)
 	}
+	if got := m3.Owned(); len(got) != 3 || got[0] != 5462 || got[1] != 5461 || got[2] != 5461 {
+		t.Fatalf("3 groups own %v slots, want [5462 5461 5461]", got)
+	}
 	if m.GroupOf([]byte("{user1000}.following")) != m.Group(3443) || m.Group(3443) != 1 {
 		t.Fatalf("slot 3443 in group %d", m.Group(3443))
 	}

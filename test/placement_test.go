@@ -583,21 +583,11 @@ func TestDefaultGroupsFollowNodes(t *testing.T) {
 	settledPlacement(t, cl, 3, placeBound, func(v []groupState) bool { return len(v) == 3 })
 	ctx := context.Background()
 	infoOf := func(nd *clusterNode) (groups, auto string) {
-		r := redis.NewClient(&redis.Options{Addr: nd.addrs.resp})
-		defer r.Close()
-		info, err := r.Info(ctx, "raft").Result()
+		info, err := raftInfo(nd.addrs.resp)
 		if err != nil {
 			t.Fatalf("INFO raft on %s: %v", nd.id, err)
 		}
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "raft_groups:"); ok {
-				groups = v
-			}
-			if v, ok := strings.CutPrefix(line, "raft_groups_auto:"); ok {
-				auto = v
-			}
-		}
-		return groups, auto
+		return info["raft_groups"], info["raft_groups_auto"]
 	}
 	if g, a := infoOf(cl.nodes[1]); g != "3" || a != "1" {
 		t.Fatalf("a new 3-node cluster: INFO raft_groups:%s raft_groups_auto:%s, want 3 and 1", g, a)
