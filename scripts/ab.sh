@@ -60,8 +60,6 @@ LOCKD_BIN=$A
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-TICK=$(getconf CLK_TCK)
-
 # start_nodes: a fresh system of LOCKD_BIN in the shape AB_NODES asks for;
 # sets ADDRS and SYSTEM_PIDS (stop_system stops it).
 if [[ $NODES == 3 ]]; then

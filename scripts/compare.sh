@@ -133,7 +133,6 @@ go build -o bin/lockd ./cmd/lockd
 go build -o bin/lockbench ./cmd/lockbench
 
 LOCKD_BIN=bin/lockd
-TICK=$(getconf CLK_TCK) # /proc/PID/stat's CPU times are in these a second
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 RUN_START=$(date -u '+%Y-%m-%d %H:%M UTC')
 # The commit measured (what was just built), "+dirty" when tracked files
@@ -172,7 +171,7 @@ declare -A GROUPS_OF=() # a lockd cluster -> the Raft groups its first node repo
 # raft, raft_groups), "?" when it does not say.
 raft_groups() {
 	local g
-	g=$(timeout 2 redis-cli -h "${1%:*}" -p "${1##*:}" INFO raft 2>/dev/null | tr -d '\r' | sed -n 's/^raft_groups://p') || g=""
+	g=$(info_raft "$1" | sed -n 's/^raft_groups://p')
 	echo "${g:-?}"
 }
 
@@ -234,13 +233,6 @@ etcd_leader_first() {
 # and the CPU ticks the system's servers (SYSTEM_PIDS) used during the run.
 declare -A REPORT=() CPU_TICKS=()
 ROWS_OF=() # the row names (servers) in table order
-
-# cpu_per_op TICKS OPS DECIMALS: CPU microseconds per operation, "-" unless
-# both are numbers and OPS is positive.
-cpu_per_op() {
-	awk -v t="$1" -v n="$2" -v hz="$TICK" -v d="$3" 'BEGIN {
-		if (t ~ /^[0-9]+$/ && n ~ /^[0-9.]+$/ && n > 0) printf "%.*f", d, t * 1e6 / hz / n; else print "-" }'
-}
 
 # measure FILE CMD...: runs CMD, its stdout to FILE and its stderr to
 # FILE.err, in the background, so that a signal to this script is handled at

@@ -46,7 +46,7 @@ for g in "${GROUPS_LIST[@]}"; do
 			-duration "$DURATION" -quiet >"$f" || die "lockbench failed: $(cat "$f")"
 		t1=$(ticks "${SYSTEM_PIDS[@]}")
 		ops=$(field "$f" workload uncontended ops)
-		CPU[$g,$c]=$(awk -v t=$((t1 - t0)) -v n="$ops" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.1f", t * 1e6 / hz / n; else print "-" }')
+		CPU[$g,$c]=$(cpu_per_op $((t1 - t0)) "$ops" 1)
 		CYCLES[$g,$c]=$(field "$f" workload uncontended grants/s)
 		P50[$g,$c]=$(field "$f" op acquire p50_ms)
 		P99[$g,$c]=$(field "$f" op acquire p99_ms)

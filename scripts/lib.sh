@@ -63,6 +63,22 @@ ticks() {
 	echo "$t"
 }
 
+TICK=$(getconf CLK_TCK) # /proc/PID/stat's CPU times (ticks) are in these a second
+
+# cpu_per_op TICKS OPS DECIMALS: CPU microseconds per operation from TICKS
+# (ticks' clock ticks) over OPS operations; "-" unless both are numbers and
+# OPS is positive.
+cpu_per_op() {
+	awk -v t="$1" -v n="$2" -v hz="$TICK" -v d="$3" 'BEGIN {
+		if (t ~ /^[0-9]+$/ && n ~ /^[0-9.]+$/ && n > 0) printf "%.*f", d, t * 1e6 / hz / n; else print "-" }'
+}
+
+# info_raft HOST:PORT: the lockd node's INFO raft section, one field:value a
+# line; empty when it does not answer within 2 s.
+info_raft() {
+	timeout 2 redis-cli -h "${1%:*}" -p "${1##*:}" INFO raft 2>/dev/null | tr -d '\r' || true
+}
+
 # free_port: a port on 127.0.0.1 that nothing listens on now, below the
 # kernel's ephemeral range (ip_local_port_range), so that no outgoing
 # connection (a cluster's peers dial each other while they start) can be
@@ -174,7 +190,7 @@ wait_lockd_leader() {
 		leaders=() idx=-1
 		i=0
 		for port in "$@"; do
-			info=$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" INFO raft 2>/dev/null | tr -d '\r') || info=""
+			info=$(info_raft "127.0.0.1:$port")
 			lead=$(sed -n 's/^raft_leader://p' <<<"$info")
 			state=$(sed -n 's/^raft_state://p' <<<"$info")
 			leaders+=("$lead")
