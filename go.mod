@@ -16,6 +16,7 @@ require (
 	github.com/tidwall/btree v1.8.2
 	github.com/yuin/gopher-lua v1.1.2
 	github.com/zeebo/xxh3 v1.1.0
+	go.etcd.io/raft/v3 v3.6.0
 	golang.org/x/time v0.16.0
 )
 

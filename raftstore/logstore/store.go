@@ -745,58 +745,15 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	defer s.closeMu.RUnlock()
 	s.batches.Add(1)
 	start := time.Now()
-
-	// Encode the whole batch into two slabs before taking the write lock.
-	// An entry whose data is journal.BigPiece or more keeps its data where
-	// it is: only its encoding's head and tail go to the slab (Write.Split),
-	// and the journal writes the three pieces.
-	// (Only a store whose entries stay in the journal splits: Tail.Journaled
-	// drops the values, so nothing after the journal needs one whole.)
-	splits := func(l *raft.Log) bool { return s.tail != nil && len(l.Data) >= journal.BigPiece }
-	keyLen := s.kp.logLen()
-	keySlab := make([]byte, len(logs)*keyLen)
-	size := 0
-	for _, l := range logs {
-		if l.Index == 0 {
-			return errors.New("logstore: store logs: log index 0 is reserved")
-		}
-		size += logcodec.Size(l)
-		if splits(l) {
-			size -= len(l.Data)
-		}
-	}
-	valSlab := make([]byte, 0, size)
-	keys := make([][]byte, len(logs))
-	vals := make([][]byte, len(logs))
-	var split [][3][]byte
-	for i, l := range logs {
-		keys[i] = s.kp.putLog(keySlab[i*keyLen:], l.Index)
-		start := len(valSlab)
-		var n int
-		if splits(l) {
-			valSlab = logcodec.AppendHead(valSlab, l)
-			mid := len(valSlab)
-			valSlab = logcodec.AppendTail(valSlab, l)
-			if split == nil {
-				split = make([][3][]byte, len(logs))
-			}
-			split[i] = [3][]byte{valSlab[start:mid:mid], l.Data, valSlab[mid:len(valSlab):len(valSlab)]}
-			n = len(valSlab) - start + len(l.Data)
-		} else {
-			valSlab = logcodec.Append(valSlab, l)
-			vals[i] = valSlab[start:len(valSlab):len(valSlab)]
-			n = len(vals[i])
-		}
-		if n > s.sh.maxValue {
-			return fmt.Errorf("logstore: store logs: entry %d: %w: %d bytes encoded, limit %d",
-				l.Index, ErrEntryTooLarge, n, s.sh.maxValue)
-		}
+	keys, vals, split, err := s.encodeLogs(logs)
+	if err != nil {
+		return err
 	}
 
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	lo, hi := logBounds(logs)
-	err := s.dur.err() // a failed deferred write fails every later one
+	err = s.dur.err() // a failed deferred write fails every later one
 	if err == nil && s.dur.deferSync != nil && s.dur.deferSync() {
 		if err = s.storeDeferred(logs, lo, hi, &setsReq{Write: journal.Write{Keys: keys, Vals: vals, Split: split}}); err == nil {
 			return nil
@@ -815,6 +772,55 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	s.dur.advance(hi) // the deferred writes before it were answered first
 	return nil
+}
+
+// encodeLogs encodes logs (not empty) into the keys and values of their
+// journal write, in two slabs. An entry whose data is journal.BigPiece or
+// more keeps its data where it is: only its encoding's head and tail go to the
+// slab (split), and the journal writes the three pieces. (Only a store whose
+// entries stay in the journal splits: Tail.Journaled drops the values, so
+// nothing after the journal needs one whole.)
+func (s *Store) encodeLogs(logs []*raft.Log) (keys, vals [][]byte, split [][3][]byte, err error) {
+	splits := func(l *raft.Log) bool { return s.tail != nil && len(l.Data) >= journal.BigPiece }
+	keyLen := s.kp.logLen()
+	keySlab := make([]byte, len(logs)*keyLen)
+	size := 0
+	for _, l := range logs {
+		if l.Index == 0 {
+			return nil, nil, nil, errors.New("logstore: store logs: log index 0 is reserved")
+		}
+		size += logcodec.Size(l)
+		if splits(l) {
+			size -= len(l.Data)
+		}
+	}
+	valSlab := make([]byte, 0, size)
+	keys = make([][]byte, len(logs))
+	vals = make([][]byte, len(logs))
+	for i, l := range logs {
+		keys[i] = s.kp.putLog(keySlab[i*keyLen:], l.Index)
+		at := len(valSlab)
+		var n int
+		if splits(l) {
+			valSlab = logcodec.AppendHead(valSlab, l)
+			mid := len(valSlab)
+			valSlab = logcodec.AppendTail(valSlab, l)
+			if split == nil {
+				split = make([][3][]byte, len(logs))
+			}
+			split[i] = [3][]byte{valSlab[at:mid:mid], l.Data, valSlab[mid:len(valSlab):len(valSlab)]}
+			n = len(valSlab) - at + len(l.Data)
+		} else {
+			valSlab = logcodec.Append(valSlab, l)
+			vals[i] = valSlab[at:len(valSlab):len(valSlab)]
+			n = len(vals[i])
+		}
+		if n > s.sh.maxValue {
+			return nil, nil, nil, fmt.Errorf("logstore: store logs: entry %d: %w: %d bytes encoded, limit %d",
+				l.Index, ErrEntryTooLarge, n, s.sh.maxValue)
+		}
+	}
+	return keys, vals, split, nil
 }
 
 // logBounds returns the lowest and highest index of logs (not empty).

@@ -1,0 +1,436 @@
+package multiraft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/raftstore/logstore"
+)
+
+// memNet delivers frames between the nodes of one process; a cut link drops
+// them, as a partition would.
+type memNet struct {
+	mu    sync.RWMutex
+	nodes map[uint64]*Node
+	cut   map[[2]uint64]bool
+}
+
+type memLink struct {
+	net  *memNet
+	from uint64
+}
+
+func (l memLink) Send(to uint64, frame []byte) {
+	l.net.mu.RLock()
+	n, cut := l.net.nodes[to], l.net.cut[[2]uint64{l.from, to}]
+	l.net.mu.RUnlock()
+	if n != nil && !cut {
+		_ = n.Receive(frame) // Receive copies what it keeps
+	}
+}
+
+// isolate cuts (or, with on false, mends) every link to and from id.
+func (m *memNet) isolate(id uint64, on bool, ids []uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, o := range ids {
+		if o != id {
+			m.cut[[2]uint64{id, o}], m.cut[[2]uint64{o, id}] = on, on
+		}
+	}
+}
+
+// kv is a test state machine: SET k v, answering with the value before.
+type kv struct {
+	mu      sync.Mutex
+	m       map[string]string
+	indexes []uint64
+}
+
+func (s *kv) Apply(index uint64, cmd []byte) any {
+	k, v, _ := strings.Cut(string(cmd), "=")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.m[k]
+	s.m[k] = v
+	s.indexes = append(s.indexes, index)
+	return old
+}
+
+func (s *kv) snapshot() (map[string]string, []uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.m), slices.Clone(s.indexes)
+}
+
+type cluster struct {
+	t      testing.TB
+	ids    []uint64
+	groups int
+	net    *memNet
+	dirs   map[uint64]string
+	nodes  map[uint64]*Node
+	shs    map[uint64]*logstore.Shared
+	sms    map[uint64][]*kv
+}
+
+func newCluster(t testing.TB, nodes, groups int) *cluster {
+	c := &cluster{t: t, groups: groups,
+		net:  &memNet{nodes: map[uint64]*Node{}, cut: map[[2]uint64]bool{}},
+		dirs: map[uint64]string{}, nodes: map[uint64]*Node{}, shs: map[uint64]*logstore.Shared{},
+		sms: map[uint64][]*kv{}}
+	root := t.TempDir()
+	for i := range nodes {
+		id := uint64(i + 1)
+		c.ids = append(c.ids, id)
+		c.dirs[id] = filepath.Join(root, fmt.Sprint(id))
+	}
+	for _, id := range c.ids {
+		c.start(id)
+	}
+	t.Cleanup(func() {
+		for _, id := range c.ids {
+			if c.nodes[id] != nil {
+				c.stop(id)
+			}
+		}
+	})
+	return c
+}
+
+// start opens node id's store and starts its replicas of every group, with
+// empty state machines (a restarted node applies its log again).
+func (c *cluster) start(id uint64) {
+	sh, err := logstore.OpenShared(c.dirs[id], logstore.Options{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n, err := NewNode(Config{ID: id, Storage: NewLogStorage(sh), Transport: memLink{c.net, id},
+		Tick: 2 * time.Millisecond, ElectionTicks: 50, HeartbeatTicks: 5})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.sms[id] = nil
+	for g := range c.groups {
+		sm := &kv{m: map[string]string{}}
+		c.sms[id] = append(c.sms[id], sm)
+		if err := n.AddGroup(Group(g), GroupConfig{Voters: c.ids, SM: sm}); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	c.net.mu.Lock()
+	c.net.nodes[id] = n
+	c.net.mu.Unlock()
+	c.nodes[id], c.shs[id] = n, sh
+	n.Start()
+}
+
+func (c *cluster) stop(id uint64) {
+	c.net.mu.Lock()
+	delete(c.net.nodes, id)
+	c.net.mu.Unlock()
+	c.nodes[id].Stop()
+	if err := c.shs[id].Close(); err != nil {
+		c.t.Error(err)
+	}
+	c.nodes[id], c.shs[id] = nil, nil
+}
+
+// spread makes node g mod n lead group g (as lockd spreads leaders) and
+// waits, bounded, until every running node agrees on every group's leader.
+func (c *cluster) spread() map[Group]uint64 {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for next := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		leads, ok := c.leaders()
+		want := true
+		for g := range c.groups {
+			if leads[Group(g)] != c.preferred(Group(g)) {
+				want = false
+			}
+		}
+		if ok && want {
+			return leads
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("leaders not spread: %v", leads)
+		}
+		if time.Now().After(next) {
+			for g := range c.groups {
+				if p := c.preferred(Group(g)); c.nodes[p] != nil && leads[Group(g)] != p {
+					c.nodes[p].Campaign(Group(g))
+				}
+			}
+			next = time.Now().Add(300 * time.Millisecond)
+		}
+	}
+}
+
+func (c *cluster) preferred(g Group) uint64 { return c.ids[int(g)%len(c.ids)] }
+
+// leaders returns each group's leader as the running nodes see it, and
+// whether they all agree and the leader leads (not a stale view).
+func (c *cluster) leaders() (map[Group]uint64, bool) {
+	leads := map[Group]uint64{}
+	ok := true
+	for g := range c.groups {
+		var seen uint64
+		for _, id := range c.ids {
+			n := c.nodes[id]
+			if n == nil {
+				continue
+			}
+			l, _, _ := n.Leader(Group(g))
+			if l == 0 || (seen != 0 && l != seen) {
+				ok = false
+			}
+			seen = l
+		}
+		leads[Group(g)] = seen
+		if n := c.nodes[seen]; seen == 0 || n == nil {
+			ok = false
+		} else if v := (*n.views.Load())[Group(g)]; !v.leader.Load() {
+			ok = false
+		}
+	}
+	return leads, ok
+}
+
+// waitLeader waits, bounded, for a running node that leads g.
+func (c *cluster) waitLeader(g Group) uint64 {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for ; time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, id := range c.ids {
+			if n := c.nodes[id]; n != nil && (*n.views.Load())[g].leader.Load() {
+				return id
+			}
+		}
+	}
+	c.t.Fatalf("group %d: no leader", g)
+	return 0
+}
+
+// converge waits, bounded, until every running node's state machine of every
+// group holds want[g], and checks each applied its indexes in order, once.
+func (c *cluster) converge(want []map[string]string) {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		diff := ""
+		for _, id := range c.ids {
+			if c.nodes[id] == nil {
+				continue
+			}
+			for g, sm := range c.sms[id] {
+				got, idx := sm.snapshot()
+				if !slices.IsSorted(idx) || len(slices.Compact(slices.Clone(idx))) != len(idx) {
+					c.t.Fatalf("node %d group %d applied indexes out of order or twice: %v", id, g, idx)
+				}
+				if !maps.Equal(got, want[g]) {
+					diff = fmt.Sprintf("node %d group %d: %d keys, want %d", id, g, len(got), len(want[g]))
+				}
+			}
+		}
+		if diff == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatal(diff)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestGroupsReplicateThroughOneDriver: 3 nodes × 8 groups, leaders spread;
+// every acknowledged proposal is applied on every node, in log order, once,
+// and each proposer gets its own entry's result.
+func TestGroupsReplicateThroughOneDriver(t *testing.T) {
+	c := newCluster(t, 3, 8)
+	leads := c.spread()
+	want := make([]map[string]string, c.groups)
+	for g := range want {
+		want[g] = map[string]string{}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range c.groups {
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n := c.nodes[leads[Group(g)]]
+				for i := range 25 {
+					k := fmt.Sprintf("k%d", w)
+					old, err := n.Propose(ctxT(t), Group(g), fmt.Appendf(nil, "%s=%d", k, i))
+					if err != nil {
+						t.Errorf("group %d: %v", g, err)
+						return
+					}
+					if wantOld := map[bool]string{true: "", false: fmt.Sprint(i - 1)}[i == 0]; old != wantOld {
+						t.Errorf("group %d %s: previous value %q, want %q", g, k, old, wantOld)
+					}
+					mu.Lock()
+					want[g][k] = fmt.Sprint(i)
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	c.converge(want)
+
+	// One Save and at most two frames per peer (before and after it) a turn.
+	for _, id := range c.ids {
+		n := c.nodes[id]
+		if saves, turns, frames := n.Saves.Load(), n.Turns.Load(), n.Frames.Load(); saves > turns || frames > turns*4 {
+			t.Errorf("node %d: %d saves, %d frames in %d turns", id, saves, frames, turns)
+		}
+	}
+}
+
+// TestRefusals: a proposal or read at a follower, or for a group the node
+// does not hold, is refused with a typed outcome and changes nothing.
+func TestRefusals(t *testing.T) {
+	c := newCluster(t, 3, 2)
+	leads := c.spread()
+	follower := c.ids[(int(leads[0]))%3] // the node after group 0's leader
+	n := c.nodes[follower]
+	if _, err := n.Propose(ctxT(t), 0, []byte("a=1")); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("propose at a follower: %v, want ErrNotLeader", err)
+	}
+	if err := n.Read(ctxT(t), 0); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("read at a follower: %v, want ErrNotLeader", err)
+	}
+	if _, err := n.Propose(ctxT(t), 9, []byte("a=1")); !errors.Is(err, ErrNoGroup) {
+		t.Fatalf("propose to a group the node lacks: %v, want ErrNoGroup", err)
+	}
+	if err := n.AddGroup(0, GroupConfig{Voters: c.ids, SM: &kv{m: map[string]string{}}}); !errors.Is(err, ErrGroupExists) {
+		t.Fatalf("AddGroup again: %v, want ErrGroupExists", err)
+	}
+	c.converge([]map[string]string{{}, {}})
+}
+
+// TestRestartRecovers: every node stops and starts again with empty state
+// machines; each group's log on disk gives every node back every
+// acknowledged write, and the groups take new writes.
+func TestRestartRecovers(t *testing.T) {
+	c := newCluster(t, 3, 4)
+	leads := c.spread()
+	want := make([]map[string]string, c.groups)
+	for g := range c.groups {
+		want[g] = map[string]string{}
+		for i := range 20 {
+			k := fmt.Sprintf("g%d-%d", g, i)
+			if _, err := c.nodes[leads[Group(g)]].Propose(ctxT(t), Group(g), []byte(k+"=v")); err != nil {
+				t.Fatal(err)
+			}
+			want[g][k] = "v"
+		}
+	}
+	for _, id := range c.ids {
+		c.stop(id)
+	}
+	for _, id := range c.ids {
+		c.start(id)
+	}
+	leads = c.spread()
+	c.converge(want)
+	for g := range c.groups {
+		if _, err := c.nodes[leads[Group(g)]].Propose(ctxT(t), Group(g), []byte("after=restart")); err != nil {
+			t.Fatal(err)
+		}
+		want[g]["after"] = "restart"
+	}
+	c.converge(want)
+}
+
+// TestFailover: the leader of every group it leads is cut off; the others
+// elect new leaders that keep every acknowledged write and take new ones; a
+// proposal made to the cut-off leader is not acknowledged, and its read is
+// refused; back on the network it catches up and its entry is gone.
+func TestFailover(t *testing.T) {
+	c := newCluster(t, 3, 3)
+	leads := c.spread()
+	want := []map[string]string{{}, {}, {}}
+	for g := range c.groups {
+		if _, err := c.nodes[leads[Group(g)]].Propose(ctxT(t), Group(g), []byte("before=1")); err != nil {
+			t.Fatal(err)
+		}
+		want[g]["before"] = "1"
+	}
+	old := leads[0]
+	c.net.isolate(old, true, c.ids)
+
+	// The cut-off leader cannot commit: the proposal fails (leadership lost
+	// once CheckQuorum steps it down) or times out, and a read is refused.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := c.nodes[old].Propose(ctx, 0, []byte("lost=1")); err == nil {
+		t.Fatal("a leader cut off from its followers acknowledged a proposal")
+	}
+	if err := c.nodes[old].Read(ctx, 0); err == nil {
+		t.Fatal("a leader cut off from its followers confirmed a read")
+	}
+
+	var newLead uint64
+	deadline := time.Now().Add(20 * time.Second)
+	for newLead == 0 || newLead == old {
+		if time.Now().After(deadline) {
+			t.Fatal("no new leader for group 0")
+		}
+		time.Sleep(5 * time.Millisecond)
+		for _, id := range c.ids {
+			if id != old && (*c.nodes[id].views.Load())[0].leader.Load() {
+				newLead = id
+			}
+		}
+	}
+	if _, err := c.nodes[newLead].Propose(ctxT(t), 0, []byte("after=2")); err != nil {
+		t.Fatal(err)
+	}
+	want[0]["after"] = "2"
+	if err := c.nodes[newLead].Read(ctxT(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Back on the network, the old leader's unreplicated entry gives way to
+	// the new leader's log: it applies nowhere.
+	c.net.isolate(old, false, c.ids)
+	c.converge(want)
+}
+
+// TestReadSeesAcknowledgedWrites: a write acknowledged at the leader is in
+// the leader's state machine once a Read that started after it returns.
+func TestReadSeesAcknowledgedWrites(t *testing.T) {
+	c := newCluster(t, 3, 2)
+	leads := c.spread()
+	for g := range c.groups {
+		n := c.nodes[leads[Group(g)]]
+		sm := c.sms[leads[Group(g)]][g]
+		for i := range 20 {
+			if _, err := n.Propose(ctxT(t), Group(g), fmt.Appendf(nil, "x=%d", i)); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Read(ctxT(t), Group(g)); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := sm.snapshot(); got["x"] != fmt.Sprint(i) {
+				t.Fatalf("group %d: read after write %d saw %q", g, i, got["x"])
+			}
+		}
+	}
+}

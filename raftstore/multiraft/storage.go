@@ -1,0 +1,182 @@
+package multiraft
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/lockd/lockd/raftstore/logstore"
+)
+
+// Update is what one group makes durable in a turn.
+type Update struct {
+	Group Group
+	// HardState, when not nil, replaces the group's stored one. The driver
+	// passes it when the term or vote changed: the commit index is not
+	// needed on disk (a restarted replica learns it from the leader).
+	HardState *pb.HardState
+	// Entries (contiguous, ascending) replace every stored entry from
+	// Entries[0].Index on.
+	Entries []pb.Entry
+}
+
+// Storage keeps every group's Raft log and hard state on disk.
+type Storage interface {
+	// Load returns group g's hard state and log (contiguous, ascending;
+	// empty for a new group).
+	Load(g Group) (pb.HardState, []pb.Entry, error)
+	// Save makes every update durable before it returns (a group's
+	// entries before its hard state). Updates of different groups may share
+	// one fsync: that is what the driver gives them to Save together for.
+	Save(ups []Update) error
+}
+
+// LogStorage is Storage over a node's shared logstore: each group a Store
+// of it, written through its committer, so that one turn's groups share
+// one journal record and fdatasync.
+type LogStorage struct {
+	sh *logstore.Shared
+
+	mu     sync.Mutex
+	stores map[Group]*logstore.Store
+}
+
+// NewLogStorage returns a Storage over sh; the caller closes sh after the
+// Node stopped.
+func NewLogStorage(sh *logstore.Shared) *LogStorage {
+	return &LogStorage{sh: sh, stores: map[Group]*logstore.Store{}}
+}
+
+// hardStateKey is where a group's hard state lies in its stable store:
+// term, vote and commit, 8 bytes each.
+var hardStateKey = []byte("multiraft-hs")
+
+func (s *LogStorage) store(g Group) (*logstore.Store, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.stores[g]; st != nil {
+		return st, nil
+	}
+	if g > 255 {
+		return nil, fmt.Errorf("multiraft: group %d: a logstore holds groups 0 to 255", g)
+	}
+	st, err := s.sh.Group(int(g), nil)
+	if err != nil {
+		return nil, err
+	}
+	s.stores[g] = st
+	return st, nil
+}
+
+// Load implements Storage.
+func (s *LogStorage) Load(g Group) (pb.HardState, []pb.Entry, error) {
+	var hs pb.HardState
+	st, err := s.store(g)
+	if err != nil {
+		return hs, nil, err
+	}
+	switch v, err := st.Get(hardStateKey); {
+	case errors.Is(err, logstore.ErrKeyNotFound):
+	case err != nil:
+		return hs, nil, err
+	case len(v) != 24:
+		return hs, nil, fmt.Errorf("multiraft: group %d: hard state of %d bytes", g, len(v))
+	default:
+		hs.Term = binary.LittleEndian.Uint64(v)
+		hs.Vote = binary.LittleEndian.Uint64(v[8:])
+		hs.Commit = binary.LittleEndian.Uint64(v[16:])
+	}
+	first, err := st.FirstIndex()
+	if err != nil {
+		return hs, nil, err
+	}
+	last, err := st.LastIndex()
+	if err != nil {
+		return hs, nil, err
+	}
+	var ents []pb.Entry
+	for i := first; first != 0 && i <= last; i++ {
+		var l raft.Log
+		if err := st.GetLog(i, &l); err != nil {
+			return hs, nil, fmt.Errorf("multiraft: group %d: entry %d: %w", g, i, err)
+		}
+		e := pb.Entry{Index: l.Index, Term: l.Term, Data: l.Data}
+		if len(l.Extensions) == 1 {
+			e.Type = pb.EntryType(l.Extensions[0])
+		}
+		ents = append(ents, e)
+	}
+	hs.Commit = min(hs.Commit, last)
+	return hs, ents, nil
+}
+
+// Save implements Storage: every group's entries in one journal record
+// (StoreTogether), on the caller's goroutine; the rare rest (a follower's
+// conflicting entries removed, a new term or vote) through the committer,
+// group by group, the removals before and the hard states after.
+func (s *LogStorage) Save(ups []Update) error {
+	parts := make([]logstore.LogWrite, 0, len(ups))
+	for i := range ups {
+		up := &ups[i]
+		if len(up.Entries) == 0 {
+			continue
+		}
+		st, err := s.store(up.Group)
+		if err != nil {
+			return err
+		}
+		from := up.Entries[0].Index
+		// A follower's log replaced from a conflict on: the old entries go
+		// first, so that a crash between the two writes leaves a shorter log,
+		// never one with a stale tail after new entries.
+		if last, err := st.LastIndex(); err != nil {
+			return err
+		} else if last >= from {
+			if err := st.DeleteRange(from, last); err != nil {
+				return err
+			}
+		}
+		logs := make([]raft.Log, len(up.Entries))
+		ptrs := make([]*raft.Log, len(up.Entries))
+		for i := range up.Entries {
+			e := &up.Entries[i]
+			logs[i] = raft.Log{Index: e.Index, Term: e.Term, Type: raft.LogCommand, Data: e.Data}
+			if int(e.Type) < len(entryTypes) {
+				logs[i].Extensions = entryTypes[e.Type]
+			}
+			ptrs[i] = &logs[i]
+		}
+		parts = append(parts, logstore.LogWrite{Store: st, Logs: ptrs})
+	}
+	if len(parts) > 0 {
+		if err := s.sh.StoreTogether(parts); err != nil {
+			return err
+		}
+	}
+	for i := range ups {
+		hs := ups[i].HardState
+		if hs == nil {
+			continue
+		}
+		st, err := s.store(ups[i].Group)
+		if err != nil {
+			return err
+		}
+		var v [24]byte
+		binary.LittleEndian.PutUint64(v[:], hs.Term)
+		binary.LittleEndian.PutUint64(v[8:], hs.Vote)
+		binary.LittleEndian.PutUint64(v[16:], hs.Commit)
+		if err := st.Set(hardStateKey, v[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entryTypes are the Extensions that record an entry's type: nil for a
+// normal entry, so that the common case costs nothing.
+var entryTypes = [...][]byte{nil, {byte(pb.EntryConfChange)}, {byte(pb.EntryConfChangeV2)}}
