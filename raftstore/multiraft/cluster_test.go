@@ -2,6 +2,7 @@ package multiraft
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -50,19 +51,43 @@ func (m *memNet) isolate(id uint64, on bool, ids []uint64) {
 
 // kv is a test state machine: SET k v, answering with the value before.
 type kv struct {
-	mu      sync.Mutex
-	m       map[string]string
-	indexes []uint64
+	mu       sync.Mutex
+	m        map[string]string
+	indexes  []uint64
+	restores int
 }
 
-func (s *kv) Apply(index uint64, cmd []byte) any {
-	k, v, _ := strings.Cut(string(cmd), "=")
+func (s *kv) Apply(cmds []Command) []any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := s.m[k]
-	s.m[k] = v
-	s.indexes = append(s.indexes, index)
-	return old
+	out := make([]any, len(cmds))
+	for i, c := range cmds {
+		k, v, _ := strings.Cut(string(c.Data), "=")
+		out[i] = s.m[k]
+		s.m[k] = v
+		s.indexes = append(s.indexes, c.Index)
+	}
+	return out
+}
+
+func (s *kv) Snapshot() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return json.Marshal(s.m)
+}
+
+func (s *kv) Restore(data []byte) error {
+	m := map[string]string{}
+	if data != nil {
+		if err := json.Unmarshal(data, &m); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m, s.indexes = m, nil
+	s.restores++
+	return nil
 }
 
 func (s *kv) snapshot() (map[string]string, []uint64) {
@@ -80,10 +105,16 @@ type cluster struct {
 	nodes  map[uint64]*Node
 	shs    map[uint64]*logstore.Shared
 	sms    map[uint64][]*kv
+	tune   func(*Config) // applied to every node's Config (nil: defaults)
+	voters []uint64      // the groups' first voters (nil: ids)
 }
 
 func newCluster(t testing.TB, nodes, groups int) *cluster {
-	c := &cluster{t: t, groups: groups,
+	return newClusterWith(t, nodes, groups, nil)
+}
+
+func newClusterWith(t testing.TB, nodes, groups int, tune func(*Config)) *cluster {
+	c := &cluster{t: t, groups: groups, tune: tune,
 		net:  &memNet{nodes: map[uint64]*Node{}, cut: map[[2]uint64]bool{}},
 		dirs: map[uint64]string{}, nodes: map[uint64]*Node{}, shs: map[uint64]*logstore.Shared{},
 		sms: map[uint64][]*kv{}}
@@ -93,6 +124,7 @@ func newCluster(t testing.TB, nodes, groups int) *cluster {
 		c.ids = append(c.ids, id)
 		c.dirs[id] = filepath.Join(root, fmt.Sprint(id))
 	}
+	c.voters = slices.Clone(c.ids)
 	for _, id := range c.ids {
 		c.start(id)
 	}
@@ -113,8 +145,12 @@ func (c *cluster) start(id uint64) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	n, err := NewNode(Config{ID: id, Storage: NewLogStorage(sh), Transport: memLink{c.net, id},
-		Tick: 2 * time.Millisecond, ElectionTicks: 50, HeartbeatTicks: 5})
+	cfg := Config{ID: id, Storage: NewLogStorage(sh), Transport: memLink{c.net, id},
+		Tick: 2 * time.Millisecond, ElectionTicks: 50, HeartbeatTicks: 5}
+	if c.tune != nil {
+		c.tune(&cfg)
+	}
+	n, err := NewNode(cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -122,7 +158,11 @@ func (c *cluster) start(id uint64) {
 	for g := range c.groups {
 		sm := &kv{m: map[string]string{}}
 		c.sms[id] = append(c.sms[id], sm)
-		if err := n.AddGroup(Group(g), GroupConfig{Voters: c.ids, SM: sm}); err != nil {
+		var voters []uint64 // a node that joins later starts empty
+		if slices.Contains(c.voters, id) {
+			voters = c.voters
+		}
+		if err := n.AddGroup(Group(g), GroupConfig{Voters: voters, SM: sm}); err != nil {
 			c.t.Fatal(err)
 		}
 	}
@@ -131,6 +171,14 @@ func (c *cluster) start(id uint64) {
 	c.net.mu.Unlock()
 	c.nodes[id], c.shs[id] = n, sh
 	n.Start()
+}
+
+// join starts a new node, with empty replicas of every group, for the
+// groups to add.
+func (c *cluster) join(id uint64) {
+	c.ids = append(c.ids, id)
+	c.dirs[id] = filepath.Join(filepath.Dir(c.dirs[c.ids[0]]), fmt.Sprint(id))
+	c.start(id)
 }
 
 func (c *cluster) stop(id uint64) {
@@ -165,7 +213,12 @@ func (c *cluster) spread() map[Group]uint64 {
 		}
 		if time.Now().After(next) {
 			for g := range c.groups {
-				if p := c.preferred(Group(g)); c.nodes[p] != nil && leads[Group(g)] != p {
+				p, l := c.preferred(Group(g)), leads[Group(g)]
+				switch {
+				case c.nodes[p] == nil || l == p:
+				case l != 0 && c.nodes[l] != nil: // a live leader: the others refuse a campaign (PreVote)
+					c.nodes[l].TransferLeadership(Group(g), p)
+				default:
 					c.nodes[p].Campaign(Group(g))
 				}
 			}
@@ -174,7 +227,7 @@ func (c *cluster) spread() map[Group]uint64 {
 	}
 }
 
-func (c *cluster) preferred(g Group) uint64 { return c.ids[int(g)%len(c.ids)] }
+func (c *cluster) preferred(g Group) uint64 { return c.voters[int(g)%len(c.voters)] }
 
 // leaders returns each group's leader as the running nodes see it, and
 // whether they all agree and the leader leads (not a stale view).

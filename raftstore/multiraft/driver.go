@@ -2,6 +2,7 @@ package multiraft
 
 import (
 	"encoding/binary"
+	"fmt"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -165,6 +166,10 @@ func (n *Node) processReady() bool {
 		if len(up.Entries) > 0 || up.HardState != nil {
 			t.ups = append(t.ups, up)
 		}
+		for _, id := range gr.r.ccProposed {
+			gr.r.checkChange(id, rd.Entries)
+		}
+		gr.r.ccProposed = gr.r.ccProposed[:0]
 		if up.HardState == nil {
 			for j := range rd.Messages {
 				if m := &rd.Messages[j]; m.Type == pb.MsgApp || m.Type == pb.MsgHeartbeat {
@@ -177,7 +182,19 @@ func (n *Node) processReady() bool {
 	n.sendFrames()
 
 	// 2. Durable before any message that depends on it leaves: a
-	// follower's acknowledgement, a vote.
+	// follower's acknowledgement, a vote. A snapshot from the leader first:
+	// it replaces the whole log before it.
+	for i := range t.rds {
+		gr := &t.rds[i]
+		if snap := gr.rd.Snapshot; !raft.IsEmptySnap(snap) {
+			if err := n.cfg.Storage.SaveSnapshot(gr.r.g, snap, true); err != nil {
+				panic("multiraft: storage failed: " + err.Error())
+			}
+			if err := gr.r.ms.ApplySnapshot(snap); err != nil {
+				panic(fmt.Sprintf("multiraft: group %d: apply snapshot: %v", gr.r.g, err))
+			}
+		}
+	}
 	if len(t.ups) > 0 {
 		if err := n.cfg.Storage.Save(t.ups); err != nil {
 			// Nothing more can be trusted to be on disk: stop driving.
@@ -210,6 +227,13 @@ func (n *Node) processReady() bool {
 		}
 	}
 	n.sendFrames()
+	for i := range t.rds { // sent or dropped: Raft probes the follower again either way
+		for j := range t.rds[i].rd.Messages {
+			if m := &t.rds[i].rd.Messages[j]; m.Type == pb.MsgSnap {
+				t.rds[i].r.rn.ReportSnapshot(m.To, raft.SnapshotFinish)
+			}
+		}
+	}
 
 	// 3. Apply, answer, advance.
 	for i := range t.rds {
@@ -261,33 +285,54 @@ func (n *Node) apply(r *replica, rd *raft.Ready) {
 		}
 	}
 	applied := r.v.applied.Load()
+	if !raft.IsEmptySnap(rd.Snapshot) { // a follower brought up to date by its leader
+		if err := r.sm.Restore(rd.Snapshot.Data); err != nil {
+			panic(fmt.Sprintf("multiraft: group %d: restore snapshot %d: %v", r.g, rd.Snapshot.Metadata.Index, err))
+		}
+		applied = rd.Snapshot.Metadata.Index
+		r.conf = rd.Snapshot.Metadata.ConfState
+		r.snapIndex = applied
+	}
+	// Normal entries go to the state machine in runs, a conf change between
+	// two runs.
+	cmds := r.cmds[:0]
+	confChanged := false
+	flush := func() {
+		if len(cmds) == 0 {
+			return
+		}
+		vals := r.sm.Apply(cmds)
+		for i, c := range cmds {
+			if f, ok := r.waiters[c.id]; ok {
+				delete(r.waiters, c.id)
+				var v any
+				if i < len(vals) {
+					v = vals[i]
+				}
+				f.resolve(v, nil)
+			}
+			cmds[i] = Command{}
+		}
+		cmds = cmds[:0]
+	}
 	for i := range rd.CommittedEntries {
 		e := &rd.CommittedEntries[i]
 		switch e.Type {
 		case pb.EntryNormal:
-			if len(e.Data) < 8 { // a new leader's empty entry
-				break
+			if len(e.Data) >= 8 { // not a new leader's empty entry
+				cmds = append(cmds, Command{Index: e.Index, Data: e.Data[8:], id: binary.LittleEndian.Uint64(e.Data)})
 			}
-			val := r.sm.Apply(e.Index, e.Data[8:])
-			id := binary.LittleEndian.Uint64(e.Data)
-			if f, ok := r.waiters[id]; ok {
-				delete(r.waiters, id)
-				f.resolve(val, nil)
-			}
-		case pb.EntryConfChange:
-			var cc pb.ConfChange
-			if err := cc.Unmarshal(e.Data); err == nil {
-				r.rn.ApplyConfChange(cc)
-			}
-		case pb.EntryConfChangeV2:
-			var cc pb.ConfChangeV2
-			if err := cc.Unmarshal(e.Data); err == nil {
-				r.rn.ApplyConfChange(cc)
-			}
+		case pb.EntryConfChange, pb.EntryConfChangeV2:
+			flush()
+			n.applyConfChange(r, e)
+			confChanged = true
 		}
 		applied = e.Index
 	}
+	flush()
+	r.cmds = cmds
 	r.v.applied.Store(applied)
+	n.maybeSnapshot(r, applied, confChanged)
 	kept := r.ready[:0]
 	for _, ra := range r.ready {
 		if ra.index <= applied {
@@ -338,5 +383,93 @@ func (n *Node) sendFrames() {
 			n.Frames.Add(1)
 			n.turn.frames[to] = fr[:0]
 		}
+	}
+}
+
+// applyConfChange applies a committed conf-change entry to r's Raft
+// configuration and answers its proposer (its Context is the proposal id).
+func (n *Node) applyConfChange(r *replica, e *pb.Entry) {
+	var cc pb.ConfChangeI
+	var ctx []byte
+	if e.Type == pb.EntryConfChange {
+		var c pb.ConfChange
+		if err := c.Unmarshal(e.Data); err != nil {
+			panic(fmt.Sprintf("multiraft: group %d: committed conf change %d: %v", r.g, e.Index, err))
+		}
+		cc, ctx = c, c.Context
+	} else {
+		var c pb.ConfChangeV2
+		if err := c.Unmarshal(e.Data); err != nil {
+			panic(fmt.Sprintf("multiraft: group %d: committed conf change %d: %v", r.g, e.Index, err))
+		}
+		cc, ctx = c, c.Context
+	}
+	r.conf = *r.rn.ApplyConfChange(cc)
+	if len(ctx) == 8 {
+		id := binary.LittleEndian.Uint64(ctx)
+		if f, ok := r.waiters[id]; ok {
+			delete(r.waiters, id)
+			f.resolve(nil, nil)
+		}
+	}
+}
+
+// maybeSnapshot takes a snapshot of r's state machine once SnapshotEntries
+// entries applied since the last one, or after a membership change (force:
+// a node that joins restores the leader's last snapshot only if that names
+// it a member), saves it, and drops the log before it but for
+// TrailingEntries (a follower that far behind catches up from the log, not
+// from a snapshot). It runs on the driver: the state machine's Snapshot must
+// be quick (a copy, or a view of immutable state).
+func (n *Node) maybeSnapshot(r *replica, applied uint64, force bool) {
+	if applied <= r.snapIndex || (!force && applied < r.snapIndex+n.cfg.SnapshotEntries) {
+		return
+	}
+	data, err := r.sm.Snapshot()
+	if err != nil {
+		panic(fmt.Sprintf("multiraft: group %d: snapshot at %d: %v", r.g, applied, err))
+	}
+	snap, err := r.ms.CreateSnapshot(applied, &r.conf, data)
+	if err != nil {
+		panic(fmt.Sprintf("multiraft: group %d: snapshot at %d: %v", r.g, applied, err))
+	}
+	if err := n.cfg.Storage.SaveSnapshot(r.g, snap, false); err != nil {
+		panic("multiraft: storage failed: " + err.Error())
+	}
+	r.snapIndex = applied
+	if applied > n.cfg.TrailingEntries {
+		if to := applied - n.cfg.TrailingEntries; to > r.logStart() {
+			if err := r.ms.Compact(to); err != nil {
+				panic(fmt.Sprintf("multiraft: group %d: compact to %d: %v", r.g, to, err))
+			}
+			if err := n.cfg.Storage.Compact(r.g, to); err != nil {
+				panic("multiraft: storage failed: " + err.Error())
+			}
+		}
+	}
+	n.Snapshots.Add(1)
+}
+
+// logStart is the index of r's in-memory log's first entry less one.
+func (r *replica) logStart() uint64 {
+	first, _ := r.ms.FirstIndex()
+	return first - 1
+}
+
+// checkChange refuses membership change id if Raft did not append it to
+// ents, the leader's new entries of the turn it was proposed in (Raft
+// appends an empty entry in its place while another change is pending).
+func (r *replica) checkChange(id uint64, ents []pb.Entry) {
+	for i := range ents {
+		if e := &ents[i]; e.Type == pb.EntryConfChangeV2 {
+			var cc pb.ConfChangeV2
+			if cc.Unmarshal(e.Data) == nil && len(cc.Context) == 8 && binary.LittleEndian.Uint64(cc.Context) == id {
+				return
+			}
+		}
+	}
+	if f, ok := r.waiters[id]; ok {
+		delete(r.waiters, id)
+		f.resolve(nil, fmt.Errorf("%w: another change is pending", ErrChangeRefused))
 	}
 }

@@ -32,17 +32,34 @@ var (
 	ErrLeadershipLost = errors.New("multiraft: leadership lost; the outcome is unknown")
 	// ErrStopped: the node stopped; for a proposal the outcome is unknown.
 	ErrStopped = errors.New("multiraft: node stopped")
+	// ErrChangeRefused: Raft refused a membership change (another is in
+	// flight, or it is invalid); nothing was proposed.
+	ErrChangeRefused = errors.New("multiraft: membership change refused")
 	// ErrGroupExists: AddGroup of a group the node already holds.
 	ErrGroupExists = errors.New("multiraft: group already on this node")
 )
 
-// StateMachine is a group's replicated state. Apply is called on the node's
-// driver goroutine with each committed command in log order, exactly once per
-// index after the replica starts (a restarted replica applies again from the
-// index its Config.Applied names); what it returns is the proposer's result.
-// It must not block: every group of the node waits for it.
+// StateMachine is a group's replicated state. Its methods are called on the
+// node's driver goroutine and must not block: every group of the node waits
+// for them.
 type StateMachine interface {
-	Apply(index uint64, cmd []byte) any
+	// Apply applies committed commands, in log order, exactly once per
+	// index after the replica starts (a restarted replica applies again from
+	// the index after its snapshot's, or after GroupConfig.Applied), and
+	// returns each command's result for its proposer, one per command.
+	Apply(cmds []Command) []any
+	// Snapshot returns the state as of the last command applied. It must
+	// be quick (a copy, or a view of immutable state).
+	Snapshot() ([]byte, error)
+	// Restore replaces the state with a snapshot's (nil: the empty state).
+	Restore(snapshot []byte) error
+}
+
+// Command is one committed command of a group.
+type Command struct {
+	Index uint64
+	Data  []byte
+	id    uint64 // the proposal's, to answer its proposer
 }
 
 // Transport carries a node's frames to its peers. Send hands over every
@@ -66,6 +83,11 @@ type Config struct {
 	// (100 when 0) and HeartbeatTicks (10 when 0) count it.
 	Tick                          time.Duration
 	ElectionTicks, HeartbeatTicks int
+	// SnapshotEntries is how many entries a group applies between two
+	// snapshots of its state machine (8192 when 0); TrailingEntries how
+	// many of them stay in the log after one (1024 when 0), so that a
+	// follower that far behind catches up from the log.
+	SnapshotEntries, TrailingEntries uint64
 }
 
 // Node drives every Raft group a process holds from one goroutine: per turn
@@ -95,8 +117,8 @@ type Node struct {
 	once    sync.Once
 
 	// Counters for benchmarks and INFO: driver turns that had a Ready,
-	// Saves made, frames sent.
-	Turns, Saves, Frames atomic.Uint64
+	// Saves made, frames sent, snapshots taken.
+	Turns, Saves, Frames, Snapshots atomic.Uint64
 }
 
 // view is what any goroutine may read of a group.
@@ -119,6 +141,15 @@ type replica struct {
 	reads   []*future          // reads taken this turn, before their ReadIndex
 	pending map[uint64][]*future
 	ready   []readAt // reads whose index is known, waiting for apply
+
+	conf      pb.ConfState // as of the last entry applied
+	snapIndex uint64       // the last snapshot's index
+	cmds      []Command    // Apply's batch, kept between turns
+
+	// ccProposed are the ids of the membership changes proposed this turn.
+	// Raft appends a change while another is pending as an empty entry,
+	// silently; the turn's Ready shows which it did.
+	ccProposed []uint64
 }
 
 type readAt struct {
@@ -198,6 +229,12 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.HeartbeatTicks == 0 {
 		cfg.HeartbeatTicks = 10
 	}
+	if cfg.SnapshotEntries == 0 {
+		cfg.SnapshotEntries = 8192
+	}
+	if cfg.TrailingEntries == 0 {
+		cfg.TrailingEntries = 1024
+	}
 	n := &Node{cfg: cfg, groups: map[Group]*replica{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	n.box.props = map[Group][]proposal{}
 	n.box.reads = map[Group][]*future{}
@@ -212,34 +249,50 @@ func NewNode(cfg Config) (*Node, error) {
 type GroupConfig struct {
 	// Voters are the group's first members' ids; every node that holds the
 	// group from its start passes the same list. Used only when the
-	// group's storage is empty.
+	// group's storage is empty; none (nil) for a node that joins a running
+	// group: its leader sends it a snapshot once the group adds it.
 	Voters []uint64
-	// Applied is the highest index SM already holds (0: it is empty): after
-	// a restart the replica applies from the index after it.
+	// Applied is the highest index SM already holds (0: it holds nothing,
+	// and is restored from the stored snapshot, if any): a restarted
+	// replica applies from the index after it.
 	Applied uint64
 	SM      StateMachine
 }
 
 // AddGroup starts this node's replica of group g: from its storage when it
-// has any, else as a new group of gc.Voters. Safe before and after Start.
+// has any, else as a new group of gc.Voters (or a joiner's empty replica).
+// Safe before and after Start.
 func (n *Node) AddGroup(g Group, gc GroupConfig) error {
-	hs, ents, err := n.cfg.Storage.Load(g)
+	st, err := n.cfg.Storage.Load(g)
 	if err != nil {
 		return fmt.Errorf("multiraft: group %d: %w", g, err)
 	}
+	hs, snap, ents := st.HardState, st.Snapshot, st.Entries
 	ms := raft.NewMemoryStorage()
-	// Every replica starts from the same first snapshot (index 1, term 1,
-	// the first voters), so a new group needs no bootstrap entries and every
-	// member's log matches from index 2.
-	if err := ms.ApplySnapshot(pb.Snapshot{Metadata: pb.SnapshotMetadata{
-		Index: 1, Term: 1, ConfState: pb.ConfState{Voters: gc.Voters},
-	}}); err != nil {
-		return err
+	if raft.IsEmptySnap(snap) && len(gc.Voters) > 0 {
+		// Every replica of a new group starts from the same first snapshot
+		// (index 1, term 1, the first voters), so the group needs no
+		// bootstrap entries and every member's log matches from index 2;
+		// it is not stored (a member rebuilds it from the same Voters) until
+		// a snapshot of its own replaces it.
+		snap = pb.Snapshot{Metadata: pb.SnapshotMetadata{Index: 1, Term: 1, ConfState: pb.ConfState{Voters: gc.Voters}}}
+		if raft.IsEmptyHardState(hs) {
+			hs = pb.HardState{Term: 1}
+		}
 	}
-	if raft.IsEmptyHardState(hs) {
-		hs = pb.HardState{Term: 1}
+	applied := gc.Applied
+	if !raft.IsEmptySnap(snap) {
+		if err := ms.ApplySnapshot(snap); err != nil {
+			return err
+		}
+		if applied < snap.Metadata.Index {
+			if err := gc.SM.Restore(snap.Data); err != nil {
+				return fmt.Errorf("multiraft: group %d: restore snapshot %d: %w", g, snap.Metadata.Index, err)
+			}
+			applied = snap.Metadata.Index
+		}
+		hs.Commit = max(hs.Commit, snap.Metadata.Index) // a snapshot is committed
 	}
-	hs.Commit = max(hs.Commit, 1) // the first snapshot is committed
 	if len(ents) > 0 {
 		if err := ms.Append(ents); err != nil {
 			return fmt.Errorf("multiraft: group %d: stored log: %w", g, err)
@@ -253,7 +306,7 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 		ElectionTick:              n.cfg.ElectionTicks,
 		HeartbeatTick:             n.cfg.HeartbeatTicks,
 		Storage:                   ms,
-		Applied:                   max(gc.Applied, 1),
+		Applied:                   applied,
 		MaxSizePerMsg:             1 << 20,
 		MaxInflightMsgs:           256,
 		CheckQuorum:               true,
@@ -265,9 +318,10 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 		return fmt.Errorf("multiraft: group %d: %w", g, err)
 	}
 	r := &replica{g: g, rn: rn, ms: ms, sm: gc.SM, v: &view{}, saved: hs,
-		waiters: map[uint64]*future{}, pending: map[uint64][]*future{}}
+		waiters: map[uint64]*future{}, pending: map[uint64][]*future{},
+		conf: snap.Metadata.ConfState, snapIndex: snap.Metadata.Index}
 	r.v.term.Store(hs.Term)
-	r.v.applied.Store(max(gc.Applied, 1))
+	r.v.applied.Store(applied)
 	add := func() error {
 		if _, ok := n.groups[g]; ok {
 			return ErrGroupExists
@@ -336,6 +390,17 @@ func (n *Node) Campaign(g Group) {
 	})
 }
 
+// TransferLeadership asks this node's replica of g, if it leads g, to hand
+// the leadership to node to (Raft's leader transfer: to campaigns once its
+// log is caught up; proposals are refused meanwhile).
+func (n *Node) TransferLeadership(g Group, to uint64) {
+	n.control(func() {
+		if r := n.groups[g]; r != nil {
+			r.rn.TransferLeader(to)
+		}
+	})
+}
+
 // Leader returns the id of the node g's replica here believes leads it (0:
 // none known) and its term; ok is false when this node does not hold g.
 func (n *Node) Leader(g Group) (lead, term uint64, ok bool) {
@@ -396,6 +461,57 @@ func (n *Node) Read(ctx context.Context, g Group) error {
 	n.box.signal()
 	_, err := f.wait(ctx, n.stopped)
 	return err
+}
+
+// ChangeMembers proposes cc, a change of group g's members, which this node
+// must lead, and returns once it applied here. Raft takes one change at a
+// time: a second while one is in flight is refused (ErrNotLeader's
+// outcomes otherwise: ErrLeadershipLost, ErrStopped and ctx's error leave
+// it unknown).
+func (n *Node) ChangeMembers(ctx context.Context, g Group, cc pb.ConfChangeV2) error {
+	v := (*n.views.Load())[g]
+	if v == nil {
+		return ErrNoGroup
+	}
+	f := newFuture()
+	id := n.nextID.Add(1)
+	cc.Context = binary.LittleEndian.AppendUint64(nil, id)
+	n.control(func() {
+		r := n.groups[g]
+		if r.rn.BasicStatus().RaftState != raft.StateLeader {
+			f.resolve(nil, ErrNotLeader)
+			return
+		}
+		if err := r.rn.ProposeConfChange(cc); err != nil {
+			f.resolve(nil, fmt.Errorf("%w: %v", ErrChangeRefused, err))
+			return
+		}
+		r.waiters[id] = f
+		r.ccProposed = append(r.ccProposed, id) // checked against the log this turn: Raft may have dropped it
+	})
+	_, err := f.wait(ctx, n.stopped)
+	return err
+}
+
+// Members returns group g's voters and learners as this node's replica
+// last applied them.
+func (n *Node) Members(g Group) (voters, learners []uint64, err error) {
+	done := make(chan struct{})
+	n.control(func() {
+		defer close(done)
+		if r := n.groups[g]; r != nil {
+			voters = append(append(voters, r.conf.Voters...), r.conf.VotersOutgoing...)
+			learners = append(learners, r.conf.Learners...)
+		} else {
+			err = ErrNoGroup
+		}
+	})
+	select {
+	case <-done:
+		return voters, learners, err
+	case <-n.stopped:
+		return nil, nil, ErrStopped
+	}
 }
 
 // Receive takes a frame a peer's Transport sent (EncodeFrame's layout) and

@@ -24,15 +24,27 @@ type Update struct {
 	Entries []pb.Entry
 }
 
-// Storage keeps every group's Raft log and hard state on disk.
+// Storage keeps every group's Raft log, hard state and last snapshot on disk.
 type Storage interface {
-	// Load returns group g's hard state and log (contiguous, ascending;
-	// empty for a new group).
-	Load(g Group) (pb.HardState, []pb.Entry, error)
+	// Load returns what group g stored (all empty for a new group).
+	Load(g Group) (Stored, error)
 	// Save makes every update durable before it returns (a group's
 	// entries before its hard state). Updates of different groups may share
 	// one fsync: that is what the driver gives them to Save together for.
 	Save(ups []Update) error
+	// SaveSnapshot makes snap group g's stored snapshot, durably; with
+	// replaceLog (a snapshot from the leader) the log it stored goes too.
+	SaveSnapshot(g Group, snap pb.Snapshot, replaceLog bool) error
+	// Compact drops group g's entries up to index to (inclusive), which a
+	// saved snapshot covers.
+	Compact(g Group, to uint64) error
+}
+
+// Stored is a group's state on disk.
+type Stored struct {
+	HardState pb.HardState
+	Snapshot  pb.Snapshot
+	Entries   []pb.Entry // contiguous, ascending; some may precede Snapshot's index
 }
 
 // LogStorage is Storage over a node's shared logstore: each group a Store
@@ -72,46 +84,101 @@ func (s *LogStorage) store(g Group) (*logstore.Store, error) {
 	return st, nil
 }
 
+// snapshotKey is where a group's last snapshot lies in its stable store
+// (its protobuf encoding).
+var snapshotKey = []byte("multiraft-snap")
+
 // Load implements Storage.
-func (s *LogStorage) Load(g Group) (pb.HardState, []pb.Entry, error) {
-	var hs pb.HardState
+func (s *LogStorage) Load(g Group) (Stored, error) {
+	var out Stored
 	st, err := s.store(g)
 	if err != nil {
-		return hs, nil, err
+		return out, err
 	}
+	hs := &out.HardState
 	switch v, err := st.Get(hardStateKey); {
 	case errors.Is(err, logstore.ErrKeyNotFound):
 	case err != nil:
-		return hs, nil, err
+		return out, err
 	case len(v) != 24:
-		return hs, nil, fmt.Errorf("multiraft: group %d: hard state of %d bytes", g, len(v))
+		return out, fmt.Errorf("multiraft: group %d: hard state of %d bytes", g, len(v))
 	default:
 		hs.Term = binary.LittleEndian.Uint64(v)
 		hs.Vote = binary.LittleEndian.Uint64(v[8:])
 		hs.Commit = binary.LittleEndian.Uint64(v[16:])
 	}
+	switch v, err := st.Get(snapshotKey); {
+	case errors.Is(err, logstore.ErrKeyNotFound):
+	case err != nil:
+		return out, err
+	default:
+		if err := out.Snapshot.Unmarshal(v); err != nil {
+			return out, fmt.Errorf("multiraft: group %d: stored snapshot: %w", g, err)
+		}
+	}
 	first, err := st.FirstIndex()
 	if err != nil {
-		return hs, nil, err
+		return out, err
 	}
 	last, err := st.LastIndex()
 	if err != nil {
-		return hs, nil, err
+		return out, err
 	}
-	var ents []pb.Entry
 	for i := first; first != 0 && i <= last; i++ {
 		var l raft.Log
 		if err := st.GetLog(i, &l); err != nil {
-			return hs, nil, fmt.Errorf("multiraft: group %d: entry %d: %w", g, i, err)
+			return out, fmt.Errorf("multiraft: group %d: entry %d: %w", g, i, err)
 		}
 		e := pb.Entry{Index: l.Index, Term: l.Term, Data: l.Data}
 		if len(l.Extensions) == 1 {
 			e.Type = pb.EntryType(l.Extensions[0])
 		}
-		ents = append(ents, e)
+		out.Entries = append(out.Entries, e)
 	}
-	hs.Commit = min(hs.Commit, last)
-	return hs, ents, nil
+	hs.Commit = min(hs.Commit, max(last, out.Snapshot.Metadata.Index))
+	return out, nil
+}
+
+// SaveSnapshot implements Storage: the snapshot through the journal, then,
+// with replaceLog, the log's deletion (a crash between the two leaves old
+// entries that the snapshot covers or the leader replaces).
+func (s *LogStorage) SaveSnapshot(g Group, snap pb.Snapshot, replaceLog bool) error {
+	st, err := s.store(g)
+	if err != nil {
+		return err
+	}
+	data, err := snap.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := st.Set(snapshotKey, data); err != nil {
+		return err
+	}
+	if !replaceLog {
+		return nil
+	}
+	first, err := st.FirstIndex()
+	if err != nil || first == 0 {
+		return err
+	}
+	last, err := st.LastIndex()
+	if err != nil {
+		return err
+	}
+	return st.DeleteRange(first, last)
+}
+
+// Compact implements Storage.
+func (s *LogStorage) Compact(g Group, to uint64) error {
+	st, err := s.store(g)
+	if err != nil {
+		return err
+	}
+	first, err := st.FirstIndex()
+	if err != nil || first == 0 || first > to {
+		return err
+	}
+	return st.DeleteRange(first, to)
 }
 
 // Save implements Storage: every group's entries in one journal record
