@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/raftstore/logstore"
+	"github.com/lockd/lockd/raftstore/mux"
 )
 
 // memNet delivers frames between the nodes of one process; a cut link drops
@@ -107,6 +108,12 @@ type cluster struct {
 	sms    map[uint64][]*kv
 	tune   func(*Config) // applied to every node's Config (nil: defaults)
 	voters []uint64      // the groups' first voters (nil: ids)
+
+	// overTCP: the nodes talk through NetTransports on peer ports (mux)
+	// at addrs (kept across restarts), not memNet.
+	overTCP bool
+	addrs   map[uint64]string
+	closers map[uint64]func()
 }
 
 func newCluster(t testing.TB, nodes, groups int) *cluster {
@@ -114,7 +121,12 @@ func newCluster(t testing.TB, nodes, groups int) *cluster {
 }
 
 func newClusterWith(t testing.TB, nodes, groups int, tune func(*Config)) *cluster {
-	c := &cluster{t: t, groups: groups, tune: tune,
+	return newClusterOver(t, nodes, groups, tune, false)
+}
+
+func newClusterOver(t testing.TB, nodes, groups int, tune func(*Config), overTCP bool) *cluster {
+	c := &cluster{t: t, groups: groups, tune: tune, overTCP: overTCP,
+		addrs: map[uint64]string{}, closers: map[uint64]func(){},
 		net:  &memNet{nodes: map[uint64]*Node{}, cut: map[[2]uint64]bool{}},
 		dirs: map[uint64]string{}, nodes: map[uint64]*Node{}, shs: map[uint64]*logstore.Shared{},
 		sms: map[uint64][]*kv{}}
@@ -147,6 +159,10 @@ func (c *cluster) start(id uint64) {
 	}
 	cfg := Config{ID: id, Storage: NewLogStorage(sh), Transport: memLink{c.net, id},
 		Tick: 2 * time.Millisecond, ElectionTicks: 50, HeartbeatTicks: 5}
+	var serve func(*Node)
+	if c.overTCP {
+		cfg.Transport, serve = c.listen(id)
+	}
 	if c.tune != nil {
 		c.tune(&cfg)
 	}
@@ -171,6 +187,39 @@ func (c *cluster) start(id uint64) {
 	c.net.mu.Unlock()
 	c.nodes[id], c.shs[id] = n, sh
 	n.Start()
+	if serve != nil {
+		serve(n)
+	}
+}
+
+// listen opens node id's peer port (at its address of before, if any) and
+// returns its transport and what starts serving it.
+func (c *cluster) listen(id uint64) (Transport, func(*Node)) {
+	addr := c.addrs[id]
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	var m *mux.Mux
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m, err = mux.Listen(addr, nil); err == nil || time.Now().After(deadline) {
+			break // a restart may find the old port briefly in use
+		}
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.addrs[id] = m.Addr().String()
+	tr := NewNetTransport(m.Handle('M'), func(to uint64) (string, bool) {
+		a, ok := c.addrs[to]
+		return a, ok
+	}, nil)
+	go m.Serve()
+	c.closers[id] = func() {
+		_ = tr.Close()
+		_ = m.Close()
+	}
+	return tr, func(n *Node) { go tr.Serve(n) }
 }
 
 // join starts a new node, with empty replicas of every group, for the
@@ -186,6 +235,9 @@ func (c *cluster) stop(id uint64) {
 	delete(c.net.nodes, id)
 	c.net.mu.Unlock()
 	c.nodes[id].Stop()
+	if f := c.closers[id]; f != nil {
+		f()
+	}
 	if err := c.shs[id].Close(); err != nil {
 		c.t.Error(err)
 	}
