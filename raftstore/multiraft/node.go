@@ -91,10 +91,11 @@ type Config struct {
 }
 
 // Node drives every Raft group a process holds from one goroutine: per turn
-// it steps what arrived, makes every group's new entries and hard states
-// durable with one Storage.Save, sends each peer at most two frames carrying
-// every group's messages (a leader's appends before the Save, what needs
-// the Save after it), and applies every group's committed entries.
+// it steps what arrived, sends each peer one frame carrying every group's
+// messages, hands every group's storage appends to the writer goroutine as
+// one job (which makes them durable with one Storage.Save and then sends the
+// messages that waited for them), and applies every group's committed
+// entries.
 type Node struct {
 	cfg Config
 	box mailbox
@@ -110,6 +111,9 @@ type Node struct {
 
 	startMu sync.Mutex // AddGroup before Start adds the group itself
 	started bool
+
+	writes     chan writeJob // the driver's storage appends, to the writer
+	writerDone chan struct{}
 
 	nextID  atomic.Uint64 // proposal and read ids (random start: ids survive no restart)
 	stop    chan struct{}
@@ -135,16 +139,18 @@ type replica struct {
 	ms      *raft.MemoryStorage
 	sm      StateMachine
 	v       *view
-	saved   pb.HardState       // last hard state Save made durable (term, vote)
+	saved   pb.HardState       // the writer's: last hard state Save made durable (term, vote)
+	written uint64             // the writer's: the index of the last snapshot it saved
 	waiters map[uint64]*future // proposals this node made as leader, by id
 	props   []proposal         // proposals taken this turn
 	reads   []*future          // reads taken this turn, before their ReadIndex
 	pending map[uint64][]*future
 	ready   []readAt // reads whose index is known, waiting for apply
 
-	conf      pb.ConfState // as of the last entry applied
-	snapIndex uint64       // the last snapshot's index
-	cmds      []Command    // Apply's batch, kept between turns
+	conf       pb.ConfState // as of the last entry applied
+	snapIndex  uint64       // the last snapshot's index
+	snapWanted bool         // a membership change applied since
+	cmds       []Command    // Apply's batch, kept between turns
 
 	// ccProposed are the ids of the membership changes proposed this turn.
 	// Raft appends a change while another is pending as an empty entry,
@@ -235,7 +241,8 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.TrailingEntries == 0 {
 		cfg.TrailingEntries = 1024
 	}
-	n := &Node{cfg: cfg, groups: map[Group]*replica{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+	n := &Node{cfg: cfg, groups: map[Group]*replica{}, stop: make(chan struct{}), stopped: make(chan struct{}),
+		writes: make(chan writeJob, writeQueue), writerDone: make(chan struct{})}
 	n.box.props = map[Group][]proposal{}
 	n.box.reads = map[Group][]*future{}
 	n.box.wake = make(chan struct{}, 1)
@@ -312,6 +319,7 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 		CheckQuorum:               true,
 		PreVote:                   true,
 		DisableProposalForwarding: true,
+		AsyncStorageWrites:        true,
 		Logger:                    quiet,
 	})
 	if err != nil {
@@ -319,7 +327,7 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 	}
 	r := &replica{g: g, rn: rn, ms: ms, sm: gc.SM, v: &view{}, saved: hs,
 		waiters: map[uint64]*future{}, pending: map[uint64][]*future{},
-		conf: snap.Metadata.ConfState, snapIndex: snap.Metadata.Index}
+		conf: snap.Metadata.ConfState, snapIndex: snap.Metadata.Index, written: snap.Metadata.Index}
 	r.v.term.Store(hs.Term)
 	r.v.applied.Store(applied)
 	add := func() error {
@@ -369,6 +377,7 @@ func (n *Node) Start() {
 	defer n.startMu.Unlock()
 	if !n.started {
 		n.started = true
+		go n.writer()
 		go n.run()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -116,6 +117,7 @@ func (p *peerConn) writer() {
 			return
 		case <-p.wake:
 		}
+		runtime.Gosched() // the frames being sent this moment join this write (as in the driver)
 		p.mu.Lock()
 		out, p.buf = p.buf, out[:0]
 		p.mu.Unlock()
