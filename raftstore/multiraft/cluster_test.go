@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -552,5 +553,65 @@ func TestReadSeesAcknowledgedWrites(t *testing.T) {
 				t.Fatalf("group %d: read after write %d saw %q", g, i, got["x"])
 			}
 		}
+	}
+}
+
+// failingStorage fails every Save once fail is set.
+type failingStorage struct {
+	Storage
+	fail atomic.Bool
+}
+
+var errDiskGone = errors.New("disk gone (test)")
+
+func (s *failingStorage) Save(ups []Update) error {
+	if s.fail.Load() {
+		return errDiskGone
+	}
+	return s.Storage.Save(ups)
+}
+
+// TestDiskFailureHalts: a node whose disk write fails stops: its waiting
+// proposal fails with ErrStopped wrapping the disk's error, Err says why,
+// Done closes, and the rest of the cluster elects another leader and goes on.
+func TestDiskFailureHalts(t *testing.T) {
+	var broken *failingStorage
+	c := newClusterWith(t, 3, 1, func(cfg *Config) {
+		if cfg.ID == 1 {
+			broken = &failingStorage{Storage: cfg.Storage}
+			cfg.Storage = broken
+		}
+	})
+	c.spread() // node 1 leads group 0
+	want := []map[string]string{{}}
+	c.write(0, "a", 5, want[0])
+	broken.fail.Store(true)
+	_, err := c.nodes[1].Propose(ctxT(t), 0, []byte("b=1"))
+	if !errors.Is(err, ErrStopped) || !errors.Is(err, errDiskGone) {
+		t.Fatalf("proposal at a node whose disk failed: %v, want ErrStopped wrapping the disk's error", err)
+	}
+	if !errors.Is(c.nodes[1].Err(), errDiskGone) {
+		t.Fatalf("Err() = %v", c.nodes[1].Err())
+	}
+	select {
+	case <-c.nodes[1].Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the halted node's driver did not stop")
+	}
+	c.net.isolate(1, true, c.ids)
+	var lead uint64
+	for deadline := time.Now().Add(20 * time.Second); lead == 0 || lead == 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no new leader")
+		}
+		lead = 0
+		for _, id := range c.ids[1:] {
+			if (*c.nodes[id].views.Load())[0].leader.Load() {
+				lead = id
+			}
+		}
+	}
+	if _, err := c.nodes[lead].Propose(ctxT(t), 0, []byte("c=1")); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -38,7 +38,7 @@ func (n *Node) run() {
 	for {
 		select {
 		case <-n.stop:
-			n.failAll(ErrStopped)
+			n.failAll(n.stopErr())
 			close(n.writes)
 			<-n.writerDone
 			return
@@ -52,6 +52,9 @@ func (n *Node) run() {
 			// takes them all. BenchmarkGroups/tcp: 1.4-1.5x the ops/s and
 			// 0.6x the CPU per operation, with 1 group and with 8.
 			runtime.Gosched()
+		}
+		if n.Err() != nil {
+			continue // halted: the stop is closed
 		}
 		n.take()
 		if n.processReady() {
@@ -150,12 +153,12 @@ func (n *Node) readIndex(g Group, fs []*future) {
 func (n *Node) processReady() bool {
 	t := &n.turn
 	var job writeJob
-	any := false
+	busy := false
 	for _, r := range n.list {
 		if !r.rn.HasReady() {
 			continue
 		}
-		any = true
+		busy = true
 		rd := r.rn.Ready()
 		for _, id := range r.ccProposed {
 			r.checkChange(id, rd.Entries)
@@ -196,7 +199,7 @@ func (n *Node) processReady() bool {
 			n.toWrite(writeJob{snaps: []snapJob{*job}})
 		}
 	}
-	if !any {
+	if !busy {
 		return false
 	}
 	n.sendFrames()
@@ -304,7 +307,8 @@ func (n *Node) answerReads(r *replica) {
 // are stepped (only then does Raft hand out the entries after it).
 func (n *Node) restore(r *replica, snap *pb.Snapshot) {
 	if err := r.sm.Restore(snap.Data); err != nil {
-		panic(fmt.Sprintf("multiraft: group %d: restore snapshot %d: %v", r.g, snap.Metadata.Index, err))
+		n.halt(fmt.Errorf("multiraft: group %d: restore snapshot %d: %w", r.g, snap.Metadata.Index, err))
+		return
 	}
 	r.v.applied.Store(snap.Metadata.Index)
 	r.conf = snap.Metadata.ConfState
@@ -359,13 +363,15 @@ func (n *Node) applyConfChange(r *replica, e *pb.Entry) {
 	if e.Type == pb.EntryConfChange {
 		var c pb.ConfChange
 		if err := c.Unmarshal(e.Data); err != nil {
-			panic(fmt.Sprintf("multiraft: group %d: committed conf change %d: %v", r.g, e.Index, err))
+			n.halt(fmt.Errorf("multiraft: group %d: committed conf change %d: %w", r.g, e.Index, err))
+			return
 		}
 		cc, ctx = c, c.Context
 	} else {
 		var c pb.ConfChangeV2
 		if err := c.Unmarshal(e.Data); err != nil {
-			panic(fmt.Sprintf("multiraft: group %d: committed conf change %d: %v", r.g, e.Index, err))
+			n.halt(fmt.Errorf("multiraft: group %d: committed conf change %d: %w", r.g, e.Index, err))
+			return
 		}
 		cc, ctx = c, c.Context
 	}
@@ -396,13 +402,15 @@ func (n *Node) maybeSnapshot(r *replica) *snapJob {
 	}
 	data, err := r.sm.Snapshot()
 	if err != nil {
-		panic(fmt.Sprintf("multiraft: group %d: snapshot at %d: %v", r.g, applied, err))
+		n.halt(fmt.Errorf("multiraft: group %d: snapshot at %d: %w", r.g, applied, err))
+		return nil
 	}
 	snap, err := r.ms.CreateSnapshot(applied, &r.conf, data)
 	if err == raft.ErrSnapOutOfDate { // a newer one from the leader is in place
 		return nil
 	} else if err != nil {
-		panic(fmt.Sprintf("multiraft: group %d: snapshot at %d: %v", r.g, applied, err))
+		n.halt(fmt.Errorf("multiraft: group %d: snapshot at %d: %w", r.g, applied, err))
+		return nil
 	}
 	r.snapIndex, r.snapWanted = applied, false
 	n.Snapshots.Add(1)

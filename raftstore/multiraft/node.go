@@ -115,6 +115,8 @@ type Node struct {
 	writes     chan writeJob // the driver's storage appends, to the writer
 	writerDone chan struct{}
 
+	fatal atomic.Pointer[error] // why the node halted (halt), nil while it runs
+
 	nextID  atomic.Uint64 // proposal and read ids (random start: ids survive no restart)
 	stop    chan struct{}
 	stopped chan struct{}
@@ -188,7 +190,7 @@ func (f *future) wait(ctx context.Context, stopped <-chan struct{}) (any, error)
 		case <-f.done:
 			return f.val, f.err
 		default:
-			return nil, ErrStopped
+			return nil, ErrStopped // the driver answered every future before it closed stopped
 		}
 	}
 }
@@ -388,6 +390,35 @@ func (n *Node) Stop() {
 	n.Start() // a driver that never ran answers what waits, and returns
 	n.once.Do(func() { close(n.stop) })
 	<-n.stopped
+}
+
+// halt stops the node because of err, which leaves it unable to go on
+// safely (a failed disk write: which of its writes landed is unknown): the
+// driver and the writer stop, what waits fails with err, and Err reports it.
+func (n *Node) halt(err error) {
+	if n.fatal.CompareAndSwap(nil, &err) {
+		n.once.Do(func() { close(n.stop) })
+	}
+}
+
+// Err returns why the node halted by itself, or nil.
+func (n *Node) Err() error {
+	if p := n.fatal.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Done is closed once the node's driver has stopped (Stop, or a halt).
+func (n *Node) Done() <-chan struct{} { return n.stopped }
+
+// stopErr is what waiters get when the driver stops: ErrStopped, wrapping
+// the halt's reason if there is one.
+func (n *Node) stopErr() error {
+	if err := n.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrStopped, err)
+	}
+	return ErrStopped
 }
 
 // Campaign makes this node's replica of g stand for leader now.

@@ -51,6 +51,9 @@ func (n *Node) writer() {
 	defer close(n.writerDone)
 	frames := map[uint64][]byte{}
 	for job := range n.writes {
+		if n.Err() != nil {
+			continue // halted: nothing more is written
+		}
 		runtime.Gosched() // the other groups' appends of this moment join this write (as in the driver)
 		jobs := []writeJob{job}
 	more:
@@ -82,17 +85,19 @@ func (n *Node) write(jobs []writeJob, frames map[uint64][]byte) {
 		local []inMsg
 		ctls  []func()
 	)
-	flush := func() {
+	flush := func() bool {
 		if len(ups) > 0 {
 			if err := n.cfg.Storage.Save(ups); err != nil {
-				panic("multiraft: storage failed: " + err.Error()) // nothing more can be trusted to be on disk
+				n.halt(fmt.Errorf("multiraft: storage: %w", err)) // nothing more can be trusted to be on disk
+				return false
 			}
 			n.Saves.Add(1)
 		}
 		for _, a := range done {
 			if len(a.m.Entries) > 0 {
 				if err := a.r.ms.Append(a.m.Entries); err != nil {
-					panic(fmt.Sprintf("multiraft: group %d: memory log: %v", a.r.g, err))
+					n.halt(fmt.Errorf("multiraft: group %d: memory log: %w", a.r.g, err))
+					return false
 				}
 			}
 			if a.m.Term != 0 { // a hard state
@@ -110,17 +115,22 @@ func (n *Node) write(jobs []writeJob, frames map[uint64][]byte) {
 		ups = ups[:0]
 		clear(at)
 		done = done[:0]
+		return true
 	}
 	for _, job := range jobs {
 		for _, a := range job.appends {
 			r := a.r
 			if snap := a.m.Snapshot; snap != nil && !raft.IsEmptySnap(*snap) {
-				flush()
+				if !flush() {
+					return
+				}
 				if err := n.cfg.Storage.SaveSnapshot(r.g, *snap, true); err != nil {
-					panic("multiraft: storage failed: " + err.Error())
+					n.halt(fmt.Errorf("multiraft: storage: %w", err))
+					return
 				}
 				if err := r.ms.ApplySnapshot(*snap); err != nil && err != raft.ErrSnapOutOfDate {
-					panic(fmt.Sprintf("multiraft: group %d: apply snapshot: %v", r.g, err))
+					n.halt(fmt.Errorf("multiraft: group %d: apply snapshot: %w", r.g, err))
+					return
 				}
 				r.written = snap.Metadata.Index
 				ctls = append(ctls, func() { n.restore(r, snap) })
@@ -149,22 +159,29 @@ func (n *Node) write(jobs []writeJob, frames map[uint64][]byte) {
 			if sj.snap.Metadata.Index <= r.written { // a newer one from the leader is in place
 				continue
 			}
-			flush()
+			if !flush() {
+				return
+			}
 			if err := n.cfg.Storage.SaveSnapshot(r.g, sj.snap, false); err != nil {
-				panic("multiraft: storage failed: " + err.Error())
+				n.halt(fmt.Errorf("multiraft: storage: %w", err))
+				return
 			}
 			r.written = sj.snap.Metadata.Index
 			if first, _ := r.ms.FirstIndex(); sj.compactTo >= first {
 				if err := r.ms.Compact(sj.compactTo); err != nil && err != raft.ErrCompacted {
-					panic(fmt.Sprintf("multiraft: group %d: compact to %d: %v", r.g, sj.compactTo, err))
+					n.halt(fmt.Errorf("multiraft: group %d: compact to %d: %w", r.g, sj.compactTo, err))
+					return
 				}
 				if err := n.cfg.Storage.Compact(r.g, sj.compactTo); err != nil {
-					panic("multiraft: storage failed: " + err.Error())
+					n.halt(fmt.Errorf("multiraft: storage: %w", err))
+					return
 				}
 			}
 		}
 	}
-	flush()
+	if !flush() {
+		return
+	}
 	for to, fr := range frames {
 		if len(fr) > 0 {
 			n.cfg.Transport.Send(to, fr)
