@@ -113,7 +113,7 @@ func (c *MemberCheck) hosts() []string {
 
 // serversWithin is r's latest configuration, if Raft answers within d (ok
 // false when it does not, or cannot).
-func serversWithin(r *raft.Raft, d time.Duration) ([]raft.Server, bool) {
+func serversWithin(r consensus, d time.Duration) ([]raft.Server, bool) {
 	if r == nil {
 		return nil, false
 	}

@@ -304,7 +304,7 @@ func CheckPeers(peers []Peer, self, selfAddr string) error {
 type Store struct {
 	cfg   Config
 	log   *slog.Logger
-	raft  *raft.Raft
+	raft  consensus
 	logs  *logstore.Store
 	trans *appendpipe.Transport // hashicorp/raft's NetworkTransport, its pipelined appends on appendpipe
 	peer  *mux.Mux              // the peer port: Raft traffic and forwarding
@@ -784,7 +784,7 @@ func (s *Store) startLoops(peer *peerSide) {
 
 // latestServers is r's latest configuration (committed or not); nil while r
 // is nil or cannot say.
-func latestServers(r *raft.Raft) []raft.Server {
+func latestServers(r consensus) []raft.Server {
 	if r == nil {
 		return nil
 	}
@@ -796,7 +796,7 @@ func latestServers(r *raft.Raft) []raft.Server {
 }
 
 // voters is how many voters r's latest configuration holds.
-func voters(r *raft.Raft) int {
+func voters(r consensus) int {
 	n := 0
 	for _, srv := range latestServers(r) {
 		if srv.Suffrage == raft.Voter {
@@ -845,7 +845,7 @@ func (s *Store) PeerAddr() string { return string(s.trans.LocalAddr()) }
 // Raft is the group's hashicorp/raft instance, for what a Node reads of it
 // (state, leader, indexes) and does with it (a leadership transfer). Writes
 // go through Do, never Raft's Apply.
-func (s *Store) Raft() *raft.Raft { return s.raft }
+func (s *Store) Raft() consensus { return s.raft }
 
 // Member reports whether this node is in the group's latest configuration
 // (a voter or a non-voter); a Node relays a group it is no member of.
