@@ -182,3 +182,35 @@ func openGroup(tb testing.TB, dir string, opts Options) (*Shared, *Store) {
 	})
 	return sh, st
 }
+
+// reopenShared closes stores and sh, and opens the Shared in dir again.
+func reopenShared(t *testing.T, dir string, sh *Shared, stores []*Store) *Shared {
+	t.Helper()
+	for _, st := range stores {
+		st.Close()
+	}
+	if err := sh.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := OpenShared(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh
+}
+
+// openGroups opens a Shared in dir and the Stores of groups 0 to n-1.
+func openGroups(t *testing.T, dir string, n int) (*Shared, []*Store) {
+	t.Helper()
+	sh, err := OpenShared(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := make([]*Store, n)
+	for g := range stores {
+		if stores[g], err = sh.Group(g, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sh, stores
+}

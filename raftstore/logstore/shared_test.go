@@ -14,17 +14,8 @@ import (
 // reopen with their own bounds, and concurrent appends all land.
 func TestSharedGroupsAreSeparate(t *testing.T) {
 	dir := t.TempDir()
-	sh, err := OpenShared(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const groups, perGroup = 4, 50
-	stores := make([]*Store, groups)
-	for g := range stores {
-		if stores[g], err = sh.Group(g, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sh, stores := openGroups(t, dir, groups)
 	var wg sync.WaitGroup
 	for g, st := range stores {
 		wg.Add(1)
@@ -48,17 +39,7 @@ func TestSharedGroupsAreSeparate(t *testing.T) {
 	if err := stores[0].StoreLogs([]*raft.Log{{Index: 150, Term: 9, Type: raft.LogCommand, Data: []byte("zero")}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range stores {
-		st.Close()
-	}
-	if err := sh.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	sh, err = OpenShared(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sh = reopenShared(t, dir, sh, stores)
 	defer sh.Close()
 	for g := range groups {
 		st, err := sh.Group(g, nil)

@@ -12,17 +12,8 @@ import (
 // Shared is refused and nothing is written.
 func TestStoreTogether(t *testing.T) {
 	dir := t.TempDir()
-	sh, err := OpenShared(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const groups = 4
-	stores := make([]*Store, groups)
-	for g := range stores {
-		if stores[g], err = sh.Group(g, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sh, stores := openGroups(t, dir, groups)
 	for round := range uint64(3) {
 		var parts []LogWrite
 		for g := groups - 1; g >= 0; g-- { // any order
@@ -56,17 +47,7 @@ func TestStoreTogether(t *testing.T) {
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range stores {
-		st.Close()
-	}
-	if err := sh.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	sh, err = OpenShared(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sh = reopenShared(t, dir, sh, stores)
 	defer sh.Close()
 	for g := range groups {
 		st, err := sh.Group(g, nil)

@@ -3,9 +3,9 @@ package multiraft
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,35 +81,23 @@ func BenchmarkGroupsLocks(b *testing.B) {
 			}
 			c.groups = groups
 			leads := c.spread()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			cpu0 := cpuTime()
-			b.ResetTimer()
-			start := time.Now()
-			for i := range 64 {
-				wg.Go(func() {
-					g := Group(i % groups)
-					n, _ := c.node(leads[g])
-					name := []byte("bench:" + strconv.Itoa(i))
-					acq := command.Entry{Kind: command.KindCommand, Args: [][]byte{[]byte("LOCK.ACQUIRE"), name, []byte("me"), []byte("PX"), []byte("10000")}}.Encode()
-					for next.Add(1) <= int64(b.N) {
-						v, err := n.Propose(context.Background(), g, acq)
-						if err != nil || v.(resp.Value).Kind != resp.KindInt {
-							b.Errorf("acquire: %v %v", v, err)
-							return
-						}
-						rel := command.Entry{Kind: command.KindCommand, Args: [][]byte{[]byte("LOCK.RELEASE"), name, strconv.AppendInt(nil, v.(resp.Value).Int, 10)}}.Encode()
-						if v, err := n.Propose(context.Background(), g, rel); err != nil || v.(resp.Value).Int != 1 {
-							b.Errorf("release: %v %v", v, err)
-							return
-						}
+			elapsed, cpu := drive(b, func(i int) func() error {
+				g := Group(i % groups)
+				n, _ := c.node(leads[g])
+				name := []byte("bench:" + strconv.Itoa(i))
+				acq := command.Entry{Kind: command.KindCommand, Args: [][]byte{[]byte("LOCK.ACQUIRE"), name, []byte("me"), []byte("PX"), []byte("10000")}}.Encode()
+				return func() error {
+					v, err := n.Propose(context.Background(), g, acq)
+					if err != nil || v.(resp.Value).Kind != resp.KindInt {
+						return fmt.Errorf("acquire: %v %v", v, err)
 					}
-				})
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			cpu := cpuTime() - cpu0
+					rel := command.Entry{Kind: command.KindCommand, Args: [][]byte{[]byte("LOCK.RELEASE"), name, strconv.AppendInt(nil, v.(resp.Value).Int, 10)}}.Encode()
+					if v, err := n.Propose(context.Background(), g, rel); err != nil || v.(resp.Value).Int != 1 {
+						return fmt.Errorf("release: %v %v", v, err)
+					}
+					return nil
+				}
+			})
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cycles/s")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/cycle")
 		})
