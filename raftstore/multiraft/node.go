@@ -64,7 +64,7 @@ type Command struct {
 
 // Transport carries a node's frames to its peers. Send hands over every
 // message the node has for peer to in one turn, all groups together
-// (EncodeFrame's layout); it must not block for long and must not keep frame
+// (AppendMessage's layout); it must not block for long and must not keep frame
 // after it returns. A frame it cannot deliver may be dropped: Raft resends.
 // The receiving side passes each frame to its Node's Receive.
 type Transport interface {
@@ -554,10 +554,16 @@ func (n *Node) Members(g Group) (voters, learners []uint64, err error) {
 	}
 }
 
-// Receive takes a frame a peer's Transport sent (EncodeFrame's layout) and
+// Receive takes a frame a peer's Transport sent (AppendMessage's layout) and
 // queues its messages for the driver. A frame that does not parse is
-// refused whole; messages for groups this node does not hold are dropped.
+// refused whole; messages for groups this node does not hold are dropped;
+// after Stop every frame is refused (ErrStopped).
 func (n *Node) Receive(frame []byte) error {
+	select {
+	case <-n.stop: // nobody would take them
+		return ErrStopped
+	default:
+	}
 	var msgs []inMsg
 	if err := DecodeFrame(frame, func(g Group, m pb.Message) {
 		msgs = append(msgs, inMsg{g, m})
