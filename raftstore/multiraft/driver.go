@@ -226,17 +226,39 @@ func (n *Node) processReady() bool {
 // alone is enough: a leader may step down and win again between two Readys
 // with no change of SoftState to show.
 func (n *Node) leadership(r *replica, rd *raft.Ready) {
-	if !raft.IsEmptyHardState(rd.HardState) && rd.HardState.Term != r.v.term.Load() {
-		r.fail(ErrLeadershipLost)
-		r.v.term.Store(rd.HardState.Term)
+	changed := false
+	if !raft.IsEmptyHardState(rd.HardState) {
+		if rd.HardState.Term != r.v.term.Load() {
+			r.fail(ErrLeadershipLost)
+			r.v.term.Store(rd.HardState.Term)
+			changed = true
+		}
+		r.v.commit.Store(rd.HardState.Commit)
 	}
 	if ss := rd.SoftState; ss != nil {
-		r.v.lead.Store(ss.Lead)
+		changed = changed || r.v.lead.Swap(ss.Lead) != ss.Lead
 		leading := ss.RaftState == raft.StateLeader
-		if r.v.leader.Swap(leading) && !leading {
-			r.fail(ErrLeadershipLost)
+		if was := r.v.leader.Swap(leading); was != leading {
+			changed = true
+			if was {
+				r.fail(ErrLeadershipLost)
+			}
 		}
 	}
+	if last := lastIndex(rd); last > 0 {
+		r.v.last.Store(last)
+	}
+	if changed {
+		r.v.notify()
+	}
+}
+
+// lastIndex is the index of rd's last new entry (0: none).
+func lastIndex(rd *raft.Ready) uint64 {
+	if n := len(rd.Entries); n > 0 {
+		return rd.Entries[n-1].Index
+	}
+	return 0
 }
 
 // apply applies committed entries of r in order and answers the proposals
@@ -270,9 +292,16 @@ func (n *Node) apply(r *replica, ents []pb.Entry) {
 		}
 		switch e.Type {
 		case pb.EntryNormal:
-			if len(e.Data) >= 8 { // not a new leader's empty entry
+			switch {
+			case len(e.Data) > 8:
 				cmds = append(cmds, Command{Index: e.Index, Data: e.Data[8:], id: binary.LittleEndian.Uint64(e.Data)})
-			}
+			case len(e.Data) == 8: // a barrier: every entry before it applied
+				flush()
+				if f, ok := r.waiters[binary.LittleEndian.Uint64(e.Data)]; ok {
+					delete(r.waiters, binary.LittleEndian.Uint64(e.Data))
+					f.resolve(nil, nil)
+				}
+			} // else a new leader's empty entry
 		case pb.EntryConfChange, pb.EntryConfChangeV2:
 			flush()
 			n.applyConfChange(r, e)
@@ -311,6 +340,9 @@ func (n *Node) restore(r *replica, snap *pb.Snapshot) {
 		return
 	}
 	r.v.applied.Store(snap.Metadata.Index)
+	if r.v.last.Load() < snap.Metadata.Index {
+		r.v.last.Store(snap.Metadata.Index)
+	}
 	r.conf = snap.Metadata.ConfState
 	r.snapIndex = snap.Metadata.Index
 	n.answerReads(r)

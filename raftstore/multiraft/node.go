@@ -132,6 +132,21 @@ type view struct {
 	lead, term atomic.Uint64
 	leader     atomic.Bool // this node leads
 	applied    atomic.Uint64
+	commit     atomic.Uint64
+	last       atomic.Uint64
+
+	mu      sync.Mutex
+	changed chan struct{} // LeaderChanged's; closed and cleared at a change
+}
+
+// notify closes the channel LeaderChanged gave out, if any.
+func (v *view) notify() {
+	v.mu.Lock()
+	if v.changed != nil {
+		close(v.changed)
+		v.changed = nil
+	}
+	v.mu.Unlock()
 }
 
 // replica is one group on this node: the driver's alone.
@@ -332,6 +347,10 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 		conf: snap.Metadata.ConfState, snapIndex: snap.Metadata.Index, written: snap.Metadata.Index}
 	r.v.term.Store(hs.Term)
 	r.v.applied.Store(applied)
+	r.v.commit.Store(hs.Commit)
+	if last, err := ms.LastIndex(); err == nil {
+		r.v.last.Store(last)
+	}
 	add := func() error {
 		if _, ok := n.groups[g]; ok {
 			return ErrGroupExists
@@ -464,6 +483,30 @@ func (n *Node) Applied(g Group) uint64 {
 // ErrNotLeader or ErrNoGroup nothing was proposed; on ErrLeadershipLost,
 // ErrStopped or ctx's error the outcome is unknown.
 func (n *Node) Propose(ctx context.Context, g Group, cmd []byte) (any, error) {
+	p, err := n.ProposeAsync(g, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return p.f.wait(ctx, n.stopped)
+}
+
+// Proposal is a proposal on its way: Done closes once its outcome is known.
+type Proposal struct {
+	f       *future
+	stopped <-chan struct{}
+}
+
+// Done is closed once Result has the outcome.
+func (p *Proposal) Done() <-chan struct{} { return p.f.done }
+
+// Result waits for the outcome: Propose's.
+func (p *Proposal) Result(ctx context.Context) (any, error) { return p.f.wait(ctx, p.stopped) }
+
+// ProposeAsync is Propose without the wait: the refusals come at once, the
+// rest through the Proposal. An empty cmd is a barrier: it applies nothing
+// (the state machine never sees it), and its Result, nil, means that every
+// entry before it has applied here.
+func (n *Node) ProposeAsync(g Group, cmd []byte) (*Proposal, error) {
 	v := (*n.views.Load())[g]
 	if v == nil {
 		return nil, ErrNoGroup
@@ -479,7 +522,65 @@ func (n *Node) Propose(ctx context.Context, g Group, cmd []byte) (any, error) {
 	n.box.props[g] = append(n.box.props[g], proposal{data: data, f: f})
 	n.box.mu.Unlock()
 	n.box.signal()
-	return f.wait(ctx, n.stopped)
+	return &Proposal{f: f, stopped: n.stopped}, nil
+}
+
+// Barrier returns once every entry g committed before it has applied here,
+// which needs this node to lead g (Propose of an empty command).
+func (n *Node) Barrier(ctx context.Context, g Group) error {
+	_, err := n.Propose(ctx, g, nil)
+	return err
+}
+
+// Status is a group's replica as this node sees it.
+type Status struct {
+	Lead, Term uint64 // the leader known (0: none) and the term
+	Leading    bool   // this node leads the group
+	// Commit is the highest index known committed; Applied the highest
+	// applied here; Last the last index of the log here (durable, or on
+	// its way to the disk).
+	Commit, Applied, Last uint64
+}
+
+// Status returns group g's status here; ok is false when this node does not
+// hold g.
+func (n *Node) Status(g Group) (st Status, ok bool) {
+	v := (*n.views.Load())[g]
+	if v == nil {
+		return st, false
+	}
+	return Status{Lead: v.lead.Load(), Term: v.term.Load(), Leading: v.leader.Load(),
+		Commit: v.commit.Load(), Applied: v.applied.Load(), Last: v.last.Load()}, true
+}
+
+// LeaderChanged returns a channel that closes at g's next change of leader
+// or term here (nil when this node does not hold g): take it, read the
+// status, wait on it.
+func (n *Node) LeaderChanged(g Group) <-chan struct{} {
+	v := (*n.views.Load())[g]
+	if v == nil {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.changed == nil {
+		v.changed = make(chan struct{})
+	}
+	return v.changed
+}
+
+// TakeSnapshot makes g's replica here take a snapshot of its state machine
+// at its next turn (and compact its log behind it), as it does every
+// SnapshotEntries entries.
+func (n *Node) TakeSnapshot(g Group) {
+	n.control(func() {
+		if r := n.groups[g]; r != nil {
+			r.snapWanted = true
+			if job := n.maybeSnapshot(r); job != nil {
+				n.toWrite(writeJob{snaps: []snapJob{*job}})
+			}
+		}
+	})
 }
 
 // Read returns once g's state machine here has applied every entry the
