@@ -7,10 +7,11 @@ import (
 )
 
 // consensus is what a group asks of its Raft engine, all in one place:
-// hashicorp/raft's *raft.Raft today, whose methods these are, each with its
-// contract. The node-wide engine (package multiraft) is to satisfy it next
-// (issue 50), which will turn the hashicorp-specific parts (futures,
-// observers, reloadable config) into the group's own terms one by one.
+// hashicorp/raft (hashiRaft) today, whose methods these mostly are, each with
+// its contract. The node-wide engine (package multiraft) is to satisfy it
+// next (issue 50), which turns the hashicorp-specific parts (futures,
+// reloadable config) into the group's own terms one by one, as WatchLeader
+// did for observers.
 type consensus interface {
 	// The log: proposing, and where it stands.
 	Apply(cmd []byte, timeout time.Duration) raft.ApplyFuture
@@ -27,8 +28,9 @@ type consensus interface {
 	LastContact() time.Time
 	VerifyLeader() raft.Future
 	LeaderCh() <-chan bool
-	RegisterObserver(or *raft.Observer)
-	DeregisterObserver(or *raft.Observer)
+	// WatchLeader sends on ch, without blocking (give it room for one),
+	// after each change of the leader this replica knows, until stop.
+	WatchLeader(ch chan<- struct{}) (stop func())
 	LeadershipTransfer() raft.Future
 	LeadershipTransferToServer(id raft.ServerID, address raft.ServerAddress) raft.Future
 
@@ -47,4 +49,24 @@ type consensus interface {
 	Shutdown() raft.Future
 }
 
-var _ consensus = (*raft.Raft)(nil)
+// hashiRaft is hashicorp/raft as a group's engine: *raft.Raft, and what it
+// does in other terms.
+type hashiRaft struct{ *raft.Raft }
+
+var _ consensus = hashiRaft{}
+
+// WatchLeader implements consensus with an observer whose filter sends the
+// signal: no channel of observations, no goroutine.
+func (h hashiRaft) WatchLeader(ch chan<- struct{}) (stop func()) {
+	observer := raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+		if _, ok := o.Data.(raft.LeaderObservation); ok {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+		return false // nothing for the observer's channel: it has none
+	})
+	h.RegisterObserver(observer)
+	return func() { h.DeregisterObserver(observer) }
+}

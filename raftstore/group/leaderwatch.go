@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // Bounding forwarded calls. A follower forwards to the leader its Raft knows;
@@ -110,19 +108,18 @@ func (s *Store) armLocked(c *watchedCall) {
 	})
 }
 
-// watchLeader feeds s.leaders from hashicorp/raft's leader observations until
-// Close. The observations' contents are not used: each one makes it read the
-// current leader, so an observation dropped while one is pending loses
-// nothing (obs has room for one).
-func (s *Store) watchLeader(obs chan raft.Observation, observer *raft.Observer) {
+// watchLeader feeds s.leaders from the engine's leader changes until Close.
+// A change carries nothing: each one makes it read the current leader, so a
+// signal dropped while one is pending loses nothing (ch has room for one).
+func (s *Store) watchLeader(ch <-chan struct{}, stop func()) {
 	defer s.wg.Done()
-	defer s.raft.DeregisterObserver(observer)
+	defer stop()
 	w := &s.leaders
 	for {
 		select {
 		case <-s.closed:
 			return
-		case <-obs:
+		case <-ch:
 		}
 		cur := s.leaderAddr()
 		w.mu.Lock()
@@ -139,17 +136,13 @@ func (s *Store) watchLeader(obs chan raft.Observation, observer *raft.Observer) 
 	}
 }
 
-// observeLeader registers the observer that watchLeader reads and starts it
-// (s.wg counts it).
+// observeLeader starts watchLeader on the engine's leader changes (s.wg
+// counts it).
 func (s *Store) observeLeader() {
-	obs := make(chan raft.Observation, 1)
-	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	s.raft.RegisterObserver(observer)
+	ch := make(chan struct{}, 1)
+	stop := s.raft.WatchLeader(ch)
 	s.wg.Add(1)
-	go s.watchLeader(obs, observer)
+	go s.watchLeader(ch, stop)
 }
 
 // awaitOtherLeader waits until this node sees a leader other than addr (or

@@ -129,7 +129,12 @@ func (d *durability) deferSync() bool {
 func (d *durability) applyWait() func(uint64) error {
 	wait := d.log.WaitDurable
 	if d.acks != nil {
-		servers := func() []raft.Server { return latestServers(d.raft()) }
+		servers := func() []raft.Server {
+			if r := d.raft(); r != nil { // a nil *raft.Raft is not a nil configured
+				return latestServers(r)
+			}
+			return nil
+		}
 		wait = durableOnMajority(d.log, d.acks, servers, d.self, d.early)
 	}
 	return func(index uint64) error {

@@ -698,7 +698,7 @@ func (s *Store) startRaft(rc *raft.Config, snaps *snapstore.Store) (has bool, er
 	if err != nil {
 		return false, fmt.Errorf("starting raft: %w", err)
 	}
-	s.raft = r
+	s.raft = hashiRaft{r}
 	leader.Store(r)
 	return has, nil
 }
@@ -782,9 +782,15 @@ func (s *Store) startLoops(peer *peerSide) {
 	}
 }
 
+// configured is an engine that knows its group's configuration (consensus,
+// or the *raft.Raft that parallelsync holds).
+type configured interface {
+	GetConfiguration() raft.ConfigurationFuture
+}
+
 // latestServers is r's latest configuration (committed or not); nil while r
 // is nil or cannot say.
-func latestServers(r consensus) []raft.Server {
+func latestServers(r configured) []raft.Server {
 	if r == nil {
 		return nil
 	}
@@ -796,7 +802,7 @@ func latestServers(r consensus) []raft.Server {
 }
 
 // voters is how many voters r's latest configuration holds.
-func voters(r consensus) int {
+func voters(r configured) int {
 	n := 0
 	for _, srv := range latestServers(r) {
 		if srv.Suffrage == raft.Voter {
