@@ -1,6 +1,8 @@
 package group
 
 import (
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -45,19 +47,27 @@ type consensus interface {
 	// Running.
 	Stats() map[string]string
 	ReloadableConfig() raft.ReloadableConfig
-	ReloadConfig(rc raft.ReloadableConfig) error
+	// PokeFollower makes a follower check for a silent leader now, not
+	// at its next timer (watchContact).
+	PokeFollower() error
+	// SetTrailingLogs sets how many entries the log keeps after a
+	// snapshot (logbytes.go).
+	SetTrailingLogs(n uint64) error
 	Shutdown() raft.Future
 }
 
 // hashiRaft is hashicorp/raft as a group's engine: *raft.Raft, and what it
 // does in other terms.
-type hashiRaft struct{ *raft.Raft }
+type hashiRaft struct {
+	*raft.Raft
+	reloadMu sync.Mutex // serialises ReloadConfig's read-modify-write (PokeFollower, SetTrailingLogs)
+}
 
-var _ consensus = hashiRaft{}
+var _ consensus = (*hashiRaft)(nil)
 
 // WatchLeader implements consensus with an observer whose filter sends the
 // signal: no channel of observations, no goroutine.
-func (h hashiRaft) WatchLeader(ch chan<- struct{}) (stop func()) {
+func (h *hashiRaft) WatchLeader(ch chan<- struct{}) (stop func()) {
 	observer := raft.NewObserver(nil, false, func(o *raft.Observation) bool {
 		if _, ok := o.Data.(raft.LeaderObservation); ok {
 			select {
@@ -69,4 +79,36 @@ func (h hashiRaft) WatchLeader(ch chan<- struct{}) (stop func()) {
 	})
 	h.RegisterObserver(observer)
 	return func() { h.DeregisterObserver(observer) }
+}
+
+// PokeFollower implements consensus: a ReloadConfig that lowers the
+// heartbeat timeout fires hashicorp/raft's follower timer at once (its
+// documented effect: "On follower, update current timer to use the shorter
+// new value"); the timeout goes back a moment later. The lowered value
+// differs by a millisecond, so the check it runs is the one the timer would
+// have run.
+func (h *hashiRaft) PokeFollower() error {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	rc := h.ReloadableConfig()
+	base := rc.HeartbeatTimeout
+	rc.HeartbeatTimeout = base - time.Millisecond
+	if err := h.ReloadConfig(rc); err != nil {
+		return fmt.Errorf("lowering the heartbeat timeout: %w", err)
+	}
+	rc.HeartbeatTimeout = base
+	if err := h.ReloadConfig(rc); err != nil {
+		return fmt.Errorf("restoring the heartbeat timeout: %w", err)
+	}
+	return nil
+}
+
+// SetTrailingLogs implements consensus (ReloadConfig; the other reloadable
+// settings stay).
+func (h *hashiRaft) SetTrailingLogs(n uint64) error {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	rc := h.ReloadableConfig()
+	rc.TrailingLogs = n
+	return h.ReloadConfig(rc)
 }

@@ -65,25 +65,12 @@ func (s *Store) watchContact() {
 	}
 }
 
-// pokeFollower makes hashicorp/raft's follower loop check for a silent leader
-// now: a ReloadConfig that lowers the heartbeat timeout fires the follower's
-// timer at once (its documented effect: "On follower, update current timer to
-// use the shorter new value"); the timeout goes back a moment later. The
-// lowered value differs by a millisecond, so the check it runs is the one the
-// timer would have run.
+// pokeFollower makes the follower check for a silent leader now
+// (consensus.PokeFollower).
 func (s *Store) pokeFollower() {
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
-	rc := s.raft.ReloadableConfig()
-	base := rc.HeartbeatTimeout
-	rc.HeartbeatTimeout = base - time.Millisecond
-	if err := s.raft.ReloadConfig(rc); err != nil {
+	if err := s.raft.PokeFollower(); err != nil {
 		s.log.Warn("poking the follower's heartbeat check failed", "err", err)
 		return
-	}
-	rc.HeartbeatTimeout = base
-	if err := s.raft.ReloadConfig(rc); err != nil {
-		s.log.Warn("restoring the heartbeat timeout failed", "err", err)
 	}
 	s.metrics.contactPokes.Add(1)
 }

@@ -199,15 +199,10 @@ func (s *Store) snapshotLoop() {
 	}
 }
 
-// setTrailingLogs sets how many entries r keeps after a snapshot
-// (ReloadConfig; the other reloadable settings stay). Called on the FSM
-// goroutine as a snapshot is captured, before the log is compacted.
-func (s *Store) setTrailingLogs(r *raft.Raft, n uint64) {
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
-	rc := r.ReloadableConfig()
-	rc.TrailingLogs = n
-	if err := r.ReloadConfig(rc); err != nil {
+// setTrailingLogs sets how many entries r keeps after a snapshot. Called on
+// the FSM goroutine as a snapshot is captured, before the log is compacted.
+func (s *Store) setTrailingLogs(r consensus, n uint64) {
+	if err := r.SetTrailingLogs(n); err != nil {
 		s.log.Warn("setting the trailing logs failed", "trailing_logs", n, "err", err)
 	}
 }

@@ -327,7 +327,6 @@ type Store struct {
 	// leaderAsks counts this node's waiters asking the leader (askLeader).
 	leaderAsks atomic.Int64
 	leaders    leaderWatch // this node's view of the leader, and the forwarded calls it bounds (leaderwatch.go)
-	reloadMu   sync.Mutex  // serialises raft.ReloadConfig's read-modify-write (setTrailingLogs, pokeFollower)
 	rates      rateLimits  // leader only: the namespaces' RATE
 	metrics    *Metrics
 
@@ -671,9 +670,10 @@ func (s *Store) startRaft(rc *raft.Config, snaps *snapstore.Store) (has bool, er
 	}
 	var logStore raft.LogStore = logs
 	var leader atomic.Pointer[raft.Raft]
+	var engine atomic.Pointer[hashiRaft]
 	s.m.bytes.setTrailing = func(n uint64) {
-		if r := leader.Load(); r != nil { // no snapshot is captured before Raft runs
-			s.setTrailingLogs(r, n)
+		if h := engine.Load(); h != nil { // no snapshot is captured before Raft runs
+			s.setTrailingLogs(h, n)
 		}
 	}
 	if cfg.WrapLogStore != nil { // fault tests only
@@ -698,7 +698,9 @@ func (s *Store) startRaft(rc *raft.Config, snaps *snapstore.Store) (has bool, er
 	if err != nil {
 		return false, fmt.Errorf("starting raft: %w", err)
 	}
-	s.raft = hashiRaft{r}
+	h := &hashiRaft{Raft: r}
+	s.raft = h
+	engine.Store(h)
 	leader.Store(r)
 	return has, nil
 }
