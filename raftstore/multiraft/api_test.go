@@ -38,8 +38,13 @@ func TestProposeAsyncAndBarrier(t *testing.T) {
 			t.Fatalf("proposal %d: %q, want %q", i, v, want)
 		}
 	}
-	st, _ := n.Status(0)
 	_, indexes := c.sms[leads[0]][0].snapshot()
+	for i, p := range ps {
+		if p.Index() != indexes[i] {
+			t.Fatalf("proposal %d: Index %d, applied at %d", i, p.Index(), indexes[i])
+		}
+	}
+	st, _ := n.Status(0)
 	if len(indexes) != 20 || slices.Contains(indexes, st.Applied) {
 		t.Fatalf("the state machine applied indexes %v; the barrier's (%d) must not be among them", indexes, st.Applied)
 	}

@@ -279,6 +279,7 @@ func (n *Node) apply(r *replica, ents []pb.Entry) {
 				if i < len(vals) {
 					v = vals[i]
 				}
+				f.index = c.Index
 				f.resolve(v, nil)
 			}
 			cmds[i] = Command{}
@@ -299,6 +300,7 @@ func (n *Node) apply(r *replica, ents []pb.Entry) {
 				flush()
 				if f, ok := r.waiters[binary.LittleEndian.Uint64(e.Data)]; ok {
 					delete(r.waiters, binary.LittleEndian.Uint64(e.Data))
+					f.index = e.Index
 					f.resolve(nil, nil)
 				}
 			} // else a new leader's empty entry
@@ -412,6 +414,7 @@ func (n *Node) applyConfChange(r *replica, e *pb.Entry) {
 		id := binary.LittleEndian.Uint64(ctx)
 		if f, ok := r.waiters[id]; ok {
 			delete(r.waiters, id)
+			f.index = e.Index
 			f.resolve(nil, nil)
 		}
 	}

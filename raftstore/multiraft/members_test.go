@@ -73,14 +73,17 @@ func TestMembershipChange(t *testing.T) {
 	n := c.nodes[lead]
 
 	c.join(4)
-	if err := n.ChangeMembers(ctxT(t), 0, pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: pb.ConfChangeAddLearnerNode, NodeID: 4}}}); err != nil {
+	if _, err := n.ChangeMembers(ctxT(t), 0, pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: pb.ConfChangeAddLearnerNode, NodeID: 4}}}); err != nil {
 		t.Fatal(err)
 	}
 	c.converge(want) // node 4 too
 	if _, learners, _ := n.Members(0); !slices.Equal(learners, []uint64{4}) {
 		t.Fatalf("learners %v, want [4]", learners)
 	}
-	if err := n.ChangeMembers(ctxT(t), 0, pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: pb.ConfChangeAddNode, NodeID: 4}}}); err != nil {
+	if index, err := n.ChangeMembers(ctxT(t), 0, pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: pb.ConfChangeAddNode, NodeID: 4}}}); err != nil {
+		t.Fatal(err)
+	} else if st, _ := n.Status(0); index == 0 || index > st.Applied {
+		t.Fatalf("the change's index %d; applied %d", index, st.Applied)
 		t.Fatal(err)
 	}
 
@@ -93,7 +96,8 @@ func TestMembershipChange(t *testing.T) {
 	errs := make(chan error, 2)
 	for _, id := range []uint64{leaver, 4} {
 		go func() {
-			errs <- n.ChangeMembers(ctxT(t), 0, pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: pb.ConfChangeRemoveNode, NodeID: id}}})
+			_, err := n.ChangeMembers(ctxT(t), 0, pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: pb.ConfChangeRemoveNode, NodeID: id}}})
+			errs <- err
 		}()
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {

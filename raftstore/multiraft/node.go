@@ -182,9 +182,10 @@ type readAt struct {
 
 // future is a proposal's or read's outcome, set once by the driver.
 type future struct {
-	done chan struct{}
-	val  any
-	err  error
+	done  chan struct{}
+	val   any
+	err   error
+	index uint64 // the entry's, when it applied
 }
 
 func newFuture() *future { return &future{done: make(chan struct{})} }
@@ -502,6 +503,17 @@ func (p *Proposal) Done() <-chan struct{} { return p.f.done }
 // Result waits for the outcome: Propose's.
 func (p *Proposal) Result(ctx context.Context) (any, error) { return p.f.wait(ctx, p.stopped) }
 
+// Index is the index of the proposal's entry once it applied (after Done,
+// with no error); 0 otherwise.
+func (p *Proposal) Index() uint64 {
+	select {
+	case <-p.f.done:
+		return p.f.index
+	default:
+		return 0
+	}
+}
+
 // ProposeAsync is Propose without the wait: the refusals come at once, the
 // rest through the Proposal. An empty cmd is a barrier: it applies nothing
 // (the state machine never sees it), and its Result, nil, means that every
@@ -605,14 +617,14 @@ func (n *Node) Read(ctx context.Context, g Group) error {
 }
 
 // ChangeMembers proposes cc, a change of group g's members, which this node
-// must lead, and returns once it applied here. Raft takes one change at a
-// time: a second while one is in flight is refused (ErrNotLeader's
-// outcomes otherwise: ErrLeadershipLost, ErrStopped and ctx's error leave
-// it unknown).
-func (n *Node) ChangeMembers(ctx context.Context, g Group, cc pb.ConfChangeV2) error {
+// must lead, and returns once it applied here, with its entry's index. Raft
+// takes one change at a time: a second while one is in flight is refused
+// (ErrChangeRefused; ErrNotLeader's outcomes otherwise: ErrLeadershipLost,
+// ErrStopped and ctx's error leave it unknown).
+func (n *Node) ChangeMembers(ctx context.Context, g Group, cc pb.ConfChangeV2) (uint64, error) {
 	v := (*n.views.Load())[g]
 	if v == nil {
-		return ErrNoGroup
+		return 0, ErrNoGroup
 	}
 	f := newFuture()
 	id := n.nextID.Add(1)
@@ -630,8 +642,10 @@ func (n *Node) ChangeMembers(ctx context.Context, g Group, cc pb.ConfChangeV2) e
 		r.waiters[id] = f
 		r.ccProposed = append(r.ccProposed, id) // checked against the log this turn: Raft may have dropped it
 	})
-	_, err := f.wait(ctx, n.stopped)
-	return err
+	if _, err := f.wait(ctx, n.stopped); err != nil {
+		return 0, err
+	}
+	return f.index, nil
 }
 
 // Members returns group g's voters and learners as this node's replica
