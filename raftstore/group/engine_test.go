@@ -129,8 +129,10 @@ func TestMachineOnEngine(t *testing.T) {
 		data := command.Entry{Kind: command.KindCommand, Time: now, Wall: now, Args: argv}.Encode()
 		var got any
 		var err error
+		var p *multiraft.Proposal
 		for range 100 { // the leader may still be taking office
-			if got, err = lead.node.Propose(ctx, 0, data); err == nil {
+			if p, err = lead.node.ProposeAsync(0, data); err == nil {
+				got, err = p.Result(ctx)
 				break
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -138,7 +140,7 @@ func TestMachineOnEngine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		index := lead.node.Applied(0) // the entry's: proposals go one at a time to a steady leader
+		index := p.Index()
 		want := direct.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: data}})[0]
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("%v: %v on the engine, %v applied directly", args, got, want)

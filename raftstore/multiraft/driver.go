@@ -272,6 +272,7 @@ func (n *Node) apply(r *replica, ents []pb.Entry) {
 			return
 		}
 		vals := r.sm.Apply(cmds)
+		r.v.applied.Store(cmds[len(cmds)-1].Index) // before any proposer hears: Status then shows its entry applied
 		for i, c := range cmds {
 			if f, ok := r.waiters[c.id]; ok {
 				delete(r.waiters, c.id)
@@ -298,6 +299,7 @@ func (n *Node) apply(r *replica, ents []pb.Entry) {
 				cmds = append(cmds, Command{Index: e.Index, Data: e.Data[8:], id: binary.LittleEndian.Uint64(e.Data)})
 			case len(e.Data) == 8: // a barrier: every entry before it applied
 				flush()
+				r.v.applied.Store(e.Index)
 				if f, ok := r.waiters[binary.LittleEndian.Uint64(e.Data)]; ok {
 					delete(r.waiters, binary.LittleEndian.Uint64(e.Data))
 					f.index = e.Index
@@ -306,6 +308,7 @@ func (n *Node) apply(r *replica, ents []pb.Entry) {
 			} // else a new leader's empty entry
 		case pb.EntryConfChange, pb.EntryConfChangeV2:
 			flush()
+			r.v.applied.Store(e.Index)
 			n.applyConfChange(r, e)
 			r.snapWanted = true // a joiner must find itself in the snapshot it restores
 		}
