@@ -38,17 +38,20 @@ func (e *engineMachine) Apply(cmds []multiraft.Command) []any {
 	return out
 }
 
-// Snapshot implements multiraft.StateMachine: the machine's snapshot, in
-// the bytes it persists under hashicorp/raft.
-func (e *engineMachine) Snapshot() ([]byte, error) {
+// Snapshot implements multiraft.StateMachine: the keyspace's snapshot (a
+// view that later applies leave alone), written out as it persists under
+// hashicorp/raft.
+func (e *engineMachine) Snapshot() (func() ([]byte, error), error) {
 	e.m.mu.RLock()
 	snap := e.m.ks.Snapshot()
 	e.m.mu.RUnlock()
-	var b bytes.Buffer
-	if _, err := snap.WriteTo(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return func() ([]byte, error) {
+		var b bytes.Buffer
+		if _, err := snap.WriteTo(&b); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	}, nil
 }
 
 // Restore implements multiraft.StateMachine; nil restores the empty state.

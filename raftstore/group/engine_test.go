@@ -77,7 +77,11 @@ func (r *engineReplica) stop(t *testing.T, net *engineNet, id uint64) {
 // snapshotBytes is m's state as its snapshot writes it.
 func snapshotBytes(t *testing.T, m *machine) []byte {
 	t.Helper()
-	b, err := (&engineMachine{m: m}).Snapshot()
+	write, err := (&engineMachine{m: m}).Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := write()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,10 +72,11 @@ func (s *kv) Apply(cmds []Command) []any {
 	return out
 }
 
-func (s *kv) Snapshot() ([]byte, error) {
+func (s *kv) Snapshot() (func() ([]byte, error), error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return json.Marshal(s.m)
+	m := maps.Clone(s.m)
+	s.mu.Unlock()
+	return func() ([]byte, error) { return json.Marshal(m) }, nil
 }
 
 func (s *kv) Restore(data []byte) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -39,6 +40,7 @@ func (n *Node) run() {
 		select {
 		case <-n.stop:
 			n.failAll(n.stopErr())
+			n.snapshots.Wait()
 			close(n.writes)
 			<-n.writerDone
 			return
@@ -195,9 +197,7 @@ func (n *Node) processReady() bool {
 		}
 		n.answerReads(r)
 		n.leadership(r, &rd)
-		if job := n.maybeSnapshot(r); job != nil {
-			n.toWrite(writeJob{snaps: []snapJob{*job}})
-		}
+		n.maybeSnapshot(r)
 	}
 	if !busy {
 		return false
@@ -426,37 +426,42 @@ func (n *Node) applyConfChange(r *replica, e *pb.Entry) {
 // maybeSnapshot takes a snapshot of r's state machine once SnapshotEntries
 // entries applied since the last one, or after a membership change (a node
 // that joins restores the leader's last snapshot only if that names it a
-// member), and returns the writer's job: save it, and drop the log before it
-// but for TrailingEntries (a follower that far behind catches up from the
-// log, not from a snapshot). It runs on the driver: the state machine's
-// Snapshot must be quick (a copy, or a view of immutable state).
-func (n *Node) maybeSnapshot(r *replica) *snapJob {
+// member): it captures the state here, has it written out on a goroutine of
+// its own, and the writer then saves it and drops the log before it but for
+// TrailingEntries (a follower that far behind catches up from the log, not
+// from a snapshot). One snapshot of a group at a time.
+func (n *Node) maybeSnapshot(r *replica) {
 	applied := r.v.applied.Load()
-	if applied <= r.snapIndex || (!r.snapWanted && applied < r.snapIndex+n.cfg.SnapshotEntries) {
-		return nil
+	if r.snapBusy.Load() || applied <= r.snapIndex || (!r.snapWanted && applied < r.snapIndex+n.cfg.SnapshotEntries) {
+		return
 	}
-	if last, _ := r.ms.LastIndex(); last < applied {
-		return nil // committed by the others before this node's own write: next time
-	}
-	data, err := r.sm.Snapshot()
+	write, err := r.sm.Snapshot()
 	if err != nil {
 		n.halt(fmt.Errorf("multiraft: group %d: snapshot at %d: %w", r.g, applied, err))
-		return nil
-	}
-	snap, err := r.ms.CreateSnapshot(applied, &r.conf, data)
-	if err == raft.ErrSnapOutOfDate { // a newer one from the leader is in place
-		return nil
-	} else if err != nil {
-		n.halt(fmt.Errorf("multiraft: group %d: snapshot at %d: %w", r.g, applied, err))
-		return nil
+		return
 	}
 	r.snapIndex, r.snapWanted = applied, false
+	r.snapBusy.Store(true)
 	n.Snapshots.Add(1)
-	var to uint64
+	job := snapJob{r: r, index: applied, conf: cloneConf(r.conf)}
 	if applied > n.cfg.TrailingEntries {
-		to = applied - n.cfg.TrailingEntries
+		job.compactTo = applied - n.cfg.TrailingEntries
 	}
-	return &snapJob{r: r, snap: snap, compactTo: to}
+	n.snapshots.Add(1)
+	go func() {
+		defer n.snapshots.Done()
+		data, err := write()
+		if err != nil {
+			n.halt(fmt.Errorf("multiraft: group %d: snapshot at %d: %w", r.g, applied, err))
+			return
+		}
+		job.data = data
+		select {
+		case n.writes <- writeJob{snaps: []snapJob{job}}:
+		case <-n.stop: // the driver waits for this goroutine before it closes writes
+			r.snapBusy.Store(false)
+		}
+	}()
 }
 
 // logStart is the index of r's in-memory log's first entry less one.
@@ -481,4 +486,10 @@ func (r *replica) checkChange(id uint64, ents []pb.Entry) {
 		delete(r.waiters, id)
 		f.resolve(nil, fmt.Errorf("%w: another change is pending", ErrChangeRefused))
 	}
+}
+
+// cloneConf copies cs for another goroutine (its slices are not shared).
+func cloneConf(cs pb.ConfState) pb.ConfState {
+	return pb.ConfState{Voters: slices.Clone(cs.Voters), Learners: slices.Clone(cs.Learners),
+		VotersOutgoing: slices.Clone(cs.VotersOutgoing), LearnersNext: slices.Clone(cs.LearnersNext), AutoLeave: cs.AutoLeave}
 }

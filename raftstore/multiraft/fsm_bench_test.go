@@ -40,13 +40,15 @@ func (s *lockSM) Apply(cmds []Command) []any {
 	return out
 }
 
-func (s *lockSM) Snapshot() ([]byte, error) {
+func (s *lockSM) Snapshot() (func() ([]byte, error), error) {
 	s.mu.Lock()
 	snap := s.ks.Snapshot()
 	s.mu.Unlock()
-	var b bytes.Buffer
-	_, err := snap.WriteTo(&b)
-	return b.Bytes(), err
+	return func() ([]byte, error) {
+		var b bytes.Buffer
+		_, err := snap.WriteTo(&b)
+		return b.Bytes(), err
+	}, nil
 }
 
 func (s *lockSM) Restore(data []byte) error {

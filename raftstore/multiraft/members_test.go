@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,6 +92,9 @@ func TestMembershipChange(t *testing.T) {
 	// The driver is held while both are handed to it.
 	leaver := c.ids[(int(lead))%3] // a follower of the first three
 	gate, held := make(chan struct{}), make(chan struct{})
+	var open sync.Once
+	release := func() { open.Do(func() { close(gate) }) }
+	defer release() // a failure below must not leave the driver held
 	n.control(func() { close(held); <-gate })
 	<-held
 	errs := make(chan error, 2)
@@ -111,7 +115,7 @@ func TestMembershipChange(t *testing.T) {
 			t.Fatalf("%d changes queued", queued)
 		}
 	}
-	close(gate)
+	release()
 	var refused, done int
 	for range 2 {
 		switch err := <-errs; {

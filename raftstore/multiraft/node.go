@@ -48,9 +48,11 @@ type StateMachine interface {
 	// the index after its snapshot's, or after GroupConfig.Applied), and
 	// returns each command's result for its proposer, one per command.
 	Apply(cmds []Command) []any
-	// Snapshot returns the state as of the last command applied. It must
-	// be quick (a copy, or a view of immutable state).
-	Snapshot() ([]byte, error)
+	// Snapshot captures the state as of the last command applied and
+	// returns what writes it out. The capture runs on the driver and must be
+	// quick (a view of immutable state, or a copy); the write runs on a
+	// goroutine of its own while commands go on applying.
+	Snapshot() (write func() ([]byte, error), err error)
 	// Restore replaces the state with a snapshot's (nil: the empty state).
 	Restore(snapshot []byte) error
 }
@@ -114,6 +116,7 @@ type Node struct {
 
 	writes     chan writeJob // the driver's storage appends, to the writer
 	writerDone chan struct{}
+	snapshots  sync.WaitGroup // snapshots being written, which hand their job to the writer
 
 	fatal atomic.Pointer[error] // why the node halted (halt), nil while it runs
 
@@ -167,6 +170,7 @@ type replica struct {
 	conf       pb.ConfState // as of the last entry applied
 	snapIndex  uint64       // the last snapshot's index
 	snapWanted bool         // a membership change applied since
+	snapBusy   atomic.Bool  // a snapshot is being written (one at a time): set by the driver, cleared by the writer
 	cmds       []Command    // Apply's batch, kept between turns
 
 	// ccProposed are the ids of the membership changes proposed this turn.
@@ -588,9 +592,7 @@ func (n *Node) TakeSnapshot(g Group) {
 	n.control(func() {
 		if r := n.groups[g]; r != nil {
 			r.snapWanted = true
-			if job := n.maybeSnapshot(r); job != nil {
-				n.toWrite(writeJob{snaps: []snapJob{*job}})
-			}
+			n.maybeSnapshot(r)
 		}
 	})
 }

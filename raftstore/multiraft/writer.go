@@ -22,11 +22,14 @@ type appendJob struct {
 	m pb.Message
 }
 
-// snapJob is a snapshot the driver took: to save, then compact the log to
-// compactTo (0: nothing to drop).
+// snapJob is a snapshot of a state machine at index, written out: to make
+// the log's snapshot, save, then compact the log to compactTo (0: nothing to
+// drop).
 type snapJob struct {
 	r         *replica
-	snap      pb.Snapshot
+	index     uint64
+	conf      pb.ConfState
+	data      []byte
 	compactTo uint64
 }
 
@@ -156,17 +159,27 @@ func (n *Node) write(jobs []writeJob, frames map[uint64][]byte) {
 		}
 		for _, sj := range job.snaps {
 			r := sj.r
-			if sj.snap.Metadata.Index <= r.written { // a newer one from the leader is in place
-				continue
-			}
 			if !flush() {
 				return
 			}
-			if err := n.cfg.Storage.SaveSnapshot(r.g, sj.snap, false); err != nil {
+			last, _ := r.ms.LastIndex()
+			if sj.index <= r.written || sj.index > last { // a newer one from the leader is in place, or the log is not here yet
+				r.snapBusy.Store(false)
+				continue
+			}
+			snap, err := r.ms.CreateSnapshot(sj.index, &sj.conf, sj.data)
+			if err == raft.ErrSnapOutOfDate {
+				r.snapBusy.Store(false)
+				continue
+			} else if err != nil {
+				n.halt(fmt.Errorf("multiraft: group %d: snapshot at %d: %w", r.g, sj.index, err))
+				return
+			}
+			if err := n.cfg.Storage.SaveSnapshot(r.g, snap, false); err != nil {
 				n.halt(fmt.Errorf("multiraft: storage: %w", err))
 				return
 			}
-			r.written = sj.snap.Metadata.Index
+			r.written = sj.index
 			if first, _ := r.ms.FirstIndex(); sj.compactTo >= first {
 				if err := r.ms.Compact(sj.compactTo); err != nil && err != raft.ErrCompacted {
 					n.halt(fmt.Errorf("multiraft: group %d: compact to %d: %w", r.g, sj.compactTo, err))
@@ -177,6 +190,7 @@ func (n *Node) write(jobs []writeJob, frames map[uint64][]byte) {
 					return
 				}
 			}
+			r.snapBusy.Store(false)
 		}
 	}
 	if !flush() {
