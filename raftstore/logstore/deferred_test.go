@@ -197,7 +197,7 @@ func TestCommittedWritesInlineOnlyWhenNothingQueued(t *testing.T) {
 	requireNoErr(t, st.StoreLogs(testLogs(1, 3)), "deferred StoreLogs")
 	var done bool
 	var err error
-	if _, ok := returnsWithin(5*time.Second, func() { done, err = st.sh.writeInline(&setsReq{}) }); !ok {
+	if _, ok := returnsWithin(5*time.Second, func() { done, err = st.sh.writeInline([]*setsReq{{}}, false) }); !ok {
 		go func() { // let the held writes go, so that the store closes
 			for {
 				release <- nil
@@ -213,7 +213,7 @@ func TestCommittedWritesInlineOnlyWhenNothingQueued(t *testing.T) {
 		t.Fatal("the deferred write was not written")
 	}
 	go func() { release <- nil }() // the inline write's turn at the hook
-	if done, err = st.sh.writeInline(&setsReq{}); !done || err != nil {
+	if done, err = st.sh.writeInline([]*setsReq{{}}, false); !done || err != nil {
 		t.Fatalf("writeInline with nothing queued: done %v, err %v; want done", done, err)
 	}
 }

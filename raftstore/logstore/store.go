@@ -338,14 +338,17 @@ func (sh *Shared) enqueue(r *setsReq) error {
 	}
 }
 
-// writeInline writes r on the caller's goroutine, as the committer would
-// have written it alone, if nothing is queued before it and the committer is
-// not writing, and reports whether it did (if not, the caller enqueues r);
-// it does not wait for the committer. It saves the two
-// goroutine hand-offs of a write through the committer: for the Store of
-// Open.
-func (sh *Shared) writeInline(r *setsReq) (bool, error) {
-	if !sh.wmu.TryLock() { // the committer is writing: r goes after that
+// writeInline writes reqs on the caller's goroutine as one batch, as the
+// committer would have written them, if nothing is queued before them, and
+// reports whether it did (if not, the caller enqueues them). It saves the two
+// goroutine hand-offs of a write through the committer. With wait false it
+// gives up while the committer is writing (the Store of Open: its write goes
+// after that one); with wait true it waits for that write (StoreTogether,
+// whose batch is worth keeping in one record).
+func (sh *Shared) writeInline(reqs []*setsReq, wait bool) (bool, error) {
+	if wait {
+		sh.wmu.Lock()
+	} else if !sh.wmu.TryLock() {
 		return false, nil
 	}
 	defer sh.wmu.Unlock()
@@ -357,11 +360,17 @@ func (sh *Shared) writeInline(r *setsReq) (bool, error) {
 		return true, ErrClosed
 	default:
 	}
-	var err error
-	r.onDone = func(e error) { err = e }
-	sh.requests.Add(1)
-	sh.journalBatch([]*setsReq{r})
-	return true, err
+	var first error
+	for _, r := range reqs {
+		r.onDone = func(e error) {
+			if first == nil {
+				first = e
+			}
+		}
+	}
+	sh.requests.Add(uint64(len(reqs)))
+	sh.journalBatch(reqs)
+	return true, first
 }
 
 // linger is how long the committer waits for more groups' appends before it
@@ -981,7 +990,7 @@ func (s *Store) deleteLogs(lo, hi uint64) error {
 // WriteInlineWhen's predicate (if set) agrees.
 func (s *Store) write(r *setsReq) error {
 	if s.ownsShared && (s.dur.inline == nil || s.dur.inline()) {
-		if done, err := s.sh.writeInline(r); done {
+		if done, err := s.sh.writeInline([]*setsReq{r}, false); done {
 			return err
 		}
 	}

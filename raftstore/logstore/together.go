@@ -1,7 +1,7 @@
 package logstore
 
 import (
-	"cmp"
+	"bytes"
 	"fmt"
 	"slices"
 
@@ -28,9 +28,7 @@ type LogWrite struct {
 // or not at all).
 func (sh *Shared) StoreTogether(parts []LogWrite) error {
 	parts = slices.Clone(parts)
-	slices.SortFunc(parts, func(a, b LogWrite) int {
-		return cmp.Compare(a.Store.kp[len(a.Store.kp)-1], b.Store.kp[len(b.Store.kp)-1])
-	})
+	slices.SortFunc(parts, func(a, b LogWrite) int { return bytes.Compare(a.Store.kp, b.Store.kp) })
 	held := 0
 	defer func() {
 		for _, p := range parts[:held] {
@@ -77,27 +75,9 @@ func (sh *Shared) StoreTogether(parts []LogWrite) error {
 // commitAll makes reqs durable: as one batch on the caller's goroutine when
 // nothing is queued before them, else through the committer, in order.
 func (sh *Shared) commitAll(reqs []*setsReq) error {
-	sh.wmu.Lock()
-	if sh.queued.Load() == 0 {
-		defer sh.wmu.Unlock()
-		select {
-		case <-sh.stopped:
-			return ErrClosed
-		default:
-		}
-		var first error
-		for _, r := range reqs {
-			r.onDone = func(e error) {
-				if first == nil {
-					first = e
-				}
-			}
-		}
-		sh.requests.Add(uint64(len(reqs)))
-		sh.journalBatch(reqs)
-		return first
+	if done, err := sh.writeInline(reqs, true); done {
+		return err
 	}
-	sh.wmu.Unlock()
 	for _, r := range reqs {
 		r.done = make(chan error, 1)
 		if err := sh.enqueue(r); err != nil {
