@@ -113,8 +113,8 @@ func TestMachineOnEngine(t *testing.T) {
 			t.Fatal("no leader")
 		}
 		reps[1].node.Campaign(0)
-		for id, r := range reps {
-			if l, _, _ := r.node.Leader(0); l == id {
+		for _, r := range reps {
+			if st, _ := r.node.Status(0); st.Leading {
 				lead = r
 			}
 		}

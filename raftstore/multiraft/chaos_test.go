@@ -170,7 +170,7 @@ func (c *cluster) chaosOp(g Group, in chaosIn) (chaosResult, bool) {
 	var sm *kv
 	for _, i := range rand.Perm(len(c.ids)) { // any node that thinks it leads, a deposed one too
 		if m, sms := c.node(c.ids[i]); m != nil {
-			if v := (*m.views.Load())[g]; v != nil && v.leader.Load() {
+			if leading(m, g) {
 				n, sm = m, sms[g]
 				break
 			}

@@ -310,7 +310,8 @@ func (c *cluster) leaders() (map[Group]uint64, bool) {
 			if n == nil {
 				continue
 			}
-			l, _, _ := n.Leader(Group(g))
+			st, _ := n.Status(Group(g))
+			l := st.Lead
 			if l == 0 || (seen != 0 && l != seen) {
 				ok = false
 			}
@@ -319,11 +320,17 @@ func (c *cluster) leaders() (map[Group]uint64, bool) {
 		leads[Group(g)] = seen
 		if n := c.nodes[seen]; seen == 0 || n == nil {
 			ok = false
-		} else if v := (*n.views.Load())[Group(g)]; !v.leader.Load() {
+		} else if st, _ := n.Status(Group(g)); !st.Leading {
 			ok = false
 		}
 	}
 	return leads, ok
+}
+
+// leading reports whether n leads g.
+func leading(n *Node, g Group) bool {
+	st, _ := n.Status(g)
+	return st.Leading
 }
 
 // waitLeader waits, bounded, for a running node that leads g.
@@ -332,7 +339,7 @@ func (c *cluster) waitLeader(g Group) uint64 {
 	deadline := time.Now().Add(20 * time.Second)
 	for ; time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		for _, id := range c.ids {
-			if n := c.nodes[id]; n != nil && (*n.views.Load())[g].leader.Load() {
+			if n := c.nodes[id]; n != nil && leading(n, g) {
 				return id
 			}
 		}
@@ -517,7 +524,7 @@ func TestFailover(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 		for _, id := range c.ids {
-			if id != old && (*c.nodes[id].views.Load())[0].leader.Load() {
+			if id != old && leading(c.nodes[id], 0) {
 				newLead = id
 			}
 		}
@@ -607,7 +614,7 @@ func TestDiskFailureHalts(t *testing.T) {
 		}
 		lead = 0
 		for _, id := range c.ids[1:] {
-			if (*c.nodes[id].views.Load())[0].leader.Load() {
+			if leading(c.nodes[id], 0) {
 				lead = id
 			}
 		}

@@ -202,7 +202,7 @@ func (n *Node) processReady() bool {
 	if !busy {
 		return false
 	}
-	n.sendFrames()
+	n.send(t.frames)
 	for _, s := range t.snaps { // sent or dropped: Raft probes the follower again either way
 		s.r.rn.ReportSnapshot(s.to, raft.SnapshotFinish)
 	}
@@ -245,20 +245,12 @@ func (n *Node) leadership(r *replica, rd *raft.Ready) {
 			}
 		}
 	}
-	if last := lastIndex(rd); last > 0 {
-		r.v.last.Store(last)
+	if n := len(rd.Entries); n > 0 {
+		r.v.last.Store(rd.Entries[n-1].Index)
 	}
 	if changed {
 		r.v.notify()
 	}
-}
-
-// lastIndex is the index of rd's last new entry (0: none).
-func lastIndex(rd *raft.Ready) uint64 {
-	if n := len(rd.Entries); n > 0 {
-		return rd.Entries[n-1].Index
-	}
-	return 0
 }
 
 // apply applies committed entries of r in order and answers the proposals
@@ -274,15 +266,11 @@ func (n *Node) apply(r *replica, ents []pb.Entry) {
 		vals := r.sm.Apply(cmds)
 		r.v.applied.Store(cmds[len(cmds)-1].Index) // before any proposer hears: Status then shows its entry applied
 		for i, c := range cmds {
-			if f, ok := r.waiters[c.id]; ok {
-				delete(r.waiters, c.id)
-				var v any
-				if i < len(vals) {
-					v = vals[i]
-				}
-				f.index = c.Index
-				f.resolve(v, nil)
+			var v any
+			if i < len(vals) {
+				v = vals[i]
 			}
+			r.answer(c.id, c.Index, v, nil)
 			cmds[i] = Command{}
 		}
 		cmds = cmds[:0]
@@ -300,11 +288,7 @@ func (n *Node) apply(r *replica, ents []pb.Entry) {
 			case len(e.Data) == 8: // a barrier: every entry before it applied
 				flush()
 				r.v.applied.Store(e.Index)
-				if f, ok := r.waiters[binary.LittleEndian.Uint64(e.Data)]; ok {
-					delete(r.waiters, binary.LittleEndian.Uint64(e.Data))
-					f.index = e.Index
-					f.resolve(nil, nil)
-				}
+				r.answer(binary.LittleEndian.Uint64(e.Data), e.Index, nil, nil)
 			} // else a new leader's empty entry
 		case pb.EntryConfChange, pb.EntryConfChangeV2:
 			flush()
@@ -381,13 +365,14 @@ func (n *Node) failAll(err error) {
 	}
 }
 
-// sendFrames sends each peer its frame of this turn, if any.
-func (n *Node) sendFrames() {
-	for to, fr := range n.turn.frames {
+// send sends each peer its frame in frames, if any, and empties them for
+// the next turn (the driver's frames, the writer's).
+func (n *Node) send(frames map[uint64][]byte) {
+	for to, fr := range frames {
 		if len(fr) > 0 {
 			n.cfg.Transport.Send(to, fr)
 			n.Frames.Add(1)
-			n.turn.frames[to] = fr[:0]
+			frames[to] = fr[:0]
 		}
 	}
 }
@@ -395,31 +380,41 @@ func (n *Node) sendFrames() {
 // applyConfChange applies a committed conf-change entry to r's Raft
 // configuration and answers its proposer (its Context is the proposal id).
 func (n *Node) applyConfChange(r *replica, e *pb.Entry) {
-	var cc pb.ConfChangeI
+	cc, id, err := decodeConfChange(e)
+	if err != nil {
+		n.halt(fmt.Errorf("multiraft: group %d: committed conf change %d: %w", r.g, e.Index, err))
+		return
+	}
+	r.conf = *r.rn.ApplyConfChange(cc)
+	r.answer(id, e.Index, nil, nil)
+}
+
+// decodeConfChange decodes conf-change entry e and the proposal id its
+// Context carries (0: none, as in one this package did not propose).
+func decodeConfChange(e *pb.Entry) (cc pb.ConfChangeI, id uint64, err error) {
 	var ctx []byte
 	if e.Type == pb.EntryConfChange {
 		var c pb.ConfChange
-		if err := c.Unmarshal(e.Data); err != nil {
-			n.halt(fmt.Errorf("multiraft: group %d: committed conf change %d: %w", r.g, e.Index, err))
-			return
-		}
+		err = c.Unmarshal(e.Data)
 		cc, ctx = c, c.Context
 	} else {
 		var c pb.ConfChangeV2
-		if err := c.Unmarshal(e.Data); err != nil {
-			n.halt(fmt.Errorf("multiraft: group %d: committed conf change %d: %w", r.g, e.Index, err))
-			return
-		}
+		err = c.Unmarshal(e.Data)
 		cc, ctx = c, c.Context
 	}
-	r.conf = *r.rn.ApplyConfChange(cc)
 	if len(ctx) == 8 {
-		id := binary.LittleEndian.Uint64(ctx)
-		if f, ok := r.waiters[id]; ok {
-			delete(r.waiters, id)
-			f.index = e.Index
-			f.resolve(nil, nil)
-		}
+		id = binary.LittleEndian.Uint64(ctx)
+	}
+	return cc, id, err
+}
+
+// answer resolves the future of this node's proposal id (if it waits here)
+// with the outcome of its entry at index.
+func (r *replica) answer(id, index uint64, val any, err error) {
+	if f, ok := r.waiters[id]; ok {
+		delete(r.waiters, id)
+		f.index = index
+		f.resolve(val, err)
 	}
 }
 
@@ -464,28 +459,18 @@ func (n *Node) maybeSnapshot(r *replica) {
 	}()
 }
 
-// logStart is the index of r's in-memory log's first entry less one.
-func (r *replica) logStart() uint64 {
-	first, _ := r.ms.FirstIndex()
-	return first - 1
-}
-
 // checkChange refuses membership change id if Raft did not append it to
 // ents, the leader's new entries of the turn it was proposed in (Raft
 // appends an empty entry in its place while another change is pending).
 func (r *replica) checkChange(id uint64, ents []pb.Entry) {
 	for i := range ents {
 		if e := &ents[i]; e.Type == pb.EntryConfChangeV2 {
-			var cc pb.ConfChangeV2
-			if cc.Unmarshal(e.Data) == nil && len(cc.Context) == 8 && binary.LittleEndian.Uint64(cc.Context) == id {
+			if _, got, err := decodeConfChange(e); err == nil && got == id {
 				return
 			}
 		}
 	}
-	if f, ok := r.waiters[id]; ok {
-		delete(r.waiters, id)
-		f.resolve(nil, fmt.Errorf("%w: another change is pending", ErrChangeRefused))
-	}
+	r.answer(id, 0, nil, fmt.Errorf("%w: another change is pending", ErrChangeRefused))
 }
 
 // cloneConf copies cs for another goroutine (its slices are not shared).

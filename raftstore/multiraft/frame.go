@@ -17,7 +17,7 @@ import (
 // entry): a longer one is refused before anything is allocated for it.
 const MaxFrameMessage = 64 << 20
 
-// ErrBadFrame wraps every reason DecodeFrame refuses a frame.
+// ErrBadFrame wraps every reason a frame is refused (decodeFrame).
 var ErrBadFrame = errors.New("multiraft: malformed frame")
 
 // AppendMessage appends m, a message of group g, to frame.
@@ -33,32 +33,26 @@ func AppendMessage(frame []byte, g Group, m *pb.Message) []byte {
 	return frame
 }
 
-// DecodeFrame calls each with every message of frame, in order. A frame that
-// does not parse whole calls each for none of it.
-func DecodeFrame(frame []byte, each func(Group, pb.Message)) error {
-	var msgs []pb.Message
-	var groups []Group
+// decodeFrame appends every message of frame, in order, to dst. A frame
+// that does not parse whole adds none of it (dst comes back as it was).
+func decodeFrame(frame []byte, dst []inMsg) ([]inMsg, error) {
+	n0 := len(dst)
 	for b := frame; len(b) > 0; {
 		g, n := binary.Uvarint(b)
 		if n <= 0 || g > 1<<32-1 {
-			return fmt.Errorf("%w: group number", ErrBadFrame)
+			return dst[:n0], fmt.Errorf("%w: group number", ErrBadFrame)
 		}
 		b = b[n:]
 		size, n := binary.Uvarint(b)
 		if n <= 0 || size > MaxFrameMessage || size > uint64(len(b)-n) {
-			return fmt.Errorf("%w: message length", ErrBadFrame)
+			return dst[:n0], fmt.Errorf("%w: message length", ErrBadFrame)
 		}
 		b = b[n:]
-		var m pb.Message
-		if err := m.Unmarshal(b[:size]); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadFrame, err)
+		dst = append(dst, inMsg{g: Group(g)})
+		if err := dst[len(dst)-1].m.Unmarshal(b[:size]); err != nil {
+			return dst[:n0], fmt.Errorf("%w: %v", ErrBadFrame, err)
 		}
 		b = b[size:]
-		msgs = append(msgs, m)
-		groups = append(groups, Group(g))
 	}
-	for i := range msgs {
-		each(groups[i], msgs[i])
-	}
-	return nil
+	return dst, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ type Group = uint32
 // The outcomes a caller can act on, as typed values (errors.Is).
 var (
 	// ErrNotLeader: this node does not lead the group (now); ask the leader
-	// (Node.Leader names it when known). Nothing was proposed.
+	// (Node.Status names it when known). Nothing was proposed.
 	ErrNotLeader = errors.New("multiraft: not the group's leader")
 	// ErrNoGroup: this node holds no replica of the group.
 	ErrNoGroup = errors.New("multiraft: no such group on this node")
@@ -159,13 +160,11 @@ type replica struct {
 	ms      *raft.MemoryStorage
 	sm      StateMachine
 	v       *view
-	saved   pb.HardState       // the writer's: last hard state Save made durable (term, vote)
-	written uint64             // the writer's: the index of the last snapshot it saved
-	waiters map[uint64]*future // proposals this node made as leader, by id
-	props   []proposal         // proposals taken this turn
-	reads   []*future          // reads taken this turn, before their ReadIndex
-	pending map[uint64][]*future
-	ready   []readAt // reads whose index is known, waiting for apply
+	saved   pb.HardState         // the writer's: last hard state Save made durable (term, vote)
+	written uint64               // the writer's: the index of the last snapshot it saved
+	waiters map[uint64]*future   // proposals this node made as leader, by id
+	pending map[uint64][]*future // reads by their ReadIndex's id, before Raft gave the index
+	ready   []readAt             // reads whose index is known, waiting for apply
 
 	conf       pb.ConfState // as of the last entry applied
 	snapIndex  uint64       // the last snapshot's index
@@ -362,11 +361,7 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 		}
 		n.groups[g] = r
 		n.list = append(n.list, r)
-		old := *n.views.Load()
-		views := make(map[Group]*view, len(old)+1)
-		for k, v := range old {
-			views[k] = v
-		}
+		views := maps.Clone(*n.views.Load())
 		views[g] = r.v
 		n.views.Store(&views)
 		return nil
@@ -465,23 +460,8 @@ func (n *Node) TransferLeadership(g Group, to uint64) {
 	})
 }
 
-// Leader returns the id of the node g's replica here believes leads it (0:
-// none known) and its term; ok is false when this node does not hold g.
-func (n *Node) Leader(g Group) (lead, term uint64, ok bool) {
-	v := (*n.views.Load())[g]
-	if v == nil {
-		return 0, 0, false
-	}
-	return v.lead.Load(), v.term.Load(), true
-}
-
-// Applied returns the highest index g's replica here has applied.
-func (n *Node) Applied(g Group) uint64 {
-	if v := (*n.views.Load())[g]; v != nil {
-		return v.applied.Load()
-	}
-	return 0
-}
+// view returns group g's view, nil when this node does not hold g.
+func (n *Node) view(g Group) *view { return (*n.views.Load())[g] }
 
 // Propose replicates cmd through group g, which this node must lead, and
 // returns what the group's StateMachine.Apply returned for it here. On
@@ -523,7 +503,7 @@ func (p *Proposal) Index() uint64 {
 // (the state machine never sees it), and its Result, nil, means that every
 // entry before it has applied here.
 func (n *Node) ProposeAsync(g Group, cmd []byte) (*Proposal, error) {
-	v := (*n.views.Load())[g]
+	v := n.view(g)
 	if v == nil {
 		return nil, ErrNoGroup
 	}
@@ -561,7 +541,7 @@ type Status struct {
 // Status returns group g's status here; ok is false when this node does not
 // hold g.
 func (n *Node) Status(g Group) (st Status, ok bool) {
-	v := (*n.views.Load())[g]
+	v := n.view(g)
 	if v == nil {
 		return st, false
 	}
@@ -573,7 +553,7 @@ func (n *Node) Status(g Group) (st Status, ok bool) {
 // or term here (nil when this node does not hold g): take it, read the
 // status, wait on it.
 func (n *Node) LeaderChanged(g Group) <-chan struct{} {
-	v := (*n.views.Load())[g]
+	v := n.view(g)
 	if v == nil {
 		return nil
 	}
@@ -602,7 +582,7 @@ func (n *Node) TakeSnapshot(g Group) {
 // it), which needs this node to lead g: a round of heartbeats confirms that it
 // still does (Raft's ReadIndex), shared by every read of the same turn.
 func (n *Node) Read(ctx context.Context, g Group) error {
-	v := (*n.views.Load())[g]
+	v := n.view(g)
 	if v == nil {
 		return ErrNoGroup
 	}
@@ -624,7 +604,7 @@ func (n *Node) Read(ctx context.Context, g Group) error {
 // (ErrChangeRefused; ErrNotLeader's outcomes otherwise: ErrLeadershipLost,
 // ErrStopped and ctx's error leave it unknown).
 func (n *Node) ChangeMembers(ctx context.Context, g Group, cc pb.ConfChangeV2) (uint64, error) {
-	v := (*n.views.Load())[g]
+	v := n.view(g)
 	if v == nil {
 		return 0, ErrNoGroup
 	}
@@ -681,10 +661,8 @@ func (n *Node) Receive(frame []byte) error {
 		return ErrStopped
 	default:
 	}
-	var msgs []inMsg
-	if err := DecodeFrame(frame, func(g Group, m pb.Message) {
-		msgs = append(msgs, inMsg{g, m})
-	}); err != nil {
+	msgs, err := decodeFrame(frame, nil)
+	if err != nil {
 		return err
 	}
 	n.box.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -63,8 +64,8 @@ func NewLogStorage(sh *logstore.Shared) *LogStorage {
 	return &LogStorage{sh: sh, stores: map[Group]*logstore.Store{}}
 }
 
-// hardStateKey is where a group's hard state lies in its stable store:
-// term, vote and commit, 8 bytes each.
+// hardStateKey is where a group's hard state lies in its stable store
+// (hardState).
 var hardStateKey = []byte("multiraft-hs")
 
 func (s *LogStorage) store(g Group) (*logstore.Store, error) {
@@ -95,17 +96,14 @@ func (s *LogStorage) Load(g Group) (Stored, error) {
 	if err != nil {
 		return out, err
 	}
-	hs := &out.HardState
 	switch v, err := st.Get(hardStateKey); {
 	case errors.Is(err, logstore.ErrKeyNotFound):
 	case err != nil:
 		return out, err
-	case len(v) != 24:
+	case len(v) != len(hardState{}):
 		return out, fmt.Errorf("multiraft: group %d: hard state of %d bytes", g, len(v))
 	default:
-		hs.Term = binary.LittleEndian.Uint64(v)
-		hs.Vote = binary.LittleEndian.Uint64(v[8:])
-		hs.Commit = binary.LittleEndian.Uint64(v[16:])
+		out.HardState = hardState(v).decode()
 	}
 	switch v, err := st.Get(snapshotKey); {
 	case errors.Is(err, logstore.ErrKeyNotFound):
@@ -129,13 +127,9 @@ func (s *LogStorage) Load(g Group) (Stored, error) {
 		if err := st.GetLog(i, &l); err != nil {
 			return out, fmt.Errorf("multiraft: group %d: entry %d: %w", g, i, err)
 		}
-		e := pb.Entry{Index: l.Index, Term: l.Term, Data: l.Data}
-		if len(l.Extensions) == 1 {
-			e.Type = pb.EntryType(l.Extensions[0])
-		}
-		out.Entries = append(out.Entries, e)
+		out.Entries = append(out.Entries, fromLog(&l))
 	}
-	hs.Commit = min(hs.Commit, max(last, out.Snapshot.Metadata.Index))
+	out.HardState.Commit = min(out.HardState.Commit, max(last, out.Snapshot.Metadata.Index))
 	return out, nil
 }
 
@@ -151,21 +145,10 @@ func (s *LogStorage) SaveSnapshot(g Group, snap pb.Snapshot, replaceLog bool) er
 	if err != nil {
 		return err
 	}
-	if err := st.Set(snapshotKey, data); err != nil {
+	if err := st.Set(snapshotKey, data); err != nil || !replaceLog {
 		return err
 	}
-	if !replaceLog {
-		return nil
-	}
-	first, err := st.FirstIndex()
-	if err != nil || first == 0 {
-		return err
-	}
-	last, err := st.LastIndex()
-	if err != nil {
-		return err
-	}
-	return st.DeleteRange(first, last)
+	return st.DeleteRange(1, math.MaxUint64) // it skips the indexes it does not hold
 }
 
 // Compact implements Storage.
@@ -174,11 +157,7 @@ func (s *LogStorage) Compact(g Group, to uint64) error {
 	if err != nil {
 		return err
 	}
-	first, err := st.FirstIndex()
-	if err != nil || first == 0 || first > to {
-		return err
-	}
-	return st.DeleteRange(first, to)
+	return st.DeleteRange(1, to)
 }
 
 // Save implements Storage: every group's entries in one journal record
@@ -210,11 +189,7 @@ func (s *LogStorage) Save(ups []Update) error {
 		logs := make([]raft.Log, len(up.Entries))
 		ptrs := make([]*raft.Log, len(up.Entries))
 		for i := range up.Entries {
-			e := &up.Entries[i]
-			logs[i] = raft.Log{Index: e.Index, Term: e.Term, Type: raft.LogCommand, Data: e.Data}
-			if int(e.Type) < len(entryTypes) {
-				logs[i].Extensions = entryTypes[e.Type]
-			}
+			logs[i] = toLog(&up.Entries[i])
 			ptrs[i] = &logs[i]
 		}
 		parts = append(parts, logstore.LogWrite{Store: st, Logs: ptrs})
@@ -233,10 +208,7 @@ func (s *LogStorage) Save(ups []Update) error {
 		if err != nil {
 			return err
 		}
-		var v [24]byte
-		binary.LittleEndian.PutUint64(v[:], hs.Term)
-		binary.LittleEndian.PutUint64(v[8:], hs.Vote)
-		binary.LittleEndian.PutUint64(v[16:], hs.Commit)
+		v := encodeHardState(hs)
 		if err := st.Set(hardStateKey, v[:]); err != nil {
 			return err
 		}
@@ -247,3 +219,35 @@ func (s *LogStorage) Save(ups []Update) error {
 // entryTypes are the Extensions that record an entry's type: nil for a
 // normal entry, so that the common case costs nothing.
 var entryTypes = [...][]byte{nil, {byte(pb.EntryConfChange)}, {byte(pb.EntryConfChangeV2)}}
+
+// toLog is e as the logstore keeps it; fromLog reads it back.
+func toLog(e *pb.Entry) raft.Log {
+	l := raft.Log{Index: e.Index, Term: e.Term, Type: raft.LogCommand, Data: e.Data}
+	if int(e.Type) < len(entryTypes) {
+		l.Extensions = entryTypes[e.Type]
+	}
+	return l
+}
+
+func fromLog(l *raft.Log) pb.Entry {
+	e := pb.Entry{Index: l.Index, Term: l.Term, Data: l.Data}
+	if len(l.Extensions) == 1 {
+		e.Type = pb.EntryType(l.Extensions[0])
+	}
+	return e
+}
+
+// hardState is a hard state as stored: term, vote and commit, 8 bytes each.
+type hardState [24]byte
+
+func encodeHardState(hs *pb.HardState) (v hardState) {
+	binary.LittleEndian.PutUint64(v[:], hs.Term)
+	binary.LittleEndian.PutUint64(v[8:], hs.Vote)
+	binary.LittleEndian.PutUint64(v[16:], hs.Commit)
+	return v
+}
+
+func (v hardState) decode() pb.HardState {
+	return pb.HardState{Term: binary.LittleEndian.Uint64(v[:]), Vote: binary.LittleEndian.Uint64(v[8:]),
+		Commit: binary.LittleEndian.Uint64(v[16:])}
+}

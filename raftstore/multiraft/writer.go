@@ -124,18 +124,9 @@ func (n *Node) write(jobs []writeJob, frames map[uint64][]byte) {
 		for _, a := range job.appends {
 			r := a.r
 			if snap := a.m.Snapshot; snap != nil && !raft.IsEmptySnap(*snap) {
-				if !flush() {
+				if !flush() || !n.installSnapshot(r, snap) {
 					return
 				}
-				if err := n.cfg.Storage.SaveSnapshot(r.g, *snap, true); err != nil {
-					n.halt(fmt.Errorf("multiraft: storage: %w", err))
-					return
-				}
-				if err := r.ms.ApplySnapshot(*snap); err != nil && err != raft.ErrSnapOutOfDate {
-					n.halt(fmt.Errorf("multiraft: group %d: apply snapshot: %w", r.g, err))
-					return
-				}
-				r.written = snap.Metadata.Index
 				ctls = append(ctls, func() { n.restore(r, snap) })
 			}
 			var hs *pb.HardState
@@ -158,51 +149,15 @@ func (n *Node) write(jobs []writeJob, frames map[uint64][]byte) {
 			done = append(done, a)
 		}
 		for _, sj := range job.snaps {
-			r := sj.r
-			if !flush() {
+			if !flush() || !n.saveSnapshot(sj) {
 				return
 			}
-			last, _ := r.ms.LastIndex()
-			if sj.index <= r.written || sj.index > last { // a newer one from the leader is in place, or the log is not here yet
-				r.snapBusy.Store(false)
-				continue
-			}
-			snap, err := r.ms.CreateSnapshot(sj.index, &sj.conf, sj.data)
-			if err == raft.ErrSnapOutOfDate {
-				r.snapBusy.Store(false)
-				continue
-			} else if err != nil {
-				n.halt(fmt.Errorf("multiraft: group %d: snapshot at %d: %w", r.g, sj.index, err))
-				return
-			}
-			if err := n.cfg.Storage.SaveSnapshot(r.g, snap, false); err != nil {
-				n.halt(fmt.Errorf("multiraft: storage: %w", err))
-				return
-			}
-			r.written = sj.index
-			if first, _ := r.ms.FirstIndex(); sj.compactTo >= first {
-				if err := r.ms.Compact(sj.compactTo); err != nil && err != raft.ErrCompacted {
-					n.halt(fmt.Errorf("multiraft: group %d: compact to %d: %w", r.g, sj.compactTo, err))
-					return
-				}
-				if err := n.cfg.Storage.Compact(r.g, sj.compactTo); err != nil {
-					n.halt(fmt.Errorf("multiraft: storage: %w", err))
-					return
-				}
-			}
-			r.snapBusy.Store(false)
 		}
 	}
 	if !flush() {
 		return
 	}
-	for to, fr := range frames {
-		if len(fr) > 0 {
-			n.cfg.Transport.Send(to, fr)
-			n.Frames.Add(1)
-			frames[to] = fr[:0]
-		}
-	}
+	n.send(frames)
 	if len(local) > 0 || len(ctls) > 0 {
 		n.box.mu.Lock()
 		n.box.ctl = append(n.box.ctl, ctls...)
@@ -210,6 +165,56 @@ func (n *Node) write(jobs []writeJob, frames map[uint64][]byte) {
 		n.box.mu.Unlock()
 		n.box.signal()
 	}
+}
+
+// installSnapshot makes snap, a snapshot from r's leader, the group's
+// stored snapshot and log here; false when the node halted.
+func (n *Node) installSnapshot(r *replica, snap *pb.Snapshot) bool {
+	if err := n.cfg.Storage.SaveSnapshot(r.g, *snap, true); err != nil {
+		n.halt(fmt.Errorf("multiraft: storage: %w", err))
+		return false
+	}
+	if err := r.ms.ApplySnapshot(*snap); err != nil && err != raft.ErrSnapOutOfDate {
+		n.halt(fmt.Errorf("multiraft: group %d: apply snapshot: %w", r.g, err))
+		return false
+	}
+	r.written = snap.Metadata.Index
+	return true
+}
+
+// saveSnapshot makes sj, a snapshot of this node's state machine, the log's
+// snapshot, saves it and compacts the log behind it; it skips one that a
+// newer snapshot from the leader overtook, or whose entries are not in the
+// log here yet. False when the node halted.
+func (n *Node) saveSnapshot(sj snapJob) bool {
+	r := sj.r
+	defer r.snapBusy.Store(false)
+	if last, _ := r.ms.LastIndex(); sj.index <= r.written || sj.index > last {
+		return true
+	}
+	snap, err := r.ms.CreateSnapshot(sj.index, &sj.conf, sj.data)
+	if err == raft.ErrSnapOutOfDate {
+		return true
+	} else if err != nil {
+		n.halt(fmt.Errorf("multiraft: group %d: snapshot at %d: %w", r.g, sj.index, err))
+		return false
+	}
+	if err := n.cfg.Storage.SaveSnapshot(r.g, snap, false); err != nil {
+		n.halt(fmt.Errorf("multiraft: storage: %w", err))
+		return false
+	}
+	r.written = sj.index
+	if first, _ := r.ms.FirstIndex(); sj.compactTo >= first {
+		if err := r.ms.Compact(sj.compactTo); err != nil && err != raft.ErrCompacted {
+			n.halt(fmt.Errorf("multiraft: group %d: compact to %d: %w", r.g, sj.compactTo, err))
+			return false
+		}
+		if err := n.cfg.Storage.Compact(r.g, sj.compactTo); err != nil {
+			n.halt(fmt.Errorf("multiraft: storage: %w", err))
+			return false
+		}
+	}
+	return true
 }
 
 // mergeEntries returns a's entries followed by b's, b replacing a's from
