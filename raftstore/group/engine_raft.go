@@ -222,9 +222,11 @@ func (e *engineRaft) LeaderCh() <-chan bool { return e.leaderCh }
 // by the newer one.
 func (e *engineRaft) watchLeading() {
 	defer e.wg.Done()
+	ch := make(chan struct{}, 1)
+	stop := e.WatchLeader(ch) // watching before the first look: no change falls between
+	defer stop()
 	leading := false
 	for {
-		changed := e.node.LeaderChanged(e.g)
 		if now := e.status().Leading; now != leading {
 			leading = now
 			select {
@@ -234,7 +236,7 @@ func (e *engineRaft) watchLeading() {
 			e.leaderCh <- now
 		}
 		select {
-		case <-changed:
+		case <-ch:
 		case <-e.stop:
 			return
 		case <-e.node.Done():
@@ -243,15 +245,19 @@ func (e *engineRaft) watchLeading() {
 	}
 }
 
-// WatchLeader implements consensus.
+// WatchLeader implements consensus. The next change's channel is taken
+// before each signal is sent, so that a change while the receiver reads
+// the leader sends another.
 func (e *engineRaft) WatchLeader(ch chan<- struct{}) (stop func()) {
+	changed := e.node.LeaderChanged(e.g)
 	done := make(chan struct{})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		for {
 			select {
-			case <-e.node.LeaderChanged(e.g):
+			case <-changed:
+				changed = e.node.LeaderChanged(e.g)
 				select {
 				case ch <- struct{}{}:
 				default:
