@@ -266,6 +266,7 @@ func (c *cluster) stop(id uint64) {
 func (c *cluster) spread() map[Group]uint64 {
 	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
+	wait := 300 * time.Millisecond // doubled at each try: a campaign restarts the election under way, which a loaded machine needs longer for
 	for next := time.Now(); ; time.Sleep(5 * time.Millisecond) {
 		leads, ok := c.leaders()
 		want := true
@@ -282,16 +283,18 @@ func (c *cluster) spread() map[Group]uint64 {
 		}
 		if time.Now().After(next) {
 			for g := range c.groups {
-				p, l := c.preferred(Group(g)), leads[Group(g)]
+				p := c.preferred(Group(g))
+				l := c.leader(Group(g))
 				switch {
 				case c.nodes[p] == nil || l == p:
-				case l != 0 && c.nodes[l] != nil: // a live leader: the others refuse a campaign (PreVote)
+				case l != 0: // a live leader: the others refuse a campaign (PreVote)
 					c.nodes[l].TransferLeadership(Group(g), p)
 				default:
 					c.nodes[p].Campaign(Group(g))
 				}
 			}
-			next = time.Now().Add(300 * time.Millisecond)
+			next = time.Now().Add(wait)
+			wait = min(2*wait, 3*time.Second)
 		}
 	}
 }
@@ -327,6 +330,16 @@ func (c *cluster) leaders() (map[Group]uint64, bool) {
 	return leads, ok
 }
 
+// leader returns a running node that leads g (0: none does).
+func (c *cluster) leader(g Group) uint64 {
+	for _, id := range c.ids {
+		if n := c.nodes[id]; n != nil && leading(n, g) {
+			return id
+		}
+	}
+	return 0
+}
+
 // leading reports whether n leads g.
 func leading(n *Node, g Group) bool {
 	st, _ := n.Status(g)
@@ -338,10 +351,8 @@ func (c *cluster) waitLeader(g Group) uint64 {
 	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for ; time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		for _, id := range c.ids {
-			if n := c.nodes[id]; n != nil && leading(n, g) {
-				return id
-			}
+		if id := c.leader(g); id != 0 {
+			return id
 		}
 	}
 	c.t.Fatalf("group %d: no leader", g)
