@@ -111,3 +111,31 @@ func TestTakeSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusAfterRestart: a node that restarts after its group moved to a
+// newer term learns the term and the leader from one message; its Status
+// then names that leader.
+func TestStatusAfterRestart(t *testing.T) {
+	c := newCluster(t, 3, 1)
+	leads := c.spread()
+	old := leads[0]
+	down := c.ids[int(old)%3] // a follower
+	c.stop(down)
+	to := c.ids[(int(old)+1)%3] // the other follower
+	c.nodes[old].TransferLeadership(0, to)
+	for deadline := time.Now().Add(10 * time.Second); !leading(c.nodes[to], 0); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the leadership did not move")
+		}
+	}
+	c.start(down)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if st, _ := c.nodes[down].Status(0); st.Lead == to {
+			break
+		}
+		if time.Now().After(deadline) {
+			st, _ := c.nodes[down].Status(0)
+			t.Fatalf("the restarted node names %d as leader (term %d), want %d", st.Lead, st.Term, to)
+		}
+	}
+}

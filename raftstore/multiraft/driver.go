@@ -236,7 +236,9 @@ func (n *Node) leadership(r *replica, rd *raft.Ready) {
 		r.v.commit.Store(rd.HardState.Commit)
 	}
 	if ss := rd.SoftState; ss != nil {
-		changed = changed || r.v.lead.Swap(ss.Lead) != ss.Lead
+		if r.v.lead.Swap(ss.Lead) != ss.Lead { // not in the || above: the swap must run
+			changed = true
+		}
 		leading := ss.RaftState == raft.StateLeader
 		if was := r.v.leader.Swap(leading); was != leading {
 			changed = true
