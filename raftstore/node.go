@@ -43,7 +43,10 @@ type Node struct {
 	mapMu sync.RWMutex
 	smap  shard.Map // the shard map this node routes by (group 0's, cached)
 
-	sharedLog *logstore.Shared // every group's Raft log (nil with one group)
+	sharedLog *logstore.Shared // every group's Raft log (nil with one group on hashicorp/raft)
+	// engine runs every group (Config.Engine, recorded as ENGINE), nil
+	// when each group runs hashicorp/raft.
+	engine *group.Engine
 	// autoGroups: the group count follows the node count (GROUPS.auto;
 	// growWithNodes).
 	autoGroups bool
@@ -160,6 +163,16 @@ const bootstrappedFile = "BOOTSTRAPPED"
 // holds no state for, beside the cluster's own).
 const joinedFile = "JOINED"
 
+// engineFile marks a data directory created with -engine: its groups run
+// on the node-wide Raft engine, their log in engineDir.
+const (
+	engineFile = "ENGINE"
+	engineDir  = "engine"
+)
+
+// ErrEngine refuses a configuration the engine does not run yet.
+var ErrEngine = errors.New("not supported on the engine (-engine) yet")
+
 // marked reports whether dataDir holds the marker file name (JOINED,
 // GROUPS.auto, BOOTSTRAPPED), writing it, synced with its name, when it does
 // not and mark is set; the directory is created if need be.
@@ -248,6 +261,21 @@ func OpenNode(cfg Config) (*Node, error) {
 		}
 	}
 	fresh := !HasData(cfg.DataDir)
+	onEngine, err := marked(cfg.DataDir, engineFile, fresh && cfg.Engine && !cfg.Join)
+	switch {
+	case err != nil:
+		peer.Close()
+		return nil, err
+	case fresh && cfg.Engine && cfg.Join:
+		peer.Close()
+		return nil, fmt.Errorf("-join: %w (a cluster on it keeps the nodes of its -peers)", ErrEngine)
+	case cfg.Engine && !onEngine:
+		lg.Warn("the data directory was created without -engine; its groups keep hashicorp/raft")
+	}
+	cfg.Engine = onEngine
+	if onEngine {
+		cfg.AutoGroups = false // the group count stays what it was created with
+	}
 	// Before GROUPS: a crash between the two leaves a directory that is
 	// still new, never one that forgot it follows the node count.
 	auto, err := marked(cfg.DataDir, autoGroupsFile, fresh && cfg.AutoGroups)
@@ -301,7 +329,21 @@ func OpenNode(cfg Config) (*Node, error) {
 	nd.smap, _ = shard.NewMap(bootGroups(cfg.DataDir, n))
 	nd.opening = n
 	metrics := group.NewMetrics()
-	if n > 1 {
+	if onEngine {
+		// Every group's log in one shared log, written by the engine's
+		// writer: one journal record and fsync per turn for all groups.
+		nd.sharedLog, err = logstore.OpenShared(filepath.Join(cfg.DataDir, engineDir), logstore.Options{Logger: lg, ObserveWrite: metrics.ObserveWrite, BeforeWrite: cfg.BeforeLogWrite})
+		if err == nil {
+			nd.engine, err = group.NewEngine(cfg, peer, nd.sharedLog)
+			if err != nil {
+				nd.sharedLog.Close()
+			}
+		}
+		if err != nil {
+			peer.Close()
+			return nil, err
+		}
+	} else if n > 1 {
 		// One badger DB for every group's log: concurrent writes of several
 		// groups share one fsync (with a DB each, 8 groups on one disk ran
 		// 4x slower than one group), and one set of memtables.
@@ -323,6 +365,9 @@ func OpenNode(cfg Config) (*Node, error) {
 			for _, s := range stores {
 				s.Close()
 			}
+			if nd.engine != nil {
+				nd.engine.Close()
+			}
 			if nd.sharedLog != nil {
 				nd.sharedLog.Close()
 			}
@@ -333,6 +378,9 @@ func OpenNode(cfg Config) (*Node, error) {
 	}
 	nd.groups.Store(&stores)
 	members.SetGroups(stores)
+	if nd.engine != nil {
+		nd.engine.Start()
+	}
 	if !done {
 		if _, err := marked(cfg.DataDir, bootstrappedFile, true); err != nil {
 			nd.log.Warn("recording the first start failed; the next start bootstraps the groups without state again", "err", err)
@@ -361,7 +409,7 @@ func (n *Node) openGroup(g, count int, voters []string, join bool) (*group.Store
 	if count > 1 {
 		gc.Logger = n.log.With("group", g)
 	}
-	sh := group.Shared{Peer: n.peer, Log: n.sharedLog, Metrics: n.metrics}
+	sh := group.Shared{Peer: n.peer, Log: n.sharedLog, Metrics: n.metrics, Engine: n.engine}
 	if g == 0 {
 		sh.OnShardMap, sh.NodeAdmin = n.noteShardMap, n.nodeAdmin
 	}
@@ -509,6 +557,9 @@ func (n *Node) Close() error {
 			}()
 		}
 		wg.Wait()
+		if n.engine != nil {
+			errs = append(errs, n.engine.Close())
+		}
 		if n.sharedLog != nil {
 			errs = append(errs, n.sharedLog.Close())
 		}

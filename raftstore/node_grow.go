@@ -133,6 +133,9 @@ func (n *Node) ensureGroups(count int) error {
 	if n.sharedLog == nil {
 		return fmt.Errorf("%w: a node created with one group cannot add groups", ErrGroups)
 	}
+	if n.engine != nil {
+		return fmt.Errorf("%w: adding groups: %w", ErrGroups, ErrEngine)
+	}
 	dir := n.cfg.DataDir
 	if _, err := os.Stat(filepath.Join(dir, bootGroupsFile)); err != nil {
 		if err := durable.WriteFile(filepath.Join(dir, bootGroupsFile), []byte(strconv.Itoa(len(cur))+"\n"), 0o644); err != nil {
@@ -179,6 +182,8 @@ func (n *Node) growRefusal(k int) string {
 		return fmt.Sprintf("ERR the cluster has %d groups: it can add 1 to %d", old, MaxGroups-old)
 	case n.sharedLog == nil:
 		return "ERR a cluster created with one group cannot add groups"
+	case n.engine != nil:
+		return "ERR adding groups is " + ErrEngine.Error()
 	}
 	if master, _ := n.gs()[0].Replication(); master != "" {
 		return "ERR groups are not added while the cluster follows a Redis master (REPLICAOF NO ONE first)"

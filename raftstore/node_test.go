@@ -27,12 +27,23 @@ type nodeCluster struct {
 
 	beforeLogWrite []func() error // node i's Config.BeforeLogWrite; nil: none
 	auto           bool           // Config.AutoGroups: the group count follows the node count
+	engine         bool           // Config.Engine: the groups run on the node-wide engine
+	snapshotEvery  uint64         // Config.SnapshotThreshold (0: the default)
 }
 
 func newNodeCluster(t *testing.T, n, groups int) *nodeCluster { return newNodeClusterTB(t, n, groups) }
 
 func newNodeClusterTB(t testing.TB, n, groups int, hooks ...func() error) *nodeCluster {
 	c := &nodeCluster{t: t, nodes: make([]*Node, n), beforeLogWrite: hooks}
+	c.launch(n, groups)
+	return c
+}
+
+// newEngineCluster is newNodeCluster with every group on the node-wide
+// engine (Config.Engine), each snapshotting every snapshotEvery entries (0:
+// the default).
+func newEngineCluster(t testing.TB, n, groups int, snapshotEvery uint64) *nodeCluster {
+	c := &nodeCluster{t: t, nodes: make([]*Node, n), engine: true, snapshotEvery: snapshotEvery}
 	c.launch(n, groups)
 	return c
 }
@@ -97,7 +108,8 @@ func (c *nodeCluster) start(i, groups int) {
 		hook = c.beforeLogWrite[i]
 	}
 	nd, err := OpenNode(Config{NodeID: c.peers[i].ID, DataDir: c.dirs[i], PeerAddr: c.peers[i].Addr, Peers: c.peers,
-		ClientAddr: "127.0.0.1:" + strconv.Itoa(16000+i), ApplyTimeout: 3 * time.Second, Groups: groups, BeforeLogWrite: hook, AutoGroups: c.auto})
+		ClientAddr: "127.0.0.1:" + strconv.Itoa(16000+i), ApplyTimeout: 3 * time.Second, Groups: groups, BeforeLogWrite: hook, AutoGroups: c.auto,
+		Engine: c.engine, SnapshotThreshold: c.snapshotEvery})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", c.peers[i].ID, err)
 	}

@@ -91,6 +91,10 @@ type Config struct {
 	// while zones remain (docs/clusters.md).
 	Replicas int
 	Zone     string
+	// Engine runs a new data directory's Raft groups on the node-wide
+	// engine (-engine; raftstore.Config.Engine): every node of the cluster
+	// is created with it, with -peers (no -join yet) and a fixed -groups.
+	Engine bool
 	// HomeZones gives hash tags a home zone (-home-zones; see
 	// raftstore.Config.HomeZones).
 	HomeZones map[string]string
@@ -287,7 +291,7 @@ func New(cfg Config) (*Server, error) {
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: gc.groups,
-		AutoGroups: gc.auto, Replicas: gc.replicas, Zone: cfg.Zone, HomeZones: cfg.HomeZones, GroupsCreated: gc.created,
+		AutoGroups: gc.auto, Replicas: gc.replicas, Engine: cfg.Engine, Zone: cfg.Zone, HomeZones: cfg.HomeZones, GroupsCreated: gc.created,
 		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX,
 		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterAuth, ReplicaStopOnUnsupported: cfg.ReplicaStopOnUnsupported, MasterTLS: cfg.MasterTLS}

@@ -74,6 +74,7 @@ type options struct {
 	nodeID   *string
 	peers    *string
 	groups   *int
+	engine   *bool
 	replicas *int
 	zone     *string
 	homes    *string
@@ -143,6 +144,7 @@ func newFlagSet(stderr io.Writer) (*flag.FlagSet, *options) {
 		nodeID:   fs.String("node-id", "node1", "this node's ID in the Raft configuration"),
 		peers:    fs.String("peers", "", "voters of a new cluster, this node included: id=peer-addr,id=peer-addr,... (empty: a single-node cluster)"),
 		groups:   fs.Int("groups", 0, "Raft groups of a new data directory (1 to 63): the slots are split evenly over them and their leaders spread over the nodes; set when the directory is created, the same on every node (RAFT ADDGROUPS adds more to a running cluster). 0: one per node for a new cluster started with -peers, growing by RAFT ADDGROUPS as nodes join (never shrinking), the member's count (and growth) with -join, 1 for a single node"),
+		engine:   fs.Bool("engine", false, "run a new cluster's Raft groups on the node-wide engine (one driver, one fsync and one connection per peer for all groups; issue 50) instead of a hashicorp/raft instance each: set when the data directory is created, on every node; a cluster on it keeps its -peers (no -join, RAFT ADD or RAFT ADDGROUPS yet). An existing directory keeps what it was created with"),
 		replicas: fs.Int("replicas", 0, "voters of each Raft group of a new cluster (1 to 7): with fewer than the nodes, each group lives on that many of them, spread evenly over nodes and -zone zones, and a node that joins or leaves has replicas moved (docs/clusters.md); fixed when the directory is created, the same on every node. 0: follow the node count (every node of 1 or 2, 3 of 3 or 4 nodes, 5 from 5 nodes)"),
 		zone:     fs.String("zone", "", "this node's failure domain (a rack, a zone, a region): a group's voters go to different zones while zones remain"),
 		homes:    fs.String("home-zones", "", "home zones of hash tags: {tag}=zone,...: the group holding the tag's slot keeps a voter in that zone and is led from there (names like {payments}:… then take no cross-zone hop for grants in that zone); group 0's leader applies it: give every node the same"),
@@ -314,6 +316,7 @@ func run(args []string, stderr io.Writer) int {
 	cfg.EnableMonitor = *o.monitor
 	cfg.Join = *o.joinAddr
 	cfg.Groups = *o.groups
+	cfg.Engine = *o.engine
 	cfg.Replicas, cfg.Zone = *o.replicas, *o.zone
 	homes, herr := parseHomeZones(*o.homes)
 	if herr != nil {

@@ -31,6 +31,12 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		return resp.Array(resp.Int(int64(term)), resp.BulkString(string(leader)), resp.BulkString(s.cfg.NodeID))
 	case "where": // asked by a node that does not host the group
 		return s.where()
+	case "bootstrap", "add", "remove", "learner", "demote":
+		if s.engine != nil {
+			return resp.Error("ERR " + op.Action + ": " + ErrEngineMembers.Error())
+		}
+	}
+	switch op.Action {
 	case "bootstrap": // a group added at runtime, by group 0's leader (raftstore's node_grow.go)
 		if err := s.Bootstrap(op.Addr); err != nil {
 			return resp.Error("ERR " + err.Error())
@@ -171,7 +177,7 @@ func (s *Store) Members(ctx context.Context) resp.Value {
 	}
 	var wg sync.WaitGroup
 	for i, srv := range servers {
-		if srv.Address == s.trans.LocalAddr() {
+		if srv.Address == s.addr {
 			applied[i] = int64(s.raft.AppliedIndex())
 			clientAddr[i] = s.cfg.ClientAddr
 			zone[i] = resp.BulkString(s.cfg.Zone)

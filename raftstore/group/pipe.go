@@ -95,6 +95,9 @@ func (s *Store) batchEntries() bool {
 // configuration (voter or not) greeted this node's pipelines with version v
 // or later (see batchEntries). Does not block.
 func (s *Store) membersAtLeast(v byte) bool {
+	if s.trans == nil {
+		return true // on the engine: every member is a lockd that has it
+	}
 	for _, srv := range latestServers(s.raft) {
 		if srv.ID != raft.ServerID(s.cfg.NodeID) && s.trans.PeerVersion(srv.Address) < v {
 			return false

@@ -194,12 +194,19 @@ type Config struct {
 	// group 0's leader adds groups (RAFT ADDGROUPS) while the cluster has
 	// more nodes than groups. An existing directory keeps what it recorded.
 	AutoGroups bool
+	// Engine runs a new cluster's groups on the node-wide Raft engine
+	// (package multiraft; lockd's -engine) instead of a hashicorp/raft
+	// instance each: raftstore.OpenNode records it in a new data directory
+	// (an existing one keeps what it recorded) and hands each group the
+	// engine (Shared.Engine). Open (one group, no Node) ignores it.
+	Engine bool
 	// Group is the group this Store is (raftstore.OpenNode sets it; Open: 0). It names the
 	// group's directory (group-N) and its connection headers on the peer port.
 	Group int
-	// peer, sharedLog, metrics, onShardMap and nodeAdmin are a Node's
-	// (OpenShared copies them from Shared; Open leaves them zero).
+	// peer, sharedLog, engine, metrics, onShardMap and nodeAdmin are a
+	// Node's (OpenShared copies them from Shared; Open leaves them zero).
 	peer       *mux.Mux
+	engine     *Engine
 	sharedLog  *logstore.Shared
 	metrics    *Metrics
 	onShardMap func([]byte)
@@ -306,8 +313,12 @@ type Store struct {
 	log   *slog.Logger
 	raft  consensus
 	logs  *logstore.Store
-	trans *appendpipe.Transport // hashicorp/raft's NetworkTransport, its pipelined appends on appendpipe
-	peer  *mux.Mux              // the peer port: Raft traffic and forwarding
+	trans *appendpipe.Transport // hashicorp/raft's NetworkTransport, its pipelined appends on appendpipe; nil on the engine
+	// engine is the node's Raft engine the group runs on (Config.Engine),
+	// nil when it runs on hashicorp/raft.
+	engine *Engine
+	addr   raft.ServerAddress // this node's peer address, as the group's configuration records it
+	peer   *mux.Mux           // the peer port: Raft traffic and forwarding
 	// ownPeer: this Store opened the peer port (Open) and closes it; a
 	// Node's groups share the Node's and close only their own layers.
 	ownPeer  bool
@@ -373,12 +384,15 @@ type Shared struct {
 	// NodeAdmin (group 0) runs the node-level admin actions (RAFT MOVESLOTS)
 	// when this group leads; ok false: the action is not one of them.
 	NodeAdmin func(ctx context.Context, op command.Admin) (v resp.Value, ok bool)
+	// Engine, when set, runs the group on the node's Raft engine (with
+	// Peer: Config.Engine); Log is then unused.
+	Engine *Engine
 }
 
 // OpenShared is Open for a group of a node: it uses what sh gives instead of
 // its own (see Shared), and cfg.Group names the group.
 func OpenShared(cfg Config, sh Shared) (*Store, error) {
-	cfg.peer, cfg.sharedLog, cfg.metrics, cfg.onShardMap, cfg.nodeAdmin = sh.Peer, sh.Log, sh.Metrics, sh.OnShardMap, sh.NodeAdmin
+	cfg.peer, cfg.sharedLog, cfg.metrics, cfg.onShardMap, cfg.nodeAdmin, cfg.engine = sh.Peer, sh.Log, sh.Metrics, sh.OnShardMap, sh.NodeAdmin, sh.Engine
 	return Open(cfg)
 }
 
@@ -387,6 +401,9 @@ func OpenShared(cfg Config, sh Shared) (*Store, error) {
 // If a step fails, what the steps before it opened is closed again.
 func Open(cfg Config) (*Store, error) {
 	cfg, lg := withDefaults(cfg)
+	if cfg.engine != nil {
+		return openOnEngine(cfg, lg)
+	}
 	raftLog := raftLogger(cfg, lg)
 	// Bind the peer port before touching the data directory, so that a busy port
 	// leaves nothing behind.
@@ -417,7 +434,10 @@ func Open(cfg Config) (*Store, error) {
 	// the log accepts (maxEntry).
 	cfg.MaxWriteBytes = min(cmp.Or(cfg.MaxWriteBytes, DefaultMaxWriteBytes), logs.MaxData())
 	rc := raftConfig(cfg, raftLog)
-	s := newStore(cfg, lg, peer, logs, snaps, rc, metrics)
+	s := newStore(cfg, lg, peer, logs, peer.trans.LocalAddr(), rc.TrailingLogs, metrics)
+	if metas, err := snaps.List(); err == nil && len(metas) > 0 {
+		s.m.bytes.persisted(metas[0].Size)
+	}
 	has, err := s.startRaft(rc, snaps)
 	if err != nil {
 		peer.close()
@@ -632,19 +652,18 @@ func raftConfig(cfg Config, raftLog func(string) hclog.Logger) *raft.Config {
 }
 
 // newStore sets up the group's state machine and the Store around it, on the
-// opened peer side, log and snapshots; it starts nothing.
-func newStore(cfg Config, lg *slog.Logger, peer *peerSide, logs *logstore.Store, snaps *snapstore.Store, rc *raft.Config, metrics *Metrics) *Store {
+// opened peer side and log, this node being at addr in the group's
+// configuration and trailing entries staying after a snapshot; it starts
+// nothing.
+func newStore(cfg Config, lg *slog.Logger, peer *peerSide, logs *logstore.Store, addr raft.ServerAddress, trailing uint64, metrics *Metrics) *Store {
 	m := newMachine()
-	m.bytes = newLogBytes(cmp.Or(cfg.LogBytes, DefaultLogBytes)/2, rc.TrailingLogs)
-	if metas, err := snaps.List(); err == nil && len(metas) > 0 {
-		m.bytes.persisted(metas[0].Size)
-	}
+	m.bytes = newLogBytes(cmp.Or(cfg.LogBytes, DefaultLogBytes)/2, trailing)
 	m.publish = cfg.Publish
 	m.wants = cfg.WantEvents
 	m.ks.SetEventFilter(cfg.WantEvents)
 	m.observe = cfg.observe
 	m.onShardMap = cfg.onShardMap
-	s := &Store{cfg: cfg, log: lg, logs: logs, trans: peer.trans, peer: peer.mux, ownPeer: peer.own, fwdLayer: peer.fwdLayer, m: m, acks: peer.acks, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
+	s := &Store{cfg: cfg, log: lg, logs: logs, trans: peer.trans, addr: addr, peer: peer.mux, ownPeer: peer.own, fwdLayer: peer.fwdLayer, m: m, acks: peer.acks, clock: newLogClock(cfg.Now), closed: make(chan struct{}), dry: lua.New(),
 		dryRuns: map[chan struct{}]struct{}{}, metrics: metrics}
 	m.wake = func(ws []fsm.Wake) {
 		ws, pops := s.pops.deliver(ws) // blocked pops' wakes (bpop.go); ws: lock waiters'
@@ -848,7 +867,7 @@ func (s *Store) WaitServing(ctx context.Context) error {
 }
 
 // PeerAddr is the bound peer address.
-func (s *Store) PeerAddr() string { return string(s.trans.LocalAddr()) }
+func (s *Store) PeerAddr() string { return string(s.addr) }
 
 // Raft is the group's hashicorp/raft instance, for what a Node reads of it
 // (state, leader, indexes) and does with it (a leadership transfer). Writes
@@ -972,7 +991,7 @@ func (s *Store) Close() error {
 			} else {
 				// Stay up (bounded) until the new leader is elected: it may need
 				// this node's vote.
-				self := s.trans.LocalAddr()
+				self := s.addr
 				for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 					if addr, _ := s.raft.LeaderWithID(); addr != "" && addr != self {
 						break
@@ -989,7 +1008,9 @@ func (s *Store) Close() error {
 			err = s.raft.Shutdown().Error()
 		}
 		s.wg.Wait()
-		s.trans.Close()
+		if s.trans != nil {
+			s.trans.Close()
+		}
 		if s.ownPeer {
 			s.peer.Close()
 		} else {
@@ -998,8 +1019,10 @@ func (s *Store) Close() error {
 		if s.fwd != nil {
 			s.fwd.Close()
 		}
-		if cerr := s.logs.Close(); err == nil {
-			err = cerr
+		if s.engine == nil { // on the engine, the log is the engine's
+			if cerr := s.logs.Close(); err == nil {
+				err = cerr
+			}
 		}
 	})
 	return err

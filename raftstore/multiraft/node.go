@@ -300,12 +300,15 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 	if raft.IsEmptySnap(snap) && len(gc.Voters) > 0 {
 		// Every replica of a new group starts from the same first snapshot
 		// (index 1, term 1, the first voters), so the group needs no
-		// bootstrap entries and every member's log matches from index 2;
-		// it is not stored (a member rebuilds it from the same Voters) until
-		// a snapshot of its own replaces it.
+		// bootstrap entries and every member's log matches from index 2.
+		// It is stored before anything else, so that a restart finds the
+		// group's voters in its storage whatever it is given then.
 		snap = pb.Snapshot{Metadata: pb.SnapshotMetadata{Index: 1, Term: 1, ConfState: pb.ConfState{Voters: gc.Voters}}}
 		if raft.IsEmptyHardState(hs) {
 			hs = pb.HardState{Term: 1}
+		}
+		if err := n.cfg.Storage.SaveSnapshot(g, snap, false); err != nil {
+			return fmt.Errorf("multiraft: group %d: first snapshot: %w", g, err)
 		}
 	}
 	applied := gc.Applied

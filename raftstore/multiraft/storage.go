@@ -68,6 +68,11 @@ func NewLogStorage(sh *logstore.Shared) *LogStorage {
 // (hardState).
 var hardStateKey = []byte("multiraft-hs")
 
+// Log returns group g's part of the shared log, for what its owner reads
+// of it (its last index, its write count, the largest entry it accepts);
+// only the Node writes to it, and it is closed with the shared log.
+func (s *LogStorage) Log(g Group) (*logstore.Store, error) { return s.store(g) }
+
 func (s *LogStorage) store(g Group) (*logstore.Store, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

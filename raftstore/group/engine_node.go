@@ -1,0 +1,184 @@
+package group
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/lockd/lockd/raftstore/logstore"
+	"github.com/lockd/lockd/raftstore/multiraft"
+	"github.com/lockd/lockd/raftstore/mux"
+)
+
+// Engine is the node-wide Raft engine (package multiraft) that a Node's
+// groups run on instead of a hashicorp/raft instance each (Config.Engine,
+// issue 50): one driver goroutine, one writer making every group's appends
+// durable with one fsync, and one connection per peer carrying every
+// group's messages. A Node makes it with NewEngine, hands it to each group
+// through Shared.Engine, starts it once the groups are added, and closes it
+// after closing them.
+//
+// Its members are named by lockd's node ids (engineID: a hash) and found at
+// the peer addresses of Config.Peers: a cluster on the engine is created
+// with -peers and keeps those members (adding and removing nodes on the
+// engine is not built yet; raftstore.OpenNode refuses what needs it).
+type Engine struct {
+	node    *multiraft.Node
+	storage *multiraft.LogStorage
+	peers   *enginePeers
+	trans   *multiraft.NetTransport
+	layer   *mux.Layer
+	self    raft.ServerID
+	addr    raft.ServerAddress
+
+	serving sync.WaitGroup
+	once    sync.Once
+}
+
+// headerEngine is the engine's connection header on the peer port.
+const headerEngine byte = 'M'
+
+// engineTick is the engine's clock. A follower stands for election after
+// heartbeatTimeout of its leader's silence (in ticks; etcd's Raft adds a
+// random part up to as much again), the leader sends a heartbeat every
+// engineHeartbeatTicks, and steps down after an election timeout without a
+// majority (CheckQuorum), as a hashicorp/raft group does.
+const (
+	engineTick           = 10 * time.Millisecond
+	engineHeartbeatTicks = 10
+)
+
+// NewEngine makes the engine of the node cfg describes (NodeID, Peers,
+// SnapshotThreshold, TrailingLogs, Logger) on its peer port, keeping every
+// group's log in sh. Nothing runs until Start.
+func NewEngine(cfg Config, peer *mux.Mux, sh *logstore.Shared) (*Engine, error) {
+	cfg, lg := withDefaults(cfg)
+	peers := newEnginePeers()
+	for _, p := range cfg.Peers {
+		peers.add(raft.ServerID(p.ID), raft.ServerAddress(p.Addr))
+	}
+	self, addr := raft.ServerID(cfg.NodeID), raft.ServerAddress(peer.Addr().String())
+	peers.add(self, addr)
+	layer := peer.Handle(headerEngine)
+	trans := multiraft.NewNetTransport(layer, peers.Resolve, lg.With("module", "engine"))
+	storage := multiraft.NewLogStorage(sh)
+	node, err := multiraft.NewNode(multiraft.Config{
+		ID: engineID(self), Storage: storage, Transport: trans,
+		Tick: engineTick, ElectionTicks: int(heartbeatTimeout / engineTick), HeartbeatTicks: engineHeartbeatTicks,
+		SnapshotEntries: cfg.SnapshotThreshold, TrailingEntries: cmp.Or(cfg.TrailingLogs, defaultTrailingLogs),
+	})
+	if err != nil {
+		layer.Close()
+		return nil, err
+	}
+	return &Engine{node: node, storage: storage, peers: peers, trans: trans, layer: layer, self: self, addr: addr}, nil
+}
+
+// defaultTrailingLogs is hashicorp/raft's TrailingLogs default, which a
+// group on the engine keeps as well.
+const defaultTrailingLogs = 10240
+
+// Start runs the engine: its driver, and the inbound side of its transport.
+func (e *Engine) Start() {
+	e.node.Start()
+	e.serving.Add(1)
+	go func() {
+		defer e.serving.Done()
+		_ = e.trans.Serve(e.node) // ends when Close closes the layer
+	}()
+}
+
+// Err reports why the engine halted by itself (a failed disk write), or nil.
+func (e *Engine) Err() error { return e.node.Err() }
+
+// Close stops the engine; the groups on it are closed first, and the shared
+// log after it.
+func (e *Engine) Close() error {
+	e.once.Do(func() {
+		e.node.Stop()
+		e.trans.Close()
+		e.layer.Close()
+		e.serving.Wait()
+	})
+	return e.node.Err()
+}
+
+// Counters reports the engine's work for INFO and benchmarks: driver turns
+// that had something to do, storage saves (one fsync each), frames sent.
+func (e *Engine) Counters() (turns, saves, frames uint64) {
+	return e.node.Turns.Load(), e.node.Saves.Load(), e.node.Frames.Load()
+}
+
+// engineVoters is the engine ids of a new group's first voters: cfg.Peers
+// (or this node alone) as bootConfiguration makes them voters; nil for a
+// group this node joins (cfg.Join) or whose voters are other nodes.
+func engineVoters(cfg Config) ([]uint64, error) {
+	if cfg.Join {
+		return nil, nil
+	}
+	if len(cfg.Peers) == 0 {
+		return []uint64{engineID(raft.ServerID(cfg.NodeID))}, nil
+	}
+	var ids []uint64
+	self := false
+	for _, srv := range bootConfiguration(cfg).Servers {
+		if srv.Suffrage != raft.Voter {
+			return nil, fmt.Errorf("group %d: non-voters (%s) are not supported on the engine yet", cfg.Group, srv.ID)
+		}
+		ids = append(ids, engineID(srv.ID))
+		self = self || srv.ID == raft.ServerID(cfg.NodeID)
+	}
+	if !self {
+		return nil, nil // its voters are other nodes: it waits to be added
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// openOnEngine is Open for a group on the node's engine (cfg.engine): no
+// Raft instance, transport, snapshot store or log of its own; its machine
+// is added to the engine, which restores it from the group's last snapshot
+// and replays its log.
+func openOnEngine(cfg Config, lg *slog.Logger) (*Store, error) {
+	e := cfg.engine
+	if cfg.Group < 0 || cfg.Group >= MaxGroups {
+		return nil, fmt.Errorf("group %d out of range (0 to %d)", cfg.Group, MaxGroups-1)
+	}
+	if cfg.peer == nil {
+		return nil, fmt.Errorf("group %d: a group on the engine needs its node's peer port", cfg.Group)
+	}
+	voters, err := engineVoters(cfg)
+	if err != nil {
+		return nil, err
+	}
+	logs, err := e.storage.Log(multiraft.Group(cfg.Group))
+	if err != nil {
+		return nil, err
+	}
+	metrics := cmp.Or(cfg.metrics, NewMetrics())
+	cfg.MaxWriteBytes = min(cmp.Or(cfg.MaxWriteBytes, DefaultMaxWriteBytes), logs.MaxData())
+	_, fwdHdr := groupHeaders(cfg.Group)
+	peer := &peerSide{mux: cfg.peer, fwdLayer: cfg.peer.Handle(fwdHdr), dial: forwardDialer(cfg.peer, fwdHdr)}
+	s := newStore(cfg, lg, peer, logs, e.addr, cmp.Or(cfg.TrailingLogs, defaultTrailingLogs), metrics)
+	s.engine = e
+	g := multiraft.Group(cfg.Group)
+	if err := e.node.AddGroup(g, multiraft.GroupConfig{Voters: voters, SM: &engineMachine{m: s.m}}); err != nil {
+		peer.fwdLayer.Close()
+		return nil, fmt.Errorf("group %d on the engine: %w", cfg.Group, err)
+	}
+	s.raft = newEngineRaft(e.node, g, e.self, e.peers)
+	s.m.bytes.setTrailing = func(n uint64) { s.setTrailingLogs(s.raft, n) }
+	s.startLoops(peer)
+	return s, nil
+}
+
+// ErrEngineMembers refuses what would change a group's members on the
+// engine: a cluster on it keeps the nodes it was created with (-peers)
+// until membership changes carry peer addresses there.
+var ErrEngineMembers = errors.New("membership changes are not supported on the engine (-engine) yet: the cluster keeps its -peers")
