@@ -65,8 +65,8 @@ func TestEngineNodeServesEveryGroup(t *testing.T) {
 		t.Fatalf("DBSIZE = %v, want %d", v, 2*groups)
 	}
 	for _, nd := range c.nodes {
-		if _, saves, frames := nd.engine.Counters(); saves == 0 || frames == 0 {
-			t.Fatalf("%s's engine saved %d times and sent %d frames", nd.cfg.NodeID, saves, frames)
+		if n := nd.engine.Counters(); n.Saves == 0 || n.Frames == 0 {
+			t.Fatalf("%s's engine saved %d times and sent %d frames", nd.cfg.NodeID, n.Saves, n.Frames)
 		}
 	}
 }
@@ -221,5 +221,35 @@ func TestEngineRefusesMembershipChanges(t *testing.T) {
 	grow := command.Request{Op: command.Admin{Action: "addgroups", ID: "1"}, Spec: command.AdminSpec}
 	if v := c.nodes[1].Do(context.Background(), []command.Request{grow})[0]; !strings.Contains(v.String(), ErrEngine.Error()) {
 		t.Fatalf("RAFT ADDGROUPS: %v, want %q", v, ErrEngine)
+	}
+}
+
+// A group on the engine bounds its log in bytes as on hashicorp/raft
+// (Config.LogBytes): a snapshot each time its share's half has been
+// written, not one per write, and only the entries its newest half holds
+// kept after one.
+func TestEngineNodeLogBytes(t *testing.T) {
+	const logBytes, value, writes = 256 << 10, 4 << 10, 200
+	nd := openLoneNode(t, Config{ApplyTimeout: 3 * time.Second, Groups: 1, Engine: true, LogBytes: logBytes})
+	val := strings.Repeat("v", value)
+	for i := range writes {
+		// Eight keys: the state stays smaller than the bound, which then
+		// decides alone (a larger state's snapshot size raises it).
+		if v := ndo(nd, "SET", "k"+strconv.Itoa(i%8), val); v.String() != "OK" {
+			t.Fatalf("SET: %v", v)
+		}
+	}
+	// logBytes/2 between snapshots: about writes*value/(logBytes/2) = 6.
+	if n := nd.engine.Counters().Snapshots; n < 3 || n > 12 {
+		t.Fatalf("%d snapshots for %d writes of %d bytes under a %d-byte bound, want about %d",
+			n, writes, value, logBytes, writes*value/(logBytes/2))
+	}
+	first, err := nd.Group(0).Logs().FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := nd.Group(0).Raft().LastIndex()
+	if kept := last - first + 1; first == 0 || kept > 2*(logBytes/2)/value {
+		t.Fatalf("the log holds entries %d to %d (%d) after the snapshots, want at most %d", first, last, kept, 2*(logBytes/2)/value)
 	}
 }

@@ -40,8 +40,13 @@ func (e *engineMachine) Apply(cmds []multiraft.Command) []any {
 
 // Snapshot implements multiraft.StateMachine: the keyspace's snapshot (a
 // view that later applies leave alone), written out as it persists under
-// hashicorp/raft.
+// hashicorp/raft. The log's byte bound (logbytes.go) is told, as by
+// machine.Snapshot: its count restarts here, and the trailing entries it
+// sets apply to this snapshot's compaction.
 func (e *engineMachine) Snapshot() (func() ([]byte, error), error) {
+	if e.m.bytes != nil {
+		e.m.bytes.captured() // on the driver, between applies
+	}
 	e.m.mu.RLock()
 	snap := e.m.ks.Snapshot()
 	e.m.mu.RUnlock()
@@ -49,6 +54,9 @@ func (e *engineMachine) Snapshot() (func() ([]byte, error), error) {
 		var b bytes.Buffer
 		if _, err := snap.WriteTo(&b); err != nil {
 			return nil, err
+		}
+		if e.m.bytes != nil {
+			e.m.bytes.persisted(int64(b.Len()))
 		}
 		return b.Bytes(), nil
 	}, nil

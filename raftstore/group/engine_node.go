@@ -109,10 +109,15 @@ func (e *Engine) Close() error {
 	return e.node.Err()
 }
 
-// Counters reports the engine's work for INFO and benchmarks: driver turns
-// that had something to do, storage saves (one fsync each), frames sent.
-func (e *Engine) Counters() (turns, saves, frames uint64) {
-	return e.node.Turns.Load(), e.node.Saves.Load(), e.node.Frames.Load()
+// EngineCounters is the engine's work so far: driver turns that had
+// something to do, storage saves (one fsync each), frames sent, snapshots
+// taken.
+type EngineCounters struct{ Turns, Saves, Frames, Snapshots uint64 }
+
+// Counters reports the engine's work, for INFO and benchmarks.
+func (e *Engine) Counters() EngineCounters {
+	n := e.node
+	return EngineCounters{Turns: n.Turns.Load(), Saves: n.Saves.Load(), Frames: n.Frames.Load(), Snapshots: n.Snapshots.Load()}
 }
 
 // engineVoters is the engine ids of a new group's first voters: cfg.Peers

@@ -26,7 +26,7 @@ type engineRaft struct {
 	self  raft.ServerID
 	peers *enginePeers
 
-	trailing atomic.Uint64 // SetTrailingLogs's: the engine keeps its own (Config.TrailingEntries)
+	trailing atomic.Uint64 // SetTrailingLogs's, for ReloadableConfig
 	leaderCh chan bool     // LeaderCh's: the latest news only, as hashicorp/raft's
 	stop     chan struct{}
 	once     sync.Once
@@ -401,7 +401,7 @@ func (e *engineRaft) Stats() map[string]string {
 	u := func(n uint64) string { return strconv.FormatUint(n, 10) }
 	return map[string]string{
 		"state": state, "term": u(st.Term), "commit_index": u(st.Commit), "applied_index": u(st.Applied),
-		"last_log_index": u(st.Last), "last_snapshot_index": "0", "num_peers": strconv.Itoa(max(len(voters)-1, 0)),
+		"last_log_index": u(st.Last), "last_snapshot_index": u(st.Snapshot), "num_peers": strconv.Itoa(max(len(voters)-1, 0)),
 	}
 }
 
@@ -410,10 +410,11 @@ func (e *engineRaft) ReloadableConfig() raft.ReloadableConfig {
 	return raft.ReloadableConfig{TrailingLogs: e.trailing.Load()}
 }
 
-// SetTrailingLogs implements consensus: recorded; the engine keeps
-// Config.TrailingEntries after each snapshot.
+// SetTrailingLogs implements consensus: the group's next snapshots keep n
+// entries (multiraft.Node.SetTrailing).
 func (e *engineRaft) SetTrailingLogs(n uint64) error {
 	e.trailing.Store(n)
+	e.node.SetTrailing(e.g, n)
 	return nil
 }
 

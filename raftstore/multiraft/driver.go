@@ -336,6 +336,7 @@ func (n *Node) restore(r *replica, snap *pb.Snapshot) {
 	}
 	r.conf = snap.Metadata.ConfState
 	r.snapIndex = snap.Metadata.Index
+	r.v.snap.Store(r.snapIndex)
 	n.answerReads(r)
 }
 
@@ -438,11 +439,16 @@ func (n *Node) maybeSnapshot(r *replica) {
 		return
 	}
 	r.snapIndex, r.snapWanted = applied, false
+	r.v.snap.Store(applied)
 	r.snapBusy.Store(true)
 	n.Snapshots.Add(1)
 	job := snapJob{r: r, index: applied, conf: cloneConf(r.conf)}
-	if applied > n.cfg.TrailingEntries {
-		job.compactTo = applied - n.cfg.TrailingEntries
+	trailing := n.cfg.TrailingEntries
+	if t := r.v.trailing.Load(); t > 0 {
+		trailing = t - 1
+	}
+	if applied > trailing {
+		job.compactTo = applied - trailing
 	}
 	n.snapshots.Add(1)
 	go func() {

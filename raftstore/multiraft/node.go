@@ -138,6 +138,10 @@ type view struct {
 	applied    atomic.Uint64
 	commit     atomic.Uint64
 	last       atomic.Uint64
+	snap       atomic.Uint64 // the last snapshot's index
+	// trailing is SetTrailing's: the entries kept after the group's next
+	// snapshot, plus one (0: Config.TrailingEntries).
+	trailing atomic.Uint64
 
 	mu      sync.Mutex
 	changed chan struct{} // LeaderChanged's; closed and cleared at a change
@@ -354,6 +358,7 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 		conf: snap.Metadata.ConfState, snapIndex: snap.Metadata.Index, written: snap.Metadata.Index}
 	r.v.term.Store(hs.Term)
 	r.v.applied.Store(applied)
+	r.v.snap.Store(snap.Metadata.Index)
 	r.v.commit.Store(hs.Commit)
 	if last, err := ms.LastIndex(); err == nil {
 		r.v.last.Store(last)
@@ -537,8 +542,9 @@ type Status struct {
 	Leading    bool   // this node leads the group
 	// Commit is the highest index known committed; Applied the highest
 	// applied here; Last the last index of the log here (durable, or on
-	// its way to the disk).
-	Commit, Applied, Last uint64
+	// its way to the disk); Snapshot the index of the last snapshot taken
+	// or installed here.
+	Commit, Applied, Last, Snapshot uint64
 }
 
 // Status returns group g's status here; ok is false when this node does not
@@ -549,7 +555,17 @@ func (n *Node) Status(g Group) (st Status, ok bool) {
 		return st, false
 	}
 	return Status{Lead: v.lead.Load(), Term: v.term.Load(), Leading: v.leader.Load(),
-		Commit: v.commit.Load(), Applied: v.applied.Load(), Last: v.last.Load()}, true
+		Commit: v.commit.Load(), Applied: v.applied.Load(), Last: v.last.Load(), Snapshot: v.snap.Load()}, true
+}
+
+// SetTrailing sets how many entries group g keeps in its log after its
+// snapshots from now on, instead of Config.TrailingEntries (a group that
+// bounds its log in bytes). Safe from any goroutine, and from the group's
+// StateMachine.Snapshot, where it applies to the snapshot being taken.
+func (n *Node) SetTrailing(g Group, entries uint64) {
+	if v := n.view(g); v != nil {
+		v.trailing.Store(entries + 1)
+	}
 }
 
 // LeaderChanged returns a channel that closes at g's next change of leader
