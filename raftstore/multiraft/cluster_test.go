@@ -113,6 +113,8 @@ type cluster struct {
 	// bare: start passes no voters, as a restart that knows nothing but
 	// its storage.
 	bare bool
+	// contexts are the first voters' member contexts (GroupConfig.Members).
+	contexts map[uint64][]byte
 
 	// overTCP: the nodes talk through NetTransports on peer ports (mux)
 	// at addrs (kept across restarts), not memNet.
@@ -153,6 +155,10 @@ func newClusterOver(t testing.TB, nodes, groups int, tune func(*Config), overTCP
 		c.dirs[id] = filepath.Join(root, fmt.Sprint(id))
 	}
 	c.voters = slices.Clone(c.ids)
+	c.contexts = map[uint64][]byte{}
+	for _, id := range c.ids {
+		c.contexts[id] = fmt.Appendf(nil, "node-%d", id)
+	}
 	for _, id := range c.ids {
 		c.start(id)
 	}
@@ -194,7 +200,11 @@ func (c *cluster) start(id uint64) {
 		if slices.Contains(c.voters, id) && !c.bare {
 			voters = c.voters
 		}
-		if err := n.AddGroup(Group(g), GroupConfig{Voters: voters, SM: sm}); err != nil {
+		gc := GroupConfig{Voters: voters, SM: sm}
+		if voters != nil {
+			gc.Members = c.contexts
+		}
+		if err := n.AddGroup(Group(g), gc); err != nil {
 			c.t.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package multiraft
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"time"
@@ -326,7 +327,11 @@ func (n *Node) answerReads(r *replica) {
 // the writer made durable: on the driver, before the append's responses
 // are stepped (only then does Raft hand out the entries after it).
 func (n *Node) restore(r *replica, snap *pb.Snapshot) {
-	if err := r.sm.Restore(snap.Data); err != nil {
+	members, smData, err := decodeSnapshot(snap.Data)
+	if err == nil {
+		err = r.sm.Restore(smData)
+	}
+	if err != nil {
 		n.halt(fmt.Errorf("multiraft: group %d: restore snapshot %d: %w", r.g, snap.Metadata.Index, err))
 		return
 	}
@@ -335,6 +340,7 @@ func (n *Node) restore(r *replica, snap *pb.Snapshot) {
 		r.v.last.Store(snap.Metadata.Index)
 	}
 	r.conf = snap.Metadata.ConfState
+	n.restoreMembers(r, members)
 	r.snapIndex = snap.Metadata.Index
 	r.v.snap.Store(r.snapIndex)
 	n.answerReads(r)
@@ -383,18 +389,20 @@ func (n *Node) send(frames map[uint64][]byte) {
 // applyConfChange applies a committed conf-change entry to r's Raft
 // configuration and answers its proposer (its Context is the proposal id).
 func (n *Node) applyConfChange(r *replica, e *pb.Entry) {
-	cc, id, err := decodeConfChange(e)
+	cc, id, member, err := decodeConfChange(e)
 	if err != nil {
 		n.halt(fmt.Errorf("multiraft: group %d: committed conf change %d: %w", r.g, e.Index, err))
 		return
 	}
 	r.conf = *r.rn.ApplyConfChange(cc)
+	n.learnMembers(r, cc, member)
 	r.answer(id, e.Index, nil, nil)
 }
 
-// decodeConfChange decodes conf-change entry e and the proposal id its
-// Context carries (0: none, as in one this package did not propose).
-func decodeConfChange(e *pb.Entry) (cc pb.ConfChangeI, id uint64, err error) {
+// decodeConfChange decodes conf-change entry e, the proposal id its
+// Context carries (0: none, as in one this package did not propose) and
+// the member context after it (members.go).
+func decodeConfChange(e *pb.Entry) (cc pb.ConfChangeI, id uint64, member []byte, err error) {
 	var ctx []byte
 	if e.Type == pb.EntryConfChange {
 		var c pb.ConfChange
@@ -405,10 +413,10 @@ func decodeConfChange(e *pb.Entry) (cc pb.ConfChangeI, id uint64, err error) {
 		err = c.Unmarshal(e.Data)
 		cc, ctx = c, c.Context
 	}
-	if len(ctx) == 8 {
-		id = binary.LittleEndian.Uint64(ctx)
+	if len(ctx) >= 8 {
+		id, member = binary.LittleEndian.Uint64(ctx), ctx[8:]
 	}
-	return cc, id, err
+	return cc, id, member, err
 }
 
 // answer resolves the future of this node's proposal id (if it waits here)
@@ -443,6 +451,7 @@ func (n *Node) maybeSnapshot(r *replica) {
 	r.snapBusy.Store(true)
 	n.Snapshots.Add(1)
 	job := snapJob{r: r, index: applied, conf: cloneConf(r.conf)}
+	members := maps.Clone(r.members)
 	trailing := n.cfg.TrailingEntries
 	if t := r.v.trailing.Load(); t > 0 {
 		trailing = t - 1
@@ -458,7 +467,7 @@ func (n *Node) maybeSnapshot(r *replica) {
 			n.halt(fmt.Errorf("multiraft: group %d: snapshot at %d: %w", r.g, applied, err))
 			return
 		}
-		job.data = data
+		job.data = encodeSnapshot(members, data)
 		select {
 		case n.writes <- writeJob{snaps: []snapJob{job}}:
 		case <-n.stop: // the driver waits for this goroutine before it closes writes
@@ -473,7 +482,7 @@ func (n *Node) maybeSnapshot(r *replica) {
 func (r *replica) checkChange(id uint64, ents []pb.Entry) {
 	for i := range ents {
 		if e := &ents[i]; e.Type == pb.EntryConfChangeV2 {
-			if _, got, err := decodeConfChange(e); err == nil && got == id {
+			if _, got, _, err := decodeConfChange(e); err == nil && got == id {
 				return
 			}
 		}

@@ -3,6 +3,7 @@ package multiraft
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -155,4 +156,79 @@ func TestMembershipChange(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+}
+
+// learned records the member contexts each node was told of (OnMember).
+type learned struct {
+	mu  sync.Mutex
+	got map[uint64]map[uint64]string // node → member → context
+}
+
+func (l *learned) tune(cfg *Config) {
+	smallSnapshots(cfg)
+	self := cfg.ID
+	cfg.OnMember = func(_ Group, id uint64, ctx []byte) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.got[self] == nil {
+			l.got[self] = map[uint64]string{}
+		}
+		l.got[self][id] = string(ctx)
+	}
+}
+
+// wait waits (bounded) until node has been told exactly want.
+func (l *learned) wait(t *testing.T, node uint64, want map[uint64]string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l.mu.Lock()
+		got := maps.Clone(l.got[node])
+		l.mu.Unlock()
+		if maps.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d was told of members %v, want %v", node, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestMemberContexts: every replica learns every member's context: the
+// first voters' from the group's first snapshot, an added member's from its
+// change, a joiner all of them from the snapshot it installs, and a
+// restarted replica again from its storage alone.
+func TestMemberContexts(t *testing.T) {
+	l := &learned{got: map[uint64]map[uint64]string{}}
+	c := newClusterWith(t, 3, 1, l.tune)
+	first := map[uint64]string{1: "node-1", 2: "node-2", 3: "node-3"}
+	for _, id := range c.ids {
+		l.wait(t, id, first)
+	}
+	c.spread()
+	want := []map[string]string{{}}
+	c.write(0, "a", 50, want[0]) // past two snapshots: the joiner installs one
+	n := c.nodes[c.waitLeader(0)]
+	big := pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: pb.ConfChangeAddLearnerNode, NodeID: 4}}, Context: make([]byte, maxMemberContext+1)}
+	if _, err := n.ChangeMembers(ctxT(t), 0, big); !errors.Is(err, ErrChangeRefused) {
+		t.Fatalf("a change with a %d-byte context: %v, want %v", len(big.Context), err, ErrChangeRefused)
+	}
+	c.join(4)
+	add := pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: pb.ConfChangeAddLearnerNode, NodeID: 4}}, Context: []byte("node-4")}
+	if _, err := n.ChangeMembers(ctxT(t), 0, add); err != nil {
+		t.Fatal(err)
+	}
+	c.converge(want)
+	all := maps.Clone(first)
+	all[4] = "node-4"
+	for _, id := range c.ids {
+		l.wait(t, id, all)
+	}
+	c.stop(4)
+	l.mu.Lock()
+	delete(l.got, 4)
+	l.mu.Unlock()
+	c.start(4) // a joiner: no voters, no contexts given
+	l.wait(t, 4, all)
 }

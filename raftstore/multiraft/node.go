@@ -91,6 +91,11 @@ type Config struct {
 	// many of them stay in the log after one (1024 when 0), so that a
 	// follower that far behind catches up from the log.
 	SnapshotEntries, TrailingEntries uint64
+	// OnMember, when set, is told each member context a replica learns (a
+	// group's first voters', an added member's, a snapshot's: members.go),
+	// in AddGroup or on the driver: it must not block. Called again for
+	// what a restart learns again.
+	OnMember func(g Group, id uint64, ctx []byte)
 }
 
 // Node drives every Raft group a process holds from one goroutine: per turn
@@ -170,11 +175,12 @@ type replica struct {
 	pending map[uint64][]*future // reads by their ReadIndex's id, before Raft gave the index
 	ready   []readAt             // reads whose index is known, waiting for apply
 
-	conf       pb.ConfState // as of the last entry applied
-	snapIndex  uint64       // the last snapshot's index
-	snapWanted bool         // a membership change applied since
-	snapBusy   atomic.Bool  // a snapshot is being written (one at a time): set by the driver, cleared by the writer
-	cmds       []Command    // Apply's batch, kept between turns
+	conf       pb.ConfState      // as of the last entry applied
+	members    map[uint64][]byte // the members' contexts, as of the last entry applied (members.go)
+	snapIndex  uint64            // the last snapshot's index
+	snapWanted bool              // a membership change applied since
+	snapBusy   atomic.Bool       // a snapshot is being written (one at a time): set by the driver, cleared by the writer
+	cmds       []Command         // Apply's batch, kept between turns
 
 	// ccProposed are the ids of the membership changes proposed this turn.
 	// Raft appends a change while another is pending as an empty entry,
@@ -284,6 +290,9 @@ type GroupConfig struct {
 	// group's storage is empty; none (nil) for a node that joins a running
 	// group: its leader sends it a snapshot once the group adds it.
 	Voters []uint64
+	// Members are contexts of Voters (by id; members.go), kept with the
+	// group's first snapshot; used only with Voters.
+	Members map[uint64][]byte
 	// Applied is the highest index SM already holds (0: it holds nothing,
 	// and is restored from the stored snapshot, if any): a restarted
 	// replica applies from the index after it.
@@ -307,7 +316,8 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 		// bootstrap entries and every member's log matches from index 2.
 		// It is stored before anything else, so that a restart finds the
 		// group's voters in its storage whatever it is given then.
-		snap = pb.Snapshot{Metadata: pb.SnapshotMetadata{Index: 1, Term: 1, ConfState: pb.ConfState{Voters: gc.Voters}}}
+		snap = pb.Snapshot{Data: encodeSnapshot(gc.Members, nil),
+			Metadata: pb.SnapshotMetadata{Index: 1, Term: 1, ConfState: pb.ConfState{Voters: gc.Voters}}}
 		if raft.IsEmptyHardState(hs) {
 			hs = pb.HardState{Term: 1}
 		}
@@ -316,12 +326,18 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 		}
 	}
 	applied := gc.Applied
+	members := map[uint64][]byte{}
 	if !raft.IsEmptySnap(snap) {
 		if err := ms.ApplySnapshot(snap); err != nil {
 			return err
 		}
+		var smData []byte
+		members, smData, err = decodeSnapshot(snap.Data)
+		if err != nil {
+			return fmt.Errorf("multiraft: group %d: stored snapshot %d: %w", g, snap.Metadata.Index, err)
+		}
 		if applied < snap.Metadata.Index {
-			if err := gc.SM.Restore(snap.Data); err != nil {
+			if err := gc.SM.Restore(smData); err != nil {
 				return fmt.Errorf("multiraft: group %d: restore snapshot %d: %w", g, snap.Metadata.Index, err)
 			}
 			applied = snap.Metadata.Index
@@ -355,7 +371,8 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 	}
 	r := &replica{g: g, rn: rn, ms: ms, sm: gc.SM, v: &view{}, saved: hs,
 		waiters: map[uint64]*future{}, pending: map[uint64][]*future{},
-		conf: snap.Metadata.ConfState, snapIndex: snap.Metadata.Index, written: snap.Metadata.Index}
+		conf: snap.Metadata.ConfState, snapIndex: snap.Metadata.Index, written: snap.Metadata.Index, members: members}
+	n.restoreMembers(r, members) // before the driver has the replica: on this goroutine
 	r.v.term.Store(hs.Term)
 	r.v.applied.Store(applied)
 	r.v.snap.Store(snap.Metadata.Index)
@@ -629,7 +646,10 @@ func (n *Node) ChangeMembers(ctx context.Context, g Group, cc pb.ConfChangeV2) (
 	}
 	f := newFuture()
 	id := n.nextID.Add(1)
-	cc.Context = binary.LittleEndian.AppendUint64(nil, id)
+	if len(cc.Context) > maxMemberContext {
+		return 0, fmt.Errorf("%w: a member context of %d bytes (at most %d)", ErrChangeRefused, len(cc.Context), maxMemberContext)
+	}
+	cc.Context = append(binary.LittleEndian.AppendUint64(nil, id), cc.Context...)
 	n.control(func() {
 		r := n.groups[g]
 		if r.rn.BasicStatus().RaftState != raft.StateLeader {

@@ -44,6 +44,8 @@ type NetTransport struct {
 	layer   StreamLayer
 	resolve func(id uint64) (string, bool)
 	log     *slog.Logger
+	hello   []byte             // Greet's: the first frame of every connection dialed
+	greeted func(hello []byte) // Greet's: told each accepted connection's first frame
 
 	mu     sync.Mutex
 	peers  map[uint64]*peerConn
@@ -60,6 +62,16 @@ func NewNetTransport(layer StreamLayer, resolve func(id uint64) (string, bool), 
 	}
 	return &NetTransport{layer: layer, resolve: resolve, log: log,
 		peers: map[uint64]*peerConn{}, conns: map[net.Conn]struct{}{}}
+}
+
+// Greet sets the hello this transport sends first on every connection it
+// dials (at most 4 KiB; lockd: the node's name and peer address, so that a
+// node that knows nothing of the dialer yet, one joining, can answer it),
+// and what it tells of the hello of every connection it accepts. Call it
+// before Send and Serve. Without it the hello is empty, and hellos received
+// are dropped.
+func (t *NetTransport) Greet(hello []byte, greeted func(hello []byte)) {
+	t.hello, t.greeted = hello, greeted
 }
 
 type peerConn struct {
@@ -140,6 +152,9 @@ func (p *peerConn) writer() {
 				conn = nil
 				continue
 			}
+			// The hello goes first, in the same write.
+			first := binary.BigEndian.AppendUint32(nil, uint32(len(p.t.hello)))
+			out = append(append(first, p.t.hello...), out...)
 		}
 		if _, err := conn.Write(out); err != nil {
 			p.t.log.Debug("multiraft: write to peer failed", "peer", p.id, "err", err)
@@ -182,6 +197,21 @@ func (t *NetTransport) read(c net.Conn, n *Node) {
 	br := bufio.NewReaderSize(c, 64<<10)
 	var hdr [4]byte
 	var buf []byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return
+	}
+	size := binary.BigEndian.Uint32(hdr[:])
+	if size > maxMemberContext {
+		t.log.Warn("multiraft: peer sent an oversized hello", "remote", c.RemoteAddr().String(), "bytes", size)
+		return
+	}
+	hello := make([]byte, size)
+	if _, err := io.ReadFull(br, hello); err != nil {
+		return
+	}
+	if t.greeted != nil && size > 0 {
+		t.greeted(hello)
+	}
 	for {
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
 			return

@@ -12,8 +12,8 @@ import (
 
 // TestOverPeerPorts: 3 nodes × 4 groups over TCP peer ports (mux, one
 // header): every acknowledged write reaches every node, a node that restarts
-// on its address catches up, and a connection that sends an oversized or
-// malformed frame is closed without harm to the node.
+// on its address catches up, and a connection that sends an oversized hello
+// or an oversized or malformed frame is closed without harm to the node.
 func TestOverPeerPorts(t *testing.T) {
 	c := newClusterOver(t, 3, 4, nil, true)
 	leads := c.spread()
@@ -32,8 +32,9 @@ func TestOverPeerPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	noHello := func() []byte { return make([]byte, 4) } // the first frame: an empty hello
 	frame := AppendMessage(nil, 99, &pb.Message{Type: pb.MsgHeartbeat, From: 2, To: 1, Term: 1})
-	if _, err := conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)); err != nil {
+	if _, err := conn.Write(append(binary.BigEndian.AppendUint32(noHello(), uint32(len(frame))), frame...)); err != nil {
 		t.Fatal(err)
 	}
 	conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
@@ -44,8 +45,9 @@ func TestOverPeerPorts(t *testing.T) {
 	}
 	conn.Close()
 	for _, payload := range [][]byte{
-		binary.BigEndian.AppendUint32(nil, MaxFrame+1),
-		append(binary.BigEndian.AppendUint32(nil, 3), 0x01, 0xFF, 0xFF),
+		binary.BigEndian.AppendUint32(nil, maxMemberContext+1),
+		binary.BigEndian.AppendUint32(noHello(), MaxFrame+1),
+		append(binary.BigEndian.AppendUint32(noHello(), 3), 0x01, 0xFF, 0xFF),
 	} {
 		conn, err := dialHeader(c.addrs[victim], 'M')
 		if err != nil {
@@ -58,7 +60,7 @@ func TestOverPeerPorts(t *testing.T) {
 		if _, err := conn.Read(make([]byte, 1)); err == nil {
 			t.Fatal("the node answered a hostile frame instead of closing the connection")
 		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			t.Fatal("the connection stayed open after a hostile frame")
+			t.Fatalf("the connection stayed open after hostile frame %x", payload)
 		}
 		conn.Close()
 	}
