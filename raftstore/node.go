@@ -261,14 +261,11 @@ func OpenNode(cfg Config) (*Node, error) {
 		}
 	}
 	fresh := !HasData(cfg.DataDir)
-	onEngine, err := marked(cfg.DataDir, engineFile, fresh && cfg.Engine && !cfg.Join)
+	onEngine, err := marked(cfg.DataDir, engineFile, fresh && cfg.Engine)
 	switch {
 	case err != nil:
 		peer.Close()
 		return nil, err
-	case fresh && cfg.Engine && cfg.Join:
-		peer.Close()
-		return nil, fmt.Errorf("-join: %w (a cluster on it keeps the nodes of its -peers)", ErrEngine)
 	case cfg.Engine && !onEngine:
 		lg.Warn("the data directory was created without -engine; its groups keep hashicorp/raft")
 	}

@@ -94,6 +94,7 @@ func (n *Node) Stats() [][2]string {
 	out = append(out, [2]string{"raft_replicas", strconv.Itoa(n.cfg.Replicas)},
 		[2]string{"raft_groups_created", strconv.Itoa(bootGroups(n.cfg.DataDir, len(n.gs())))},
 		[2]string{"raft_groups_auto", boolDigit(n.autoGroups)},
+		[2]string{"raft_engine", boolDigit(n.engine != nil)},
 		[2]string{"shard_map_version", strconv.FormatUint(n.ShardMap().Version, 10)})
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, g := range n.groupStatuses() {

@@ -291,7 +291,7 @@ func New(cfg Config) (*Server, error) {
 		ClientAddr: advertised(rs.Addr(), cmp.Or(cfg.AdvertiseAddr, cfg.PeerAddr)),
 		Logger:     lg, RaftLogOutput: cfg.RaftLogOutput, RaftLogs: cfg.RaftLogs, Publish: rs.Publish, WantEvents: rs.WantsEvents, Peers: cfg.Peers, Join: cfg.Join != "",
 		SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval, TrailingLogs: cfg.TrailingLogs, Groups: gc.groups,
-		AutoGroups: gc.auto, Replicas: gc.replicas, Engine: cfg.Engine, Zone: cfg.Zone, HomeZones: cfg.HomeZones, GroupsCreated: gc.created,
+		AutoGroups: gc.auto, Replicas: gc.replicas, Engine: cfg.Engine || gc.engine, Zone: cfg.Zone, HomeZones: cfg.HomeZones, GroupsCreated: gc.created,
 		MaxWriteBytes: cfg.MaxWriteBytes, LogBytes: cfg.LogBytes, NoBatchEntries: cfg.NoBatchEntries,
 		MaxSessionsPerUser: cfg.MaxSessionsPerUser, StrictNX: cfg.StrictNX,
 		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterAuth, ReplicaStopOnUnsupported: cfg.ReplicaStopOnUnsupported, MasterTLS: cfg.MasterTLS}
@@ -412,12 +412,13 @@ func chooseEventLoop(rs *redisproto.Server, mode string) error {
 type groupChoice struct {
 	groups, replicas, created int
 	auto                      bool
+	engine                    bool // the member runs its groups on the engine (INFO raft_engine)
 }
 
 // chooseGroups decides the group count and replication factor of a new
 // data directory (see Config.Groups and Config.Replicas); an existing
 // directory keeps its own and these are ignored. A node joining a cluster
-// takes the member's (INFO raft_groups, raft_replicas, raft_groups_auto),
+// takes the member's (INFO raft_groups, raft_replicas, raft_groups_auto, raft_engine),
 // and a -groups or -replicas that differs from it is refused.
 func chooseGroups(cfg Config, ts *tlsSetup) (groupChoice, error) {
 	if raftstore.HasData(cfg.DataDir) {
@@ -476,6 +477,9 @@ func memberGroups(ctx context.Context, member, password string, tc *tls.Config) 
 					dst = &m.created
 				case "raft_groups_auto":
 					m.auto = v == "1"
+					continue
+				case "raft_engine":
+					m.engine = v == "1"
 					continue
 				default:
 					continue

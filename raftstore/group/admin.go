@@ -31,13 +31,10 @@ func (s *Store) admin(ctx context.Context, op command.Admin) resp.Value {
 		return resp.Array(resp.Int(int64(term)), resp.BulkString(string(leader)), resp.BulkString(s.cfg.NodeID))
 	case "where": // asked by a node that does not host the group
 		return s.where()
-	case "bootstrap", "add", "remove", "learner", "demote":
-		if s.engine != nil {
-			return resp.Error("ERR " + op.Action + ": " + ErrEngineMembers.Error())
-		}
-	}
-	switch op.Action {
 	case "bootstrap": // a group added at runtime, by group 0's leader (raftstore's node_grow.go)
+		if s.engine != nil {
+			return resp.Error("ERR " + ErrEngineGroups.Error())
+		}
 		if err := s.Bootstrap(op.Addr); err != nil {
 			return resp.Error("ERR " + err.Error())
 		}

@@ -62,6 +62,11 @@ func (e *engineMachine) Snapshot() (func() ([]byte, error), error) {
 	}, nil
 }
 
+// AppliedIndex implements multiraft.AppliedIndexer: a read that waits for
+// the index of an entry the machine never sees (a barrier, a membership
+// change) is not held until the next command.
+func (e *engineMachine) AppliedIndex(index uint64) { e.m.setApplied(index) }
+
 // Restore implements multiraft.StateMachine; nil restores the empty state.
 func (e *engineMachine) Restore(data []byte) error {
 	if data == nil {

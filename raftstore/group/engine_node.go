@@ -2,6 +2,7 @@ package group
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,10 +25,12 @@ import (
 // through Shared.Engine, starts it once the groups are added, and closes it
 // after closing them.
 //
-// Its members are named by lockd's node ids (engineID: a hash) and found at
-// the peer addresses of Config.Peers: a cluster on the engine is created
-// with -peers and keeps those members (adding and removing nodes on the
-// engine is not built yet; raftstore.OpenNode refuses what needs it).
+// Its members are numbered by lockd's node ids (engineID: a hash) and found
+// at their peer addresses, which every replica learns as member contexts
+// (memberContext: a new group's first members', an added member's, every
+// snapshot's), and a node learns of a peer that dials it from the
+// connection's hello (a joiner, before anything else). Adding groups to a
+// running cluster (RAFT ADDGROUPS) is not built on it yet.
 type Engine struct {
 	node    *multiraft.Node
 	storage *multiraft.LogStorage
@@ -67,9 +70,19 @@ func NewEngine(cfg Config, peer *mux.Mux, sh *logstore.Shared) (*Engine, error) 
 	peers.add(self, addr)
 	layer := peer.Handle(headerEngine)
 	trans := multiraft.NewNetTransport(layer, peers.Resolve, lg.With("module", "engine"))
+	trans.Greet(memberContext(self, addr), func(hello []byte) {
+		if id, at, ok := parseMemberContext(hello); ok {
+			peers.learn(id, at, false) // a hello names only the dialer, and never moves a known node
+		}
+	})
 	storage := multiraft.NewLogStorage(sh)
 	node, err := multiraft.NewNode(multiraft.Config{
 		ID: engineID(self), Storage: storage, Transport: trans,
+		OnMember: func(_ multiraft.Group, n uint64, ctx []byte) {
+			if id, at, ok := parseMemberContext(ctx); ok && engineID(id) == n {
+				peers.learn(id, at, true)
+			}
+		},
 		Tick: engineTick, ElectionTicks: int(heartbeatTimeout / engineTick), HeartbeatTicks: engineHeartbeatTicks,
 		SnapshotEntries: cfg.SnapshotThreshold, TrailingEntries: cmp.Or(cfg.TrailingLogs, defaultTrailingLogs),
 	})
@@ -120,30 +133,55 @@ func (e *Engine) Counters() EngineCounters {
 	return EngineCounters{Turns: n.Turns.Load(), Saves: n.Saves.Load(), Frames: n.Frames.Load(), Snapshots: n.Snapshots.Load()}
 }
 
-// engineVoters is the engine ids of a new group's first voters: cfg.Peers
-// (or this node alone) as bootConfiguration makes them voters; nil for a
-// group this node joins (cfg.Join) or whose voters are other nodes.
-func engineVoters(cfg Config) ([]uint64, error) {
+// memberContext is node id at peer address addr as a member context of
+// the engine (multiraft's, and a transport hello): the id's length as a
+// uvarint, the id, the address.
+func memberContext(id raft.ServerID, addr raft.ServerAddress) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(id)))
+	return append(append(b, id...), addr...)
+}
+
+// parseMemberContext reads a memberContext; ok is false for anything else.
+func parseMemberContext(b []byte) (id raft.ServerID, addr raft.ServerAddress, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n == 0 || n > uint64(len(b)-k) || len(b)-k-int(n) == 0 {
+		return "", "", false
+	}
+	return raft.ServerID(b[k : k+int(n)]), raft.ServerAddress(b[k+int(n):]), true
+}
+
+// engineStart is how a group of this node starts on the engine: a new
+// group's first members (cfg.Peers, or this node alone, as
+// bootConfiguration makes them), or none for a group this node joins
+// (cfg.Join) or whose voters are other nodes (it waits to be added).
+func engineStart(cfg Config) multiraft.GroupConfig {
+	var gc multiraft.GroupConfig
 	if cfg.Join {
-		return nil, nil
+		return gc
 	}
-	if len(cfg.Peers) == 0 {
-		return []uint64{engineID(raft.ServerID(cfg.NodeID))}, nil
+	self := raft.ServerID(cfg.NodeID)
+	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: self}}}
+	if len(cfg.Peers) > 0 {
+		conf = bootConfiguration(cfg)
 	}
-	var ids []uint64
-	self := false
-	for _, srv := range bootConfiguration(cfg).Servers {
-		if srv.Suffrage != raft.Voter {
-			return nil, fmt.Errorf("group %d: non-voters (%s) are not supported on the engine yet", cfg.Group, srv.ID)
+	if !slices.ContainsFunc(conf.Servers, func(s raft.Server) bool { return s.ID == self && s.Suffrage == raft.Voter }) {
+		return gc // its voters start it; a non-voter of group 0 hears from their leader
+	}
+	gc.Members = map[uint64][]byte{}
+	for _, srv := range conf.Servers {
+		n := engineID(srv.ID)
+		if srv.Suffrage == raft.Voter {
+			gc.Voters = append(gc.Voters, n)
+		} else {
+			gc.Learners = append(gc.Learners, n)
 		}
-		ids = append(ids, engineID(srv.ID))
-		self = self || srv.ID == raft.ServerID(cfg.NodeID)
+		if srv.Address != "" {
+			gc.Members[n] = memberContext(srv.ID, srv.Address)
+		}
 	}
-	if !self {
-		return nil, nil // its voters are other nodes: it waits to be added
-	}
-	slices.Sort(ids)
-	return ids, nil
+	slices.Sort(gc.Voters)
+	slices.Sort(gc.Learners)
+	return gc
 }
 
 // openOnEngine is Open for a group on the node's engine (cfg.engine): no
@@ -158,10 +196,7 @@ func openOnEngine(cfg Config, lg *slog.Logger) (*Store, error) {
 	if cfg.peer == nil {
 		return nil, fmt.Errorf("group %d: a group on the engine needs its node's peer port", cfg.Group)
 	}
-	voters, err := engineVoters(cfg)
-	if err != nil {
-		return nil, err
-	}
+	start := engineStart(cfg)
 	logs, err := e.storage.Log(multiraft.Group(cfg.Group))
 	if err != nil {
 		return nil, err
@@ -173,7 +208,8 @@ func openOnEngine(cfg Config, lg *slog.Logger) (*Store, error) {
 	s := newStore(cfg, lg, peer, logs, e.addr, cmp.Or(cfg.TrailingLogs, defaultTrailingLogs), metrics)
 	s.engine = e
 	g := multiraft.Group(cfg.Group)
-	if err := e.node.AddGroup(g, multiraft.GroupConfig{Voters: voters, SM: &engineMachine{m: s.m}}); err != nil {
+	start.SM = &engineMachine{m: s.m}
+	if err := e.node.AddGroup(g, start); err != nil {
 		peer.fwdLayer.Close()
 		return nil, fmt.Errorf("group %d on the engine: %w", cfg.Group, err)
 	}
@@ -183,7 +219,6 @@ func openOnEngine(cfg Config, lg *slog.Logger) (*Store, error) {
 	return s, nil
 }
 
-// ErrEngineMembers refuses what would change a group's members on the
-// engine: a cluster on it keeps the nodes it was created with (-peers)
-// until membership changes carry peer addresses there.
-var ErrEngineMembers = errors.New("membership changes are not supported on the engine (-engine) yet: the cluster keeps its -peers")
+// ErrEngineGroups refuses bootstrapping a group added to a running cluster
+// on the engine (RAFT ADDGROUPS), which is not built yet.
+var ErrEngineGroups = errors.New("adding groups to a running cluster is not supported on the engine (-engine) yet")

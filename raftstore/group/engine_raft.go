@@ -74,9 +74,17 @@ func engineID(id raft.ServerID) uint64 {
 
 // add records id at addr and returns its engine id.
 func (p *enginePeers) add(id raft.ServerID, addr raft.ServerAddress) uint64 {
+	return p.learn(id, addr, true)
+}
+
+// learn records id at addr, replacing what was known of id only with
+// replace, and returns its engine id.
+func (p *enginePeers) learn(id raft.ServerID, addr raft.ServerAddress, replace bool) uint64 {
 	n := engineID(id)
 	p.mu.Lock()
-	p.byID[n] = raft.Server{ID: id, Address: addr}
+	if _, known := p.byID[n]; replace || !known {
+		p.byID[n] = raft.Server{ID: id, Address: addr}
+	}
 	p.mu.Unlock()
 	return n
 }
@@ -358,15 +366,17 @@ type engineConfig struct {
 
 func (c *engineConfig) Configuration() raft.Configuration { return c.conf }
 
-// change is a future over a membership change.
+// change is a future over a membership change; one that names addr carries
+// the member's context, so that every replica learns where it is.
 func (e *engineRaft) change(t pb.ConfChangeType, id raft.ServerID, addr raft.ServerAddress) raft.IndexFuture {
 	n := engineID(id)
+	cc := pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: t, NodeID: n}}}
 	if addr != "" {
 		e.peers.add(id, addr)
+		cc.Context = memberContext(id, addr)
 	}
 	return &engineFuture{wait: func() (any, uint64, error) {
-		index, err := e.node.ChangeMembers(context.Background(), e.g,
-			pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: t, NodeID: n}}})
+		index, err := e.node.ChangeMembers(context.Background(), e.g, cc)
 		return nil, index, engineErr(err)
 	}}
 }

@@ -304,6 +304,9 @@ func (n *Node) apply(r *replica, ents []pb.Entry) {
 	flush()
 	r.cmds = cmds
 	r.v.applied.Store(applied)
+	if a, ok := r.sm.(AppliedIndexer); ok {
+		a.AppliedIndex(applied)
+	}
 }
 
 // answerReads answers the reads of r whose read index is applied.

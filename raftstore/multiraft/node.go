@@ -58,6 +58,14 @@ type StateMachine interface {
 	Restore(snapshot []byte) error
 }
 
+// AppliedIndexer is a StateMachine that wants to know the index it has
+// applied up to, entries it never sees included (barriers, a new leader's
+// empty entry, membership changes): AppliedIndex is called on the driver
+// after each turn's Apply calls, with the group's applied index.
+type AppliedIndexer interface {
+	AppliedIndex(index uint64)
+}
+
 // Command is one committed command of a group.
 type Command struct {
 	Index uint64
@@ -290,7 +298,9 @@ type GroupConfig struct {
 	// group's storage is empty; none (nil) for a node that joins a running
 	// group: its leader sends it a snapshot once the group adds it.
 	Voters []uint64
-	// Members are contexts of Voters (by id; members.go), kept with the
+	// Learners are the group's first non-voting members (with Voters).
+	Learners []uint64
+	// Members are contexts of Voters and Learners (by id; members.go), kept with the
 	// group's first snapshot; used only with Voters.
 	Members map[uint64][]byte
 	// Applied is the highest index SM already holds (0: it holds nothing,
@@ -317,7 +327,7 @@ func (n *Node) AddGroup(g Group, gc GroupConfig) error {
 		// It is stored before anything else, so that a restart finds the
 		// group's voters in its storage whatever it is given then.
 		snap = pb.Snapshot{Data: encodeSnapshot(gc.Members, nil),
-			Metadata: pb.SnapshotMetadata{Index: 1, Term: 1, ConfState: pb.ConfState{Voters: gc.Voters}}}
+			Metadata: pb.SnapshotMetadata{Index: 1, Term: 1, ConfState: pb.ConfState{Voters: gc.Voters, Learners: gc.Learners}}}
 		if raft.IsEmptyHardState(hs) {
 			hs = pb.HardState{Term: 1}
 		}
