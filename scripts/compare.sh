@@ -50,7 +50,8 @@
 #                   pipelined requests instead of 200000
 #   BENCH_DURATION  each run's length, a Go duration (overrides BENCH_QUICK)
 #   BENCH_CLIENTS   the client counts (default "1 16 64")
-#   BENCH_SYSTEMS   a subset of "lockd-1 lockd-3 lockd-3g1 lockd-3g8 redis etcd-3"
+#   BENCH_SYSTEMS   a subset of "lockd-1 lockd-3 lockd-3g1 lockd-3g8 lockd-3g1e
+#                   lockd-3g8e redis etcd-3"
 #                   (default all)
 #   BENCH_OUT       a directory to keep every run's lockbench and
 #                   redis-benchmark report in
@@ -70,7 +71,9 @@
 # -groups 8. Both run the uncontended workload, LOCK.* through any node and
 # straight to the leaders; lockd-3g1 also runs the hot name, straight to the
 # leader only (the name lives in one group either way; with one group no
-# other group's traffic shares the node's log and peer links).
+# other group's traffic shares the node's log and peer links). lockd-3g1e and
+# lockd-3g8e are the same two shapes with every group on the node-wide Raft
+# engine (lockd -engine), uncontended only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,7 +83,7 @@ die() {
 }
 
 # make bench's full run: every system, these client counts, this long a run.
-ALL_CLIENTS="1 16 64" ALL_SYSTEMS="lockd-1 lockd-3 lockd-3g1 lockd-3g8 redis etcd-3" FULL_DURATION=8s
+ALL_CLIENTS="1 16 64" ALL_SYSTEMS="lockd-1 lockd-3 lockd-3g1 lockd-3g8 lockd-3g1e lockd-3g8e redis etcd-3" FULL_DURATION=8s
 case ${BENCH_QUICK:-0} in
 0 | "") DURATION=$FULL_DURATION PIPE_N=200000 ;;
 *) DURATION=1s PIPE_N=50000 ;;
@@ -95,7 +98,7 @@ for c in "${CLIENTS[@]}"; do
 	[[ $c =~ ^[1-9][0-9]*$ ]] || die "BENCH_CLIENTS must hold positive integers, got '$c'"
 done
 for s in "${SYSTEMS[@]}"; do
-	case $s in lockd-1 | lockd-3 | lockd-3g1 | lockd-3g8 | redis | etcd-3) ;; *) die "BENCH_SYSTEMS: unknown system '$s'" ;; esac
+	case $s in lockd-1 | lockd-3 | lockd-3g1 | lockd-3g8 | lockd-3g1e | lockd-3g8e | redis | etcd-3) ;; *) die "BENCH_SYSTEMS: unknown system '$s'" ;; esac
 done
 OUT=${BENCH_OUT:-}
 # The Markdown page this run writes at its end; its directory is made now, so
@@ -155,6 +158,8 @@ start_system() {
 	lockd-3) start_lockd_cluster "${LOCKD_GROUPS:-}" ;; # lockd's default unless LOCKD_GROUPS
 	lockd-3g1) start_lockd_cluster 1 ;;
 	lockd-3g8) start_lockd_cluster 8 ;;
+	lockd-3g1e) LOCKD_ENGINE=1 start_lockd_cluster 1 ;;
+	lockd-3g8e) LOCKD_ENGINE=1 start_lockd_cluster 8 ;;
 	etcd-3) start_etcd_cluster ;;
 	esac
 	if [[ $1 == lockd-3* ]]; then
@@ -291,6 +296,7 @@ for system in "${SYSTEMS[@]}"; do
 	lockd-3) ROWS_OF+=(lockd-3 lockd-3-lock lockd-3d lockd-3d-lock) ;;
 	lockd-3g1) ROWS_OF+=(lockd-3g1-lock lockd-3g1d-lock) ;;
 	lockd-3g8) ROWS_OF+=(lockd-3g8-lock lockd-3g8d-lock) ;;
+	lockd-3g1e | lockd-3g8e) ROWS_OF+=("$system-lock" "${system}d-lock") ;;
 	lockd-*) ROWS_OF+=("$system" "$system-lock") ;;
 	*) ROWS_OF+=("$system") ;;
 	esac
@@ -308,7 +314,7 @@ resume() {
 		wait_ping "${addrs[0]##*:}" "${SYSTEM_PIDS[0]}" || die "$system did not serve again after its pause"
 		ADDRS=${addrs[0]}
 		;;
-	lockd-3 | lockd-3g1 | lockd-3g8)
+	lockd-3 | lockd-3g1 | lockd-3g8 | lockd-3g1e | lockd-3g8e)
 		ADDRS=$(lockd_leader_first "${addrs[@]}") ||
 			die "$system did not serve again (leaders agreed, balanced) within ${START_TIMEOUT}s of its pause"
 		;;
@@ -323,7 +329,7 @@ for w in "${WORKLOADS[@]}"; do
 		wait=() # lockd's waiters queue on the hot name (LOCK.ACQUIRE … WAIT)
 		[[ $w == hot-key ]] && wait=(-wait 4s)
 		for system in "${SYSTEMS[@]}"; do
-			[[ $system == lockd-3g8 && $w == hot-key ]] && continue # uncontended only (see the top)
+			[[ $system == lockd-3g8* || $system == lockd-3g1e ]] && [[ $w == hot-key ]] && continue # uncontended only (see the top)
 			resume "$system"
 			case $system in
 			etcd-3)
@@ -338,9 +344,9 @@ for w in "${WORKLOADS[@]}"; do
 					lb lockd-3g1d-lock "$w" "$c" -lock -direct
 				fi
 				;;
-			lockd-3g8)
-				lb lockd-3g8-lock "$w" "$c" -lock
-				lb lockd-3g8d-lock "$w" "$c" -lock -direct
+			lockd-3g8 | lockd-3g1e | lockd-3g8e)
+				lb "$system-lock" "$w" "$c" -lock
+				lb "${system}d-lock" "$w" "$c" -lock -direct
 				;;
 			lockd-*)
 				lb "$system" "$w" "$c"
@@ -505,6 +511,8 @@ THREE=()
 has lockd-3 && THREE+=(lockd-3 lockd-3-lock lockd-3d lockd-3d-lock)
 has lockd-3g1 && THREE+=(lockd-3g1-lock lockd-3g1d-lock)
 has lockd-3g8 && THREE+=(lockd-3g8-lock lockd-3g8d-lock)
+has lockd-3g1e && THREE+=(lockd-3g1e-lock lockd-3g1ed-lock)
+has lockd-3g8e && THREE+=(lockd-3g8e-lock lockd-3g8ed-lock)
 if ((${#THREE[@]} > 0)) && has etcd-3; then
 	for row in "${THREE[@]}"; do
 		l=$(cycles "$row" uncontended "$top") e=$(cycles etcd-txn uncontended "$top") p=$(value "$row" uncontended "$top" op acquire p99_ms)
@@ -581,6 +589,12 @@ goal_ratio "8 groups ÷ 1 group, lockd-3g8-lock ÷ lockd-3g1-lock" \
 	"$(cycles lockd-3g8-lock uncontended 64)" "$(cycles lockd-3g1-lock uncontended 64)" ">=" 0.9 cycles/s
 goal_ratio "8 groups ÷ 1 group, lockd-3g8d-lock ÷ lockd-3g1d-lock" \
 	"$(cycles lockd-3g8d-lock uncontended 64)" "$(cycles lockd-3g1d-lock uncontended 64)" ">=" 0.9 cycles/s
+goal_ratio "on the engine (-engine): 8 groups ÷ 1 group, lockd-3g8e-lock ÷ lockd-3g1e-lock" \
+	"$(cycles lockd-3g8e-lock uncontended 64)" "$(cycles lockd-3g1e-lock uncontended 64)" ">=" 0.9 cycles/s
+goal_ratio "on the engine (-engine): 8 groups ÷ 1 group, lockd-3g8ed-lock ÷ lockd-3g1ed-lock" \
+	"$(cycles lockd-3g8ed-lock uncontended 64)" "$(cycles lockd-3g1ed-lock uncontended 64)" ">=" 0.9 cycles/s
+goal_ratio "on the engine (-engine), 8 groups: lockd-3g8e-lock ÷ etcd-txn" "$(cycles lockd-3g8e-lock uncontended 64)" "$e" ">=" 5 cycles/s
+goal_ratio "on the engine (-engine), 8 groups: lockd-3g8ed-lock (cluster-aware) ÷ etcd-txn" "$(cycles lockd-3g8ed-lock uncontended 64)" "$e" ">=" 6 cycles/s
 goal_ratio "single node, lockd-1 ÷ redis" "$(cycles lockd-1 uncontended 64)" "$(cycles redis uncontended 64)" ">=" 1.2 cycles/s
 for t in "${PIPE_TESTS[@]}"; do
 	goal_ratio "redis-benchmark -P $PIPE_P $t, lockd-1 ÷ redis" "${PIPE_RPS["lockd-1|$t"]:-}" "${PIPE_RPS["redis|$t"]:-}" ">=" 1.0 requests/s
@@ -625,7 +639,7 @@ has redis && peers="redis-server ${REDIS_VERSION:-?} (\`appendonly yes\`, \`appe
 has etcd-3 && peers+="${peers:+; }etcd ${ETCD_VERSION:-?} (3 members, through go.etcd.io/etcd/client/v3)"
 # The lockd clusters' Raft groups, as their nodes reported them.
 groups_note=""
-for system in lockd-3 lockd-3g1 lockd-3g8; do
+for system in lockd-3 lockd-3g1 lockd-3g8 lockd-3g1e lockd-3g8e; do
 	has "$system" || continue
 	how="" g=""
 	[[ $system == lockd-3 ]] && how=$([[ -n ${LOCKD_GROUPS:-} ]] && echo " (LOCKD_GROUPS)" || echo " (lockd's default)")

@@ -226,6 +226,7 @@ leader_first() {
 start_lockd_cluster() {
 	local attempt i dir peers ports rp pp groups=${1:-} flags=()
 	[[ -z $groups ]] || flags=(-groups "$groups")
+	[[ ${LOCKD_ENGINE:-0} != 1 ]] || flags+=(-engine) # the node-wide Raft engine (lockd -engine)
 	for attempt in 1 2 3; do
 		mapfile -t ports < <(free_ports 6)
 		rp=("${ports[@]:0:3}") pp=("${ports[@]:3:3}")

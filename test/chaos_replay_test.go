@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/command"
 	"github.com/lockd/lockd/raftstore/fsm"
+	"github.com/lockd/lockd/raftstore/group"
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
@@ -90,6 +92,16 @@ func (r *replayResult) groupOf(name string) int {
 // <dir>/group-0/raft (its own badger DB), with several the shared DB
 // <dir>/raft, group g under its prefix. The result is indexed by group.
 func readReplicaLogs(dir string, groups int) ([][]raft.Log, error) {
+	if _, err := os.Stat(filepath.Join(dir, "ENGINE")); err == nil {
+		// Created with -engine (CHAOS_ENGINE): every group in <dir>/engine,
+		// read in hashicorp/raft's shape.
+		sh, err := logstore.OpenShared(filepath.Join(dir, "engine"), logstore.Options{})
+		if err != nil {
+			return nil, err
+		}
+		defer sh.Close()
+		return group.EngineLogs(sh, groups)
+	}
 	if groups <= 1 {
 		s, err := logstore.Open(filepath.Join(dir, "group-0", "raft"), logstore.Options{})
 		if err != nil {

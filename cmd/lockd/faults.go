@@ -17,6 +17,7 @@ import (
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/raftstore"
 	"github.com/lockd/lockd/raftstore/logstore"
+	"github.com/lockd/lockd/raftstore/multiraft"
 	"github.com/lockd/lockd/server"
 )
 
@@ -80,11 +81,19 @@ func (f *faultFlags) apply(cfg *server.Config) error {
 		sc.WrapLogStore = func(ls raft.LogStore) raft.LogStore {
 			fc.mu.Lock()
 			defer fc.mu.Unlock()
-			fc.disk = logstore.NewFaulty(ls)
+			d := logstore.NewFaulty(ls)
 			if *f.lyingDisk > 0 {
-				fc.disk.SetLyingDisk(*f.lyingDisk)
+				d.SetLyingDisk(*f.lyingDisk)
 			}
-			return fc.disk
+			fc.disk = d
+			return d
+		}
+		sc.WrapEngineStorage = func(s multiraft.Storage) multiraft.Storage {
+			fc.mu.Lock()
+			defer fc.mu.Unlock()
+			d := multiraft.NewFaultyStorage(s)
+			fc.disk = engineDisk{d}
+			return d
 		}
 	}
 	if *f.control {
@@ -97,12 +106,37 @@ func (f *faultFlags) apply(cfg *server.Config) error {
 type faultControl struct {
 	clock *raftstore.FaultClock
 	mu    sync.Mutex
-	disk  *logstore.Faulty // set when Raft opens its log
+	disk  diskFaults // set when Raft opens its log
 }
+
+// diskFaults are the write faults of a node's log: logstore.Faulty under
+// hashicorp/raft, engineDisk on the engine.
+type diskFaults interface {
+	SetWriteDelay(time.Duration)
+	SetFailWrites(bool)
+	WriteDelay() time.Duration
+	FailWrites() bool
+	Counts() (writes, failed uint64)
+	SetLyingDisk(time.Duration) error
+	LyingDisk() time.Duration
+}
+
+// engineDisk is the engine's storage faults: no lying disk (acknowledging
+// writes before they are durable is hashicorp/raft's planted bug).
+type engineDisk struct{ *multiraft.FaultyStorage }
+
+func (engineDisk) SetLyingDisk(d time.Duration) error {
+	if d != 0 {
+		return errors.New("lying_disk is not built on the engine")
+	}
+	return nil
+}
+
+func (engineDisk) LyingDisk() time.Duration { return 0 }
 
 var errNoDisk = errors.New("the log store is not open yet")
 
-func (fc *faultControl) faulty() (*logstore.Faulty, error) {
+func (fc *faultControl) faulty() (diskFaults, error) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	if fc.disk == nil {

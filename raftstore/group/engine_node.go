@@ -15,6 +15,7 @@ import (
 	"github.com/lockd/lockd/raftstore/logstore"
 	"github.com/lockd/lockd/raftstore/multiraft"
 	"github.com/lockd/lockd/raftstore/mux"
+	"github.com/lockd/lockd/raftstore/raftio"
 )
 
 // Engine is the node-wide Raft engine (package multiraft) that a Node's
@@ -69,15 +70,20 @@ func NewEngine(cfg Config, peer *mux.Mux, sh *logstore.Shared) (*Engine, error) 
 	self, addr := raft.ServerID(cfg.NodeID), raft.ServerAddress(peer.Addr().String())
 	peers.add(self, addr)
 	layer := peer.Handle(headerEngine)
-	trans := multiraft.NewNetTransport(layer, peers.Resolve, lg.With("module", "engine"))
+	stream, _ := raftio.WithDialVia(cfg.DialVia, layer, nil) // fault tests: through their proxies
+	trans := multiraft.NewNetTransport(stream, peers.Resolve, lg.With("module", "engine"))
 	trans.Greet(memberContext(self, addr), func(hello []byte) {
 		if id, at, ok := parseMemberContext(hello); ok {
 			peers.learn(id, at, false) // a hello names only the dialer, and never moves a known node
 		}
 	})
 	storage := multiraft.NewLogStorage(sh)
+	var disk multiraft.Storage = storage
+	if cfg.WrapEngineStorage != nil { // fault tests only
+		disk = cfg.WrapEngineStorage(disk)
+	}
 	node, err := multiraft.NewNode(multiraft.Config{
-		ID: engineID(self), Storage: storage, Transport: trans,
+		ID: engineID(self), Storage: disk, Transport: trans,
 		OnMember: func(_ multiraft.Group, n uint64, ctx []byte) {
 			if id, at, ok := parseMemberContext(ctx); ok && engineID(id) == n {
 				peers.learn(id, at, true)
@@ -204,7 +210,8 @@ func openOnEngine(cfg Config, lg *slog.Logger) (*Store, error) {
 	metrics := cmp.Or(cfg.metrics, NewMetrics())
 	cfg.MaxWriteBytes = min(cmp.Or(cfg.MaxWriteBytes, DefaultMaxWriteBytes), logs.MaxData())
 	_, fwdHdr := groupHeaders(cfg.Group)
-	peer := &peerSide{mux: cfg.peer, fwdLayer: cfg.peer.Handle(fwdHdr), dial: forwardDialer(cfg.peer, fwdHdr)}
+	_, dial := raftio.WithDialVia(cfg.DialVia, nil, forwardDialer(cfg.peer, fwdHdr))
+	peer := &peerSide{mux: cfg.peer, fwdLayer: cfg.peer.Handle(fwdHdr), dial: dial}
 	s := newStore(cfg, lg, peer, logs, e.addr, cmp.Or(cfg.TrailingLogs, defaultTrailingLogs), metrics)
 	s.engine = e
 	g := multiraft.Group(cfg.Group)

@@ -26,6 +26,7 @@ import (
 	"github.com/lockd/lockd/raftstore/forward"
 	"github.com/lockd/lockd/raftstore/fsm"
 	"github.com/lockd/lockd/raftstore/logstore"
+	"github.com/lockd/lockd/raftstore/multiraft"
 	"github.com/lockd/lockd/raftstore/mux"
 	"github.com/lockd/lockd/raftstore/raftio"
 	"github.com/lockd/lockd/raftstore/snapstore"
@@ -174,8 +175,10 @@ type Config struct {
 	// (a faultnet proxy); Raft and forwarding connections both follow it.
 	DialVia map[string]string
 	// WrapLogStore wraps the Raft log store (logstore.Faulty: slow or failing
-	// writes).
-	WrapLogStore func(raft.LogStore) raft.LogStore
+	// writes); WrapEngineStorage the engine's storage instead, on a node
+	// that runs its groups on the engine (multiraft.FaultyStorage).
+	WrapLogStore      func(raft.LogStore) raft.LogStore
+	WrapEngineStorage func(multiraft.Storage) multiraft.Storage
 	// BeforeLogWrite (fault tests only) is the committer's
 	// logstore.Options.BeforeWrite: it runs before each batch the node's
 	// log writes, with several groups or with one that has followers, and

@@ -91,8 +91,11 @@ func (s *LogStorage) store(g Group) (*logstore.Store, error) {
 }
 
 // snapshotKey is where a group's last snapshot lies in its stable store
-// (its protobuf encoding).
-var snapshotKey = []byte("multiraft-snap")
+// (its protobuf encoding); firstSnapshotKey its first (a new group's).
+var (
+	snapshotKey      = []byte("multiraft-snap")
+	firstSnapshotKey = []byte("multiraft-first")
+)
 
 // Load implements Storage.
 func (s *LogStorage) Load(g Group) (Stored, error) {
@@ -149,6 +152,13 @@ func (s *LogStorage) SaveSnapshot(g Group, snap pb.Snapshot, replaceLog bool) er
 	data, err := snap.Marshal()
 	if err != nil {
 		return err
+	}
+	if snap.Metadata.Index == 1 {
+		// A new group's first snapshot (AddGroup), kept for what reads the
+		// whole log later (ReadGroupLog): later snapshots replace the other.
+		if err := st.Set(firstSnapshotKey, data); err != nil {
+			return err
+		}
 	}
 	if err := st.Set(snapshotKey, data); err != nil || !replaceLog {
 		return err
