@@ -4,15 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/lockd/lockd/command"
-	"github.com/lockd/lockd/internal/clustertest"
 	"github.com/lockd/lockd/resp"
 	"github.com/lockd/lockd/shard"
 )
@@ -196,62 +193,15 @@ func TestEngineNodeMovesSlots(t *testing.T) {
 func TestEngineNodeJoinAndLeave(t *testing.T) {
 	c := newEngineCluster(t, 3, 4, 0)
 	c.waitSpread()
-	c.peers = append(c.peers, Peer{ID: "n4", Addr: clustertest.Addrs(t, 1)[0]})
-	c.dirs = append(c.dirs, t.TempDir())
-	nd, err := OpenNode(Config{NodeID: "n4", DataDir: c.dirs[3], PeerAddr: c.peers[3].Addr, Join: true, Engine: true,
-		ClientAddr: "127.0.0.1:16003", ApplyTimeout: 3 * time.Second, Groups: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.nodes = append(c.nodes, nd)
-	if nd.engine == nil {
-		t.Fatal("the joining node runs no engine")
-	}
-	add := command.Request{Op: command.Admin{Action: "add", ID: "n4", Addr: c.peers[3].Addr}, Spec: command.AdminSpec}
-	var v resp.Value
-	waitFor(t, 15*time.Second, "RAFT ADD to answer other than TRYAGAIN", func() bool {
-		v = c.nodes[1].Do(context.Background(), []command.Request{add})[0]
-		return !strings.HasPrefix(v.String(), "TRYAGAIN ")
-	})
-	if v.IsError() {
-		t.Fatalf("RAFT ADD: %v", v)
-	}
-	waitFor(t, 60*time.Second, "n4 to hold 3 replicas and lead 1 group, every group 3 voters", func() bool {
-		held, leads := 0, 0
-		for g := range 4 {
-			servers, _ := nd.groupServers(g)
-			if countVoters(servers) != 3 {
-				return false
-			}
-			if nd.Group(g).Member() && slices.ContainsFunc(servers, func(s raft.Server) bool { return s.ID == "n4" && s.Suffrage == raft.Voter }) {
-				held++
-			}
-			if nd.Group(g).IsLeader() {
-				leads++
-			}
+	c.joinAndLeave(func(n4 *Node) {
+		if n4.engine == nil {
+			t.Fatal("the joining node runs no engine")
 		}
-		return held == 3 && leads == 1
+		grow := command.Request{Op: command.Admin{Action: "addgroups", ID: "1"}, Spec: command.AdminSpec}
+		if v := c.nodes[1].Do(context.Background(), []command.Request{grow})[0]; !strings.Contains(v.String(), ErrEngine.Error()) {
+			t.Fatalf("RAFT ADDGROUPS: %v, want %q", v, ErrEngine)
+		}
 	})
-	if v := ndo(nd, "SET", "joined", "yes"); v.String() != "OK" {
-		t.Fatalf("SET through the new node: %v", v)
-	}
-	if v := ndo(c.nodes[0], "GET", "joined"); v.String() != "yes" {
-		t.Fatalf("GET after the join: %v", v)
-	}
-	grow := command.Request{Op: command.Admin{Action: "addgroups", ID: "1"}, Spec: command.AdminSpec}
-	if v := c.nodes[1].Do(context.Background(), []command.Request{grow})[0]; !strings.Contains(v.String(), ErrEngine.Error()) {
-		t.Fatalf("RAFT ADDGROUPS: %v, want %q", v, ErrEngine)
-	}
-	remove := command.Request{Op: command.Admin{Action: "remove", ID: "n4"}, Spec: command.AdminSpec}
-	if v := c.nodes[0].Do(context.Background(), []command.Request{remove})[0]; v.IsError() {
-		t.Fatalf("RAFT REMOVE: %v", v)
-	}
-	c.nodes = c.nodes[:3]
-	nd.Close()
-	c.waitSpread()
-	if v := ndo(c.nodes[2], "GET", "joined"); v.String() != "yes" {
-		t.Fatalf("GET after the removal: %v", v)
-	}
 	for _, n := range c.nodes {
 		if got := len(n.Group(0).Configuration()); got != 3 {
 			t.Fatalf("%s: group 0 has %d members after the removal", n.cfg.NodeID, got)

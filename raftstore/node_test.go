@@ -415,9 +415,19 @@ func TestNodeSessionGoneInGroupZeroEndsEverywhere(t *testing.T) {
 func TestNodeJoinTakesItsShare(t *testing.T) {
 	c := newNodeCluster(t, 3, 4)
 	c.waitSpread()
+	c.joinAndLeave(nil)
+}
+
+// joinAndLeave starts n4 with -join (Config.Engine as the cluster's), adds
+// it with RAFT ADD, waits (bounded) until it holds its share of the 4 groups'
+// replicas (3) and leads one, checks that it serves, runs between (nil: no
+// check) with n4, then removes it with RAFT REMOVE and checks that the three
+// lead every group again and still hold what n4 wrote.
+func (c *nodeCluster) joinAndLeave(between func(n4 *Node)) {
+	t := c.t
 	c.peers = append(c.peers, Peer{ID: "n4", Addr: clustertest.Addrs(t, 1)[0]})
 	c.dirs = append(c.dirs, t.TempDir())
-	nd, err := OpenNode(Config{NodeID: "n4", DataDir: c.dirs[3], PeerAddr: c.peers[3].Addr, Join: true,
+	nd, err := OpenNode(Config{NodeID: "n4", DataDir: c.dirs[3], PeerAddr: c.peers[3].Addr, Join: true, Engine: c.engine,
 		ClientAddr: "127.0.0.1:16003", ApplyTimeout: 3 * time.Second, Groups: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -455,6 +465,9 @@ func TestNodeJoinTakesItsShare(t *testing.T) {
 	}
 	if v := ndo(c.nodes[0], "GET", "joined"); v.String() != "yes" {
 		t.Fatalf("GET after the join: %v", v)
+	}
+	if between != nil {
+		between(nd)
 	}
 	remove := command.Request{Op: command.Admin{Action: "remove", ID: "n4"}, Spec: command.AdminSpec}
 	if v := c.nodes[0].Do(context.Background(), []command.Request{remove})[0]; v.IsError() {

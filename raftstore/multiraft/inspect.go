@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hashicorp/raft"
 	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/lockd/lockd/raftstore/logstore"
@@ -46,22 +45,8 @@ func ReadGroupLog(sh *logstore.Shared, g Group) (GroupLog, error) {
 			return out, fmt.Errorf("multiraft: group %d: first snapshot: %w", g, err)
 		}
 	}
-	first, err := st.FirstIndex()
-	if err != nil {
-		return out, err
-	}
-	last, err := st.LastIndex()
-	if err != nil {
-		return out, err
-	}
-	for i := first; first != 0 && i <= last; i++ {
-		var l raft.Log
-		if err := st.GetLog(i, &l); err != nil {
-			return out, fmt.Errorf("multiraft: group %d: entry %d: %w", g, i, err)
-		}
-		out.Entries = append(out.Entries, fromLog(&l))
-	}
-	return out, nil
+	out.Entries, _, err = readEntries(g, st)
+	return out, err
 }
 
 // CommandOf returns the command a log entry carries (what the group's

@@ -122,23 +122,31 @@ func (s *LogStorage) Load(g Group) (Stored, error) {
 			return out, fmt.Errorf("multiraft: group %d: stored snapshot: %w", g, err)
 		}
 	}
-	first, err := st.FirstIndex()
-	if err != nil {
+	var last uint64
+	if out.Entries, last, err = readEntries(g, st); err != nil {
 		return out, err
 	}
-	last, err := st.LastIndex()
+	out.HardState.Commit = min(out.HardState.Commit, max(last, out.Snapshot.Metadata.Index))
+	return out, nil
+}
+
+// readEntries reads every entry of group g's log st, and its last index.
+func readEntries(g Group, st *logstore.Store) (ents []pb.Entry, last uint64, err error) {
+	first, err := st.FirstIndex()
 	if err != nil {
-		return out, err
+		return nil, 0, err
+	}
+	if last, err = st.LastIndex(); err != nil {
+		return nil, 0, err
 	}
 	for i := first; first != 0 && i <= last; i++ {
 		var l raft.Log
 		if err := st.GetLog(i, &l); err != nil {
-			return out, fmt.Errorf("multiraft: group %d: entry %d: %w", g, i, err)
+			return nil, 0, fmt.Errorf("multiraft: group %d: entry %d: %w", g, i, err)
 		}
-		out.Entries = append(out.Entries, fromLog(&l))
+		ents = append(ents, fromLog(&l))
 	}
-	out.HardState.Commit = min(out.HardState.Commit, max(last, out.Snapshot.Metadata.Index))
-	return out, nil
+	return ents, last, nil
 }
 
 // SaveSnapshot implements Storage: the snapshot through the journal, then,
