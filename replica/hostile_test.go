@@ -148,7 +148,13 @@ func TestHostileMaster(t *testing.T) {
 					return
 				}
 				io.WriteString(c, tc.send)
-				// Then the master goes away; the link reads what it sent first.
+				// Then the master goes away; the link reads what it sent
+				// first. It stops writing but reads on until the link
+				// closes: a close with the link's acknowledgements unread
+				// would reset the connection, and the link could see the
+				// reset before the bytes sent ahead of it.
+				c.(*net.TCPConn).CloseWrite()
+				io.Copy(io.Discard, r)
 			})
 			var before, after runtime.MemStats
 			runtime.GC()
