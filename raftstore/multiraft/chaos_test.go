@@ -1,6 +1,7 @@
 package multiraft
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/lockd/lockd/raftstore/logstore"
 )
 
 // chaos model: a register per key; swap(k, v) returns the value before
@@ -67,8 +71,18 @@ var chaosModel = porcupine.Model{
 // nodes while nodes are cut off and restarted, one at a time; the history
 // (unknown outcomes included) must be linearizable, and once the faults stop
 // every node holds the same state.
-func TestChaosLinearizable(t *testing.T) {
-	c := newClusterWith(t, 3, 4, smallSnapshots)
+func TestChaosLinearizable(t *testing.T) { chaosLinearizable(t, smallSnapshots) }
+
+// TestChaosWholeLogs is TestChaosLinearizable with snapshots every 20
+// entries but no log compacted (as lockd's chaos campaign runs), so that
+// the stored logs can be compared whole: any two replicas' entries of the
+// same index and term must be the same (Raft's log matching).
+func TestChaosWholeLogs(t *testing.T) {
+	chaosLinearizable(t, func(cfg *Config) { cfg.SnapshotEntries, cfg.TrailingEntries = 20, 1<<40 })
+}
+
+func chaosLinearizable(t *testing.T, tune func(*Config)) {
+	c := newClusterWith(t, 3, 4, tune)
 	c.spread()
 	const clients, maxOps = 8, 300
 	start := time.Now()
@@ -155,6 +169,51 @@ func TestChaosLinearizable(t *testing.T) {
 		want[g], _ = sms[g].snapshot()
 	}
 	c.converge(want)
+	c.checkLogMatching()
+}
+
+// checkLogMatching stops every node and compares the logs they stored:
+// entries of the same group, index and term must be the same entry.
+func (c *cluster) checkLogMatching() {
+	t := c.t
+	for _, id := range c.ids {
+		if n, _ := c.node(id); n != nil {
+			c.stop(id)
+		}
+	}
+	logs := map[uint64][]GroupLog{}
+	for _, id := range c.ids {
+		sh, err := logstore.OpenShared(c.dirs[id], logstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := range c.groups {
+			gl, err := ReadGroupLog(sh, Group(g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs[id] = append(logs[id], gl)
+		}
+		sh.Close()
+	}
+	compared := 0
+	for g := range c.groups {
+		byIndex := map[uint64]pb.Entry{}
+		for _, id := range c.ids {
+			for _, e := range logs[id][g].Entries {
+				prev, ok := byIndex[e.Index]
+				if !ok {
+					byIndex[e.Index] = e
+					continue
+				}
+				compared++
+				if prev.Term == e.Term && (prev.Type != e.Type || !bytes.Equal(prev.Data, e.Data)) {
+					t.Fatalf("group %d, index %d, term %d: node %d stored another entry than an earlier node (%q vs %q)", g, e.Index, e.Term, id, e.Data, prev.Data)
+				}
+			}
+		}
+	}
+	t.Logf("log matching: %d stored entries compared across nodes", compared)
 }
 
 type chaosResult struct {
