@@ -26,9 +26,7 @@ var ErrInjected = errors.New("logstore: injected write failure (test fault)")
 // concurrent use.
 type Faulty struct {
 	inner raft.LogStore
-
-	delay atomic.Int64 // ns added to every log write
-	fail  atomic.Bool  // log writes fail with ErrInjected
+	WriteFaults
 
 	// The lying disk: while lag > 0, StoreLogs keeps the entries in pending and
 	// returns at once; a flusher writes them to inner once they are lag old.
@@ -37,7 +35,14 @@ type Faulty struct {
 	pending []pendingLog // contiguous indexes above inner's last, oldest first
 	stop    chan struct{}
 	done    chan struct{}
+}
 
+// WriteFaults are the slow and failing writes a test switches on and off:
+// a store's write methods call Before first (Faulty; multiraft's
+// FaultyStorage). The zero value injects nothing.
+type WriteFaults struct {
+	delay          atomic.Int64 // ns added to every write
+	fail           atomic.Bool  // writes fail with ErrInjected
 	writes, failed atomic.Uint64
 }
 
@@ -54,22 +59,22 @@ var (
 	_ DurableLog    = (*Faulty)(nil)
 )
 
-// SetWriteDelay makes every log write (StoreLog, StoreLogs, DeleteRange) take
-// at least d longer; 0 removes the delay.
-func (f *Faulty) SetWriteDelay(d time.Duration) { f.delay.Store(int64(max(d, 0))) }
+// SetWriteDelay makes every write (Faulty: StoreLog, StoreLogs, DeleteRange)
+// take at least d longer; 0 removes the delay.
+func (f *WriteFaults) SetWriteDelay(d time.Duration) { f.delay.Store(int64(max(d, 0))) }
 
-// SetFailWrites makes every log write fail with ErrInjected (nothing of it is
+// SetFailWrites makes every write fail with ErrInjected (nothing of it is
 // written) until it is called with false.
-func (f *Faulty) SetFailWrites(on bool) { f.fail.Store(on) }
+func (f *WriteFaults) SetFailWrites(on bool) { f.fail.Store(on) }
 
-// WriteDelay and FailWrites report the current settings.
-func (f *Faulty) WriteDelay() time.Duration { return time.Duration(f.delay.Load()) }
+// WriteDelay reports the delay added to each write.
+func (f *WriteFaults) WriteDelay() time.Duration { return time.Duration(f.delay.Load()) }
 
-// FailWrites reports whether log writes fail now.
-func (f *Faulty) FailWrites() bool { return f.fail.Load() }
+// FailWrites reports whether writes fail now.
+func (f *WriteFaults) FailWrites() bool { return f.fail.Load() }
 
-// Counts returns the log writes attempted and those failed by injection.
-func (f *Faulty) Counts() (writes, failed uint64) { return f.writes.Load(), f.failed.Load() }
+// Counts returns the writes attempted and those failed by injection.
+func (f *WriteFaults) Counts() (writes, failed uint64) { return f.writes.Load(), f.failed.Load() }
 
 // SetLyingDisk is the planted bug: with lag > 0, log writes are acknowledged at
 // once but reach the wrapped store only lag later, so a kill -9 loses the
@@ -176,8 +181,9 @@ func (f *Faulty) flushLocked(cutoff time.Time) error {
 	return nil
 }
 
-// before applies the write faults: the delay, then the failure.
-func (f *Faulty) before() error {
+// Before applies the write faults to one write: the delay, then the
+// failure (ErrInjected: the write must then do nothing).
+func (f *WriteFaults) Before() error {
 	f.writes.Add(1)
 	if d := f.delay.Load(); d > 0 {
 		time.Sleep(time.Duration(d)) // the injected slowness itself
@@ -234,7 +240,7 @@ func (f *Faulty) StoreLog(log *raft.Log) error { return f.StoreLogs([]*raft.Log{
 
 // StoreLogs implements raft.LogStore.
 func (f *Faulty) StoreLogs(logs []*raft.Log) error {
-	if err := f.before(); err != nil {
+	if err := f.Before(); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -263,7 +269,7 @@ func (f *Faulty) StoreLogs(logs []*raft.Log) error {
 
 // DeleteRange implements raft.LogStore.
 func (f *Faulty) DeleteRange(lo, hi uint64) error {
-	if err := f.before(); err != nil {
+	if err := f.Before(); err != nil {
 		return err
 	}
 	f.mu.Lock()
