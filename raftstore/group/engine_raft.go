@@ -25,7 +25,7 @@ type engineRaft struct {
 	self  raft.ServerID
 	peers *enginePeers
 
-	leaderCh chan bool // LeaderCh's: the latest news only, as hashicorp/raft's
+	leaderCh chan bool     // LeaderCh's: the latest news only, as hashicorp/raft's
 	stop     chan struct{}
 	once     sync.Once
 	wg       sync.WaitGroup
