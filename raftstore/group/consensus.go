@@ -46,6 +46,7 @@ type consensus interface {
 
 	// Running.
 	Stats() map[string]string
+	ReloadableConfig() raft.ReloadableConfig
 	// PokeFollower makes a follower check for a silent leader now, not
 	// at its next timer (watchContact).
 	PokeFollower() error

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -25,6 +26,7 @@ type engineRaft struct {
 	self  raft.ServerID
 	peers *enginePeers
 
+	trailing atomic.Uint64 // SetTrailingLogs's, for ReloadableConfig
 	leaderCh chan bool     // LeaderCh's: the latest news only, as hashicorp/raft's
 	stop     chan struct{}
 	once     sync.Once
@@ -413,9 +415,15 @@ func (e *engineRaft) Stats() map[string]string {
 	}
 }
 
+// ReloadableConfig implements consensus: what SetTrailingLogs set.
+func (e *engineRaft) ReloadableConfig() raft.ReloadableConfig {
+	return raft.ReloadableConfig{TrailingLogs: e.trailing.Load()}
+}
+
 // SetTrailingLogs implements consensus: the group's next snapshots keep n
 // entries (multiraft.Node.SetTrailing).
 func (e *engineRaft) SetTrailingLogs(n uint64) error {
+	e.trailing.Store(n)
 	e.node.SetTrailing(e.g, n)
 	return nil
 }
